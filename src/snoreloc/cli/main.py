@@ -1,0 +1,120 @@
+"""Entry point of the `snoreloc` command: builds the parser from the command modules and maps errors to exits.
+
+Each command lives in its own module under `snoreloc.cli` with `HELP` (one line), `add_arguments(parser)` and
+`run(args) -> int`. Command modules import heavy libraries (the kubernetes client) inside `run`, so that
+`snoreloc --version` and `snoreloc validate` start fast. Commands that ship outside the product layers (the
+simulator's `sim` and `demo`) plug in through the `snoreloc.commands` entry-point group, so no product module
+imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from types import ModuleType
+from typing import Protocol, cast
+
+import snoreloc
+from snoreloc import errors, logs, redact
+
+LOG = logging.getLogger(__name__)
+
+# Order is the order `--help` lists them in: the technician's verbs first, then the factory's.
+BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("validate", "snoreloc.cli.validate"),
+    ("schema", "snoreloc.cli.schema"),
+)
+
+
+class CommandModule(Protocol):
+    HELP: str
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def _exit_code_epilog() -> str:
+    lines = ["exit codes:"]
+    lines += [f"  {int(code):>3}  {text}" for code, text in errors.EXIT_CODE_HELP]
+    return "\n".join(lines)
+
+
+def _load(module_name: str) -> CommandModule:
+    module: ModuleType = importlib.import_module(module_name)
+    return cast(CommandModule, module)
+
+
+def _plugin_commands() -> list[tuple[str, CommandModule]]:
+    found = []
+    for entry in metadata.entry_points(group="snoreloc.commands"):
+        try:
+            found.append((entry.name, cast(CommandModule, entry.load())))
+        except ImportError as exc:  # the simulator's extras are not installed: its commands are absent
+            LOG.debug("command %s unavailable: %s", entry.name, exc)
+    return found
+
+
+def _commands() -> list[tuple[str, CommandModule]]:
+    builtin = [(name, _load(module)) for name, module in BUILTIN_COMMANDS]
+    return builtin + sorted(_plugin_commands(), key=lambda item: item[0])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="snoreloc",
+        description="Relocate a pre-installed Single Node OpenShift cluster to its edge site.",
+        epilog=_exit_code_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"snoreloc {snoreloc.__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in _commands():
+        child = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.HELP,
+            epilog=_exit_code_epilog(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(child)
+        child.set_defaults(handler=module.run)
+    return parser
+
+
+def _report(exc: errors.SnorelocError) -> None:
+    sys.stderr.write(f"error: {redact.redact(exc.message)}\n")
+    for problem in getattr(exc, "problems", ()):
+        sys.stderr.write(f"  {redact.redact(problem.render())}\n")
+    if exc.hint:
+        sys.stderr.write(f"hint: {redact.redact(exc.hint)}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logs.setup(args.verbose)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return int(errors.ExitCode.USAGE)
+    try:
+        return int(args.handler(args))
+    except errors.SnorelocError as exc:
+        _report(exc)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return int(errors.ExitCode.TEMPORARY)
+    except Exception as exc:  # a bug: say so plainly, keep the trace in the log, never a secret
+        LOG.debug("internal error", exc_info=True)
+        _report(errors.InternalError(f"internal error: {type(exc).__name__}: {exc}"))
+        return int(errors.ExitCode.INTERNAL)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Ordering, the journal (status.json), fingerprints, resume, deadlines, plans and rollback."""

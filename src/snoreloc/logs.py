@@ -1,0 +1,85 @@
+"""Logging set-up for every command: redaction always on, a format that suits where the output goes.
+
+On a terminal people get short human lines; under systemd each line starts with a `<N>` priority prefix so that
+journald records its level (SyslogLevelPrefix=). The redaction filter sits on the handler, so no module can log
+a secret by accident, whichever logger it uses.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TextIO
+
+from snoreloc import redact
+
+_SYSLOG_PRIORITY = {
+    logging.CRITICAL: 2,
+    logging.ERROR: 3,
+    logging.WARNING: 4,
+    logging.INFO: 6,
+    logging.DEBUG: 7,
+}
+
+
+class RedactingFilter(logging.Filter):
+    """Renders the record's message once, masks secrets in it and in any traceback, and freezes the result."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact.redact(record.getMessage())
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact.redact(record.exc_text)
+        return True
+
+
+class JournalFormatter(logging.Formatter):
+    """`<priority>logger: message`, the form journald turns into a prioritised entry."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        priority = _SYSLOG_PRIORITY.get(record.levelno, 6)
+        return f"<{priority}>{super().format(record)}"
+
+
+def under_systemd() -> bool:
+    return bool(os.environ.get("INVOCATION_ID") or os.environ.get("JOURNAL_STREAM"))
+
+
+def make_handler(stream: TextIO) -> logging.Handler:
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    if under_systemd():
+        handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
+    elif stream.isatty():
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    return handler
+
+
+def setup(verbosity: int = 0, stream: TextIO | None = None) -> None:
+    """Configure the `snoreloc` logger tree; 0 = warnings, 1 = info, 2+ = debug."""
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    root = logging.getLogger("snoreloc")
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    handler = make_handler(stream or sys.stderr)
+    handler.setLevel(level)
+    root.addHandler(handler)
+    root.setLevel(level)
+    root.propagate = False
+
+
+def add_file(path: str) -> logging.Handler:
+    """Also log at debug level to a file (the state directory's `snoreloc.log`), still redacted."""
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger("snoreloc")
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    return handler

@@ -1,0 +1,397 @@
+"""The simulated cluster's core: resource types, the object store with kube-apiserver semantics, simulated time.
+
+Everything else in the simulator hangs off these three things. The HTTP layer (`server`) turns requests into
+store calls; the operators (`controllers`) subscribe to store changes and schedule their reactions on the
+`Timeline`, whose durations are realistic SNO figures divided by the speed factor.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import itertools
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def now_rfc3339() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served resource: where it lives in the API and how it behaves in storage."""
+
+    group: str  # "" for the core group
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    has_status: bool = True
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ("status",)
+
+    @property
+    def key(self) -> str:
+        """Store key: `plural.group`, or `plural` for the core group."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+@dataclass
+class ApiError(Exception):
+    """A refusal the server sends back as a `Status` object."""
+
+    code: int
+    reason: str
+    message: str
+    causes: list[dict[str, str]] = field(default_factory=list)
+    details: Obj = field(default_factory=dict)
+
+
+ChangeListener = Callable[[ResourceType, str, Obj | None, Obj | None], None]
+
+
+class Store:
+    """Objects by (type, namespace, name) with uid, resourceVersion, generation and the usual refusals.
+
+    The store knows nothing of schemas or HTTP. Writers get 404 for a missing object or namespace, 409 for a
+    name already taken or a stale resourceVersion. After every committed change each listener is called with
+    (type, event, old, new) outside the lock, where event is ADDED, MODIFIED or DELETED.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._rv = itertools.count(1000)
+        self._listeners: list[ChangeListener] = []
+        self.writes = 0
+
+    def subscribe(self, listener: ChangeListener) -> None:
+        self._listeners.append(listener)
+
+    def _notify(self, rtype: ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
+        for listener in list(self._listeners):
+            listener(rtype, event, copy.deepcopy(old), copy.deepcopy(new))
+
+    def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
+        if rtype.namespaced and ("namespaces", "", namespace) not in self._objects:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
+
+    def get(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj:
+        with self._lock:
+            found = self._objects.get((rtype.key, namespace, name))
+            if found is None:
+                raise ApiError(404, "NotFound", f'{rtype.key} "{name}" not found', details=_details(rtype, name))
+            return copy.deepcopy(found)
+
+    def find(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj | None:
+        with self._lock:
+            found = self._objects.get((rtype.key, namespace, name))
+            return copy.deepcopy(found) if found is not None else None
+
+    def list(self, rtype: ResourceType, namespace: str | None = None) -> list[Obj]:
+        with self._lock:
+            items = [
+                copy.deepcopy(obj)
+                for (key, ns, _), obj in sorted(self._objects.items())
+                if key == rtype.key and (namespace is None or ns == namespace)
+            ]
+            return items
+
+    def current_rv(self) -> str:
+        with self._lock:
+            return str(next(self._rv))
+
+    def create(self, rtype: ResourceType, obj: Obj) -> Obj:
+        meta = obj.setdefault("metadata", {})
+        namespace = meta.get("namespace", "") if rtype.namespaced else ""
+        name = meta.get("name", "")
+        with self._lock:
+            self._check_namespace(rtype, namespace)
+            key = (rtype.key, namespace, name)
+            if key in self._objects:
+                raise ApiError(
+                    409,
+                    "AlreadyExists",
+                    f'{rtype.key} "{name}" already exists',
+                    details=_details(rtype, name),
+                )
+            stored = copy.deepcopy(obj)
+            stored["apiVersion"], stored["kind"] = rtype.api_version, rtype.kind
+            smeta = stored["metadata"]
+            if rtype.namespaced:
+                smeta["namespace"] = namespace
+            else:
+                smeta.pop("namespace", None)
+            smeta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), resourceVersion=str(next(self._rv)))
+            smeta["generation"] = 1
+            self._objects[key] = stored
+            self.writes += 1
+            result = copy.deepcopy(stored)
+        self._notify(rtype, "ADDED", None, result)
+        return result
+
+    def update(self, rtype: ResourceType, obj: Obj, *, status_only: bool = False, check_rv: bool = True) -> Obj:
+        """Replace an object. A main-resource write keeps the stored status (when the type has a status
+        subresource); a status write keeps everything but the status."""
+        meta = obj.get("metadata", {})
+        namespace = meta.get("namespace", "") if rtype.namespaced else ""
+        name = meta.get("name", "")
+        with self._lock:
+            key = (rtype.key, namespace, name)
+            old = self._objects.get(key)
+            if old is None:
+                raise ApiError(404, "NotFound", f'{rtype.key} "{name}" not found', details=_details(rtype, name))
+            sent_rv = meta.get("resourceVersion")
+            if check_rv and sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+                raise ApiError(
+                    409,
+                    "Conflict",
+                    f'Operation cannot be fulfilled on {rtype.key} "{name}": the object has been modified; '
+                    "please apply your changes to the latest version and try again",
+                    details=_details(rtype, name),
+                )
+            new = _merge_for_write(rtype, old, obj, status_only=status_only)
+            if new == old:
+                return copy.deepcopy(old)  # a no-op write does not bump resourceVersion, as kube-apiserver
+            new["metadata"]["resourceVersion"] = str(next(self._rv))
+            self._objects[key] = new
+            self.writes += 1
+            result, previous = copy.deepcopy(new), copy.deepcopy(old)
+        self._notify(rtype, "MODIFIED", previous, result)
+        return result
+
+    def delete(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj:
+        with self._lock:
+            key = (rtype.key, namespace if rtype.namespaced else "", name)
+            old = self._objects.pop(key, None)
+            if old is None:
+                raise ApiError(404, "NotFound", f'{rtype.key} "{name}" not found', details=_details(rtype, name))
+            self.writes += 1
+        self._notify(rtype, "DELETED", old, None)
+        return old
+
+    def bump(self, rtype: ResourceType, name: str, namespace: str = "") -> None:
+        """Touch an object (a concurrent writer): its resourceVersion moves on, nothing else changes."""
+        with self._lock:
+            obj = self._objects.get((rtype.key, namespace, name))
+            if obj is not None:
+                obj["metadata"]["resourceVersion"] = str(next(self._rv))
+
+
+def _details(rtype: ResourceType, name: str) -> Obj:
+    return {"name": name, "group": rtype.group, "kind": rtype.plural}
+
+
+def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: bool) -> Obj:
+    new = copy.deepcopy(sent)
+    new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
+    fixed = ("uid", "creationTimestamp", "generation", "namespace", "resourceVersion")
+    new_meta = new.setdefault("metadata", {})
+    for name in fixed:
+        if name in old["metadata"]:
+            new_meta[name] = old["metadata"][name]
+        else:
+            new_meta.pop(name, None)
+    if status_only:
+        result = copy.deepcopy(old)
+        if "status" in new:
+            result["status"] = new["status"]
+        else:
+            result.pop("status", None)
+        return result
+    if rtype.has_status and "status" in rtype.subresources:
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+    if _spec_of(new) != _spec_of(old):
+        new_meta["generation"] = old["metadata"].get("generation", 1) + 1
+    return new
+
+
+def _spec_of(obj: Obj) -> Obj:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Timeline:
+    """Simulated time: realistic SNO durations divided by `speed`, run on one scheduler thread.
+
+    `after(seconds, fn)` runs `fn` once `seconds` of *cluster* time have passed (seconds / speed of wall time).
+    `scaled(seconds)` converts cluster seconds to wall seconds. The thread stops with `close()`.
+    """
+
+    def __init__(self, speed: float = 1.0) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.speed = speed
+        self._queue: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="sim-timeline", daemon=True)
+        self._thread.start()
+
+    def scaled(self, seconds: float) -> float:
+        return seconds / self.speed
+
+    def after(self, seconds: float, fn: Callable[[], None]) -> None:
+        due = time.monotonic() + self.scaled(seconds)
+        with self._cond:
+            heapq.heappush(self._queue, (due, next(self._seq), fn))
+            self._cond.notify()
+
+    def _pop_due(self) -> Callable[[], None] | None:
+        """Block until the earliest task is due and return it; None once closed."""
+        with self._cond:
+            while not self._closed:
+                if not self._queue:
+                    self._cond.wait()
+                    continue
+                delay = self._queue[0][0] - time.monotonic()
+                if delay <= 0:
+                    return heapq.heappop(self._queue)[2]
+                self._cond.wait(delay)
+            return None
+
+    def _loop(self) -> None:
+        while (task := self._pop_due()) is not None:
+            try:
+                task()
+            except Exception:  # a controller bug must not stop the cluster's clock
+                traceback.print_exc()
+
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._queue
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+class Availability:
+    """Whether the API answers: outages are wall-clock windows set by the operators (or by fault scripts).
+
+    `mode` is "refuse" (connections are closed at once, as when kube-apiserver restarts) or "503" (the
+    endpoint answers Service Unavailable, as during a revision's readiness gap).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._windows: list[tuple[float, float, str]] = []
+
+    def outage(self, wall_seconds: float, mode: str = "refuse", *, start_in: float = 0.0) -> None:
+        start = time.monotonic() + start_in
+        with self._lock:
+            self._windows.append((start, start + wall_seconds, mode))
+
+    def down(self) -> str | None:
+        """The current outage mode, or None when the API is up."""
+        moment = time.monotonic()
+        with self._lock:
+            self._windows = [w for w in self._windows if w[1] > moment]
+            for start, _end, mode in self._windows:
+                if start <= moment:
+                    return mode
+        return None
+
+
+@dataclass(frozen=True)
+class ServedCert:
+    cert_pem: bytes
+    key_pem: bytes = field(repr=False)
+
+
+class ServingCerts:
+    """What each endpoint presents, by SNI name: the kube-apiserver (port from the kubeconfig) and the router.
+
+    The default entry (key "") is what a client without a matching SNI gets. Operators replace entries when a
+    rollout completes; the HTTP layer reads them in its SNI callback.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_endpoint: dict[str, dict[str, ServedCert]] = {"api": {}, "router": {}}
+
+    def set(self, endpoint: str, sni: str, cert: ServedCert) -> None:
+        with self._lock:
+            self._by_endpoint[endpoint][sni.lower()] = cert
+
+    def remove(self, endpoint: str, sni: str) -> None:
+        with self._lock:
+            self._by_endpoint[endpoint].pop(sni.lower(), None)
+
+    def lookup(self, endpoint: str, sni: str | None) -> ServedCert | None:
+        """Exact name, then a `*.` wildcard one label up, then the default."""
+        with self._lock:
+            table = self._by_endpoint[endpoint]
+            name = (sni or "").lower()
+            wildcard = "*." + name.split(".", 1)[1] if "." in name else ""
+            return table.get(name) or table.get(wildcard) or table.get("")
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One operator rollout the simulator performed: which operator, what triggered it, when (wall seconds)."""
+
+    operator: str
+    trigger: str
+    started: float
+    finished: float
+
+
+class Recorder:
+    """The simulator's own record of rollouts, for benchmarks (critical path vs sequential bound)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.rollouts: list[Rollout] = []
+        self.requests = 0
+        self.writes = 0
+
+    def rollout(self, item: Rollout) -> None:
+        with self._lock:
+            self.rollouts.append(item)
+
+    def request(self, *, write: bool) -> None:
+        with self._lock:
+            self.requests += 1
+            self.writes += int(write)
+
+
+Admission = Callable[[ResourceType, Obj, Obj | None], None]
+
+
+@dataclass
+class Cluster:
+    """Everything the HTTP layer and the operators share. Built by `simulator.Simulator`.
+
+    `admission` hooks run on create and update before schema validation, and may mutate the object (route host
+    generation lives there, as openshift-apiserver does it synchronously). They raise ApiError to refuse.
+    """
+
+    store: Store
+    timeline: Timeline
+    types: dict[str, ResourceType]
+    availability: Availability = field(default_factory=Availability)
+    serving: ServingCerts = field(default_factory=ServingCerts)
+    recorder: Recorder = field(default_factory=Recorder)
+    admission: list[Admission] = field(default_factory=list)

@@ -1,0 +1,1 @@
+"""One module per relocation step, each with plan(ctx) -> Plan, apply(ctx, plan) -> Outcome, verify(ctx)."""
