@@ -1,0 +1,44 @@
+"""`snoreloc render-machineconfig`: print the factory MachineConfig (apply it with `oc apply -f -`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from snoreloc.steps import machineconfig
+
+HELP = "print the factory MachineConfig (internal IP dispatcher, kubelet/CRI-O drop-ins, the snoreloc unit)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--internal-ip", metavar="CIDR", help="fixed internal IPv4 address on the interface")
+    parser.add_argument("--internal-ipv6", metavar="CIDR", help="fixed internal IPv6 address on the interface")
+    parser.add_argument("--interface", default="br-ex", help="interface that carries it (default: br-ex)")
+    runtime = parser.add_mutually_exclusive_group(required=True)
+    runtime.add_argument("--image", metavar="REF", help="run the agent from this container image (pull it first)")
+    runtime.add_argument("--host-install", action="store_true", help="run an installed /usr/local/bin/snoreloc")
+    parser.add_argument("--role", default="master", help="MachineConfigPool role label (default: master)")
+    parser.add_argument("--name", help="MachineConfig name (default: 99-<role>-snoreloc)")
+    parser.add_argument("--agent-args", default="", help="extra arguments for `snoreloc run` at the site")
+
+
+def options_from(args: argparse.Namespace) -> machineconfig.FactoryOptions:
+    addresses = []
+    if args.internal_ip:
+        addresses.append(machineconfig.parse_address(args.internal_ip, 4))
+    if args.internal_ipv6:
+        addresses.append(machineconfig.parse_address(args.internal_ipv6, 6))
+    return machineconfig.FactoryOptions(
+        internal_ips=tuple(addresses),
+        interface=args.interface,
+        runtime=machineconfig.Runtime.HOST if args.host_install else machineconfig.Runtime.CONTAINER,
+        image=args.image,
+        role=args.role,
+        name=args.name,
+        args=args.agent_args,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    sys.stdout.write(machineconfig.render_yaml(options_from(args)))
+    return 0

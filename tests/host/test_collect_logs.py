@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import base64
+import json
+import pathlib
+import stat
+import tarfile
+
+import pytest
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from snoreloc.adapters import command
+from snoreloc.cli import collect_logs
+
+PASSWORD = "s3cretPassw0rd-zebra"
+AUTH = base64.b64encode(f"fake-user:{PASSWORD}".encode()).decode()
+PSK = "wpa-psk-value-9f8e7d"
+SECRET_DATA = "backup-only-secret-42"
+
+
+def _key_pem() -> str:
+    key = ec.generate_private_key(ec.SECP256R1())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+
+
+@pytest.fixture
+def state(tmp_path: pathlib.Path) -> tuple[pathlib.Path, list[str]]:
+    """A state dir seeded with secrets in every place they could leak from; returns it and the secret strings."""
+    key_pem = _key_pem()
+    key_body = key_pem.splitlines()[1]
+    state = tmp_path / "var/lib/snoreloc"
+    (state / "site-config").mkdir(parents=True)
+    (state / "backups").mkdir()
+    site = {
+        "apiVersion": "snoreloc.io/v1alpha1",
+        "kind": "SiteConfig",
+        "metadata": {"name": "store-042"},
+        "spec": {
+            "domain": "store042.example.com",
+            "pullSecret": {"inline": {"auths": {"mirror.example.com:5000": {"auth": AUTH}}}, "mode": "replace"},
+            "certificates": {"api": {"certificate": {"file": "api.crt"}, "key": {"file": "api.key"}}},
+            "network": {"interfaces": [{"name": "wlan0", "type": "ethernet", "802.1x": {"password": PSK}}]},
+        },
+    }
+    (state / "site-config/site-config.yaml").write_text(yaml.safe_dump(site))
+    (state / "site-config/api.key").write_text(key_pem)
+    (state / "site-config/api.crt").write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "pull-secret", "namespace": "openshift-config"},
+        "data": {".dockerconfigjson": base64.b64encode(SECRET_DATA.encode()).decode()},
+    }
+    (state / "backups/secrets.core.openshift-config.pull-secret.json").write_text(json.dumps({"object": secret}))
+    (state / "status.json").write_text(json.dumps({"steps": {"network": {"state": "done"}}}))
+    (state / "snoreloc.log").write_text(f"DEBUG leaked by a bug: {PASSWORD} and {SECRET_DATA}\n")
+    return state, [PASSWORD, AUTH, PSK, SECRET_DATA, key_body]
+
+
+def _members(path: pathlib.Path) -> dict[str, str]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_tarball_holds_everything_useful_and_no_secret(
+    tmp_path: pathlib.Path, state: tuple[pathlib.Path, list[str]]
+) -> None:
+    directory, secrets = state
+    journal = f"Jan 01 snoreloc[1]: pulling with {PASSWORD}\nJan 01 snoreloc[1]: Authorization: Bearer abc.def.ghi\n"
+    runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
+    output = tmp_path / "logs.tar.gz"
+    collect_logs.write_tarball(output, collect_logs.collect(directory, runner))
+
+    assert stat.S_IMODE(output.stat().st_mode) == 0o600
+    members = _members(output)
+    assert sorted(members) == [
+        "snoreloc-logs/backups.json",
+        "snoreloc-logs/journal-kubelet.txt",
+        "snoreloc-logs/journal-snoreloc.txt",
+        "snoreloc-logs/site-config/FILES.txt",
+        "snoreloc-logs/site-config/site-config.yaml",
+        "snoreloc-logs/snoreloc.log",
+        "snoreloc-logs/status.json",
+    ]
+    everything = "\n".join(members.values())
+    for secret in secrets:
+        assert secret not in everything
+    assert "abc.def.ghi" not in everything
+
+    site = yaml.safe_load(members["snoreloc-logs/site-config/site-config.yaml"])
+    assert site["spec"]["domain"] == "store042.example.com"
+    assert site["spec"]["pullSecret"] == "<redacted>"
+    assert site["spec"]["certificates"]["api"]["certificate"] == {"file": "api.crt"}
+    assert "api.key" in members["snoreloc-logs/site-config/FILES.txt"]
+    [backup] = json.loads(members["snoreloc-logs/backups.json"])
+    assert backup["objects"] == [
+        {"apiVersion": "v1", "kind": "Secret", "name": "pull-secret", "namespace": "openshift-config"}
+    ]
+    assert "pulling with <redacted>" in members["snoreloc-logs/journal-snoreloc.txt"]
+    assert [c[:3] for c in runner.commands()] == [("journalctl", "-u", "snoreloc"), ("journalctl", "-u", "kubelet")]
+
+
+def test_missing_state_and_failing_journal_still_make_a_tarball(tmp_path: pathlib.Path) -> None:
+    def broken(_argv: object, _input: object) -> command.Result:
+        raise command.CommandNotFound("journalctl is not installed")
+
+    members = collect_logs.collect(tmp_path / "absent", command.FakeRunner().on(["journalctl"], broken))
+    assert members["journal-snoreloc.txt"].startswith(b"journalctl failed")
+    assert json.loads(members["backups.json"]) == []
+
+
+def test_unparsable_site_config_is_omitted(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "site-config.yaml").write_text(f"pullSecret: [{AUTH}\n  key: {{")
+    members = collect_logs.site_config_members(tmp_path)
+    assert AUTH.encode() not in members["site-config/site-config.yaml"]

@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import stat
+from collections.abc import Sequence
+
+import pytest
+
+from snoreloc import errors
+from snoreloc.adapters import blockdev, clock, command, fs
+from snoreloc.steps import discovery
+
+SITE_CONFIG = """\
+apiVersion: snoreloc.io/v1alpha1
+kind: SiteConfig
+metadata: {name: store-042}
+spec:
+  domain: store042.example.com
+  pullSecret: {file: secrets/pull-secret.json}
+  certificates:
+    api: {certificate: {file: api.crt}, key: {file: api.key}}
+  registryCA:
+    - {registry: "mirror:5000", certificate: {file: ../outside.pem}}
+"""
+
+
+class FakeStick:
+    """A device whose contents appear in the mount point while mounted, and vanish on umount."""
+
+    def __init__(self, host: fs.HostFS, files: dict[str, str]) -> None:
+        self.host = host
+        self.files = files
+        self.mounted_at: str | None = None
+
+    def mount(self, argv: Sequence[str], _input: str | None) -> command.Result:
+        assert argv[1:3] == ["-o", "ro,nosuid,nodev,noexec"]
+        target = self.host.path(argv[-1])
+        assert stat.S_IMODE(target.stat().st_mode) == 0o700
+        for name, text in self.files.items():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            (target / name).write_text(text)
+        self.mounted_at = argv[-1]
+        return command.Result(0)
+
+    def umount(self, argv: Sequence[str], _input: str | None) -> command.Result:
+        assert argv[-1] == self.mounted_at
+        target = self.host.path(argv[-1])
+        for child in target.iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        self.mounted_at = None
+        return command.Result(0)
+
+
+def _script(runner: command.FakeRunner, stick: FakeStick, *, blkid_misses: int = 0) -> None:
+    misses = [command.Result(2)] * blkid_misses
+    runner.on(["blkid", "-L", "relocation-config"], *misses, command.Result(0, "/dev/sr0\n"))
+    runner.on(["blkid", "-L", "cluster-config"], command.Result(2))
+    runner.on(["mount"], stick.mount)
+    runner.on(["umount"], stick.umount)
+
+
+def _stick(host: fs.HostFS) -> FakeStick:
+    files = {
+        "site-config.yaml": SITE_CONFIG,
+        "secrets/pull-secret.json": '{"auths": {}}',
+        "api.crt": "CERT",
+        "api.key": "KEY",
+        "unreferenced.txt": "not copied",
+    }
+    return FakeStick(host, files)
+
+
+def test_device_found_by_blkid_is_copied_into_the_state_dir(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    _script(runner, stick)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert found.source is discovery.Source.DEVICE and found.device == "/dev/sr0"
+    assert found.path == host.path("/var/lib/snoreloc/site-config/site-config.yaml")
+    assert found.path.read_text() == SITE_CONFIG
+    copy = host.path("/var/lib/snoreloc/site-config")
+    assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == [
+        "api.crt",
+        "api.key",
+        "secrets/pull-secret.json",
+        "site-config.yaml",
+    ]
+    assert found.skipped == ("../outside.pem",)
+    for path in copy.rglob("*"):
+        assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600)
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o700
+    assert stick.mounted_at is None, "unmounted"
+    assert os.listdir(host.path("/run/snoreloc")) == [], "mount point removed"
+
+
+def test_udev_label_link_is_used_before_blkid(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    host.write_text("/dev/disk/by-label/relocation-config", "")
+    stick = _stick(host)
+    runner.on(["mount"], stick.mount).on(["umount"], stick.umount)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert found.device == "/dev/disk/by-label/relocation-config"
+    assert not runner.ran("blkid")
+
+
+def test_unmounts_even_when_the_device_has_no_site_config(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = FakeStick(host, {"README.txt": "hello"})
+    _script(runner, stick)
+    with pytest.raises(errors.ConfigError, match=r"no site-config.yaml.*README.txt"):
+        discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert runner.ran("umount")
+    assert stick.mounted_at is None
+
+
+def test_waits_bounded_and_tells_the_console_what_to_insert(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    runner.on(["blkid"], command.Result(2))
+    messages: list[str] = []
+    policy = discovery.WaitPolicy(timeout=300, poll=5, remind_every=60)
+    with pytest.raises(errors.WaitTimeout) as caught:
+        discovery.discover(host, blockdev.BlockDevices(runner, host), clk, policy=policy, progress=messages.append)
+    assert caught.value.step == "discover" and "relocation-config" in caught.value.waited_for
+    assert clk.monotonic() == 300
+    assert len(messages) == 5
+    assert messages[0].startswith("Insert the USB stick or ISO labelled relocation-config")
+    assert "relocation-config" in caught.value.hint
+
+
+def test_device_inserted_while_waiting_is_picked_up(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    _script(runner, stick, blkid_misses=3)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk, progress=lambda _m: None)
+    assert found.device == "/dev/sr0"
+    assert clk.monotonic() == 15
+
+
+def test_host_file_wins_over_a_device(host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock) -> None:
+    host.write_text(discovery.HOST_FILE, SITE_CONFIG)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert found.source is discovery.Source.HOST_FILE
+    assert runner.calls == []
+
+
+def test_explicit_path_wins_and_must_exist(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock, tmp_path: pathlib.Path
+) -> None:
+    given = tmp_path / "site.yaml"
+    given.write_text(SITE_CONFIG)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk, explicit=str(given))
+    assert (found.source, found.path) == (discovery.Source.ARGUMENT, given)
+    with pytest.raises(errors.UsageError):
+        discovery.discover(host, blockdev.BlockDevices(runner, host), clk, explicit=str(tmp_path / "nope.yaml"))
+
+
+def test_alias_bomb_does_not_explode_the_reference_walk() -> None:
+    bomb = "a: &a [{file: x.pem}]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(20)
+    )
+    assert discovery._references(bomb.encode()) == ["x.pem"]

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from snoreloc import errors
+from snoreloc.adapters import command, fs, nmstate
+
+DESIRED = {"interfaces": [{"name": "eno1", "type": "ethernet", "state": "up"}]}
+
+
+def test_nmstatectl_apply_without_commit_parses_the_checkpoint(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    written: list[tuple[dict[str, Any], int]] = []
+
+    def apply(argv: Sequence[str], _input: str | None) -> command.Result:
+        path = host.path(argv[-1])
+        written.append((json.loads(path.read_text()), stat.S_IMODE(path.stat().st_mode)))
+        log = "[INFO nmstate::nm::checkpoint] Checkpoint /org/freedesktop/NetworkManager/Checkpoint/12 created\n"
+        return command.Result(0, "---\ninterfaces: []\n", log)
+
+    runner.on(["nmstatectl", "apply"], apply)
+    checkpoint = nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=180)
+    assert checkpoint == nmstate.Checkpoint("/org/freedesktop/NetworkManager/Checkpoint/12")
+    assert runner.commands()[0][:5] == ("nmstatectl", "apply", "--no-commit", "--timeout", "180")
+    assert written == [(DESIRED, 0o600)]
+    assert not host.exists(nmstate.DESIRED_FILE), "the desired state (maybe with secrets) is not left behind"
+
+
+def test_nmstatectl_commit_rollback_and_show(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "show", "--json"], command.Result(0, json.dumps(DESIRED)))
+    runner.on(["nmstatectl", "commit"]).on(["nmstatectl", "rollback"])
+    backend = nmstate.NmstatectlBackend(runner, host)
+    assert backend.show() == DESIRED
+    backend.commit(nmstate.Checkpoint("/cp/1"))
+    backend.rollback(nmstate.Checkpoint())
+    assert runner.commands()[1:] == [("nmstatectl", "commit", "/cp/1"), ("nmstatectl", "rollback")]
+
+
+def test_nmstatectl_failure_carries_nmstates_text(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(1, "", "NmstateError: VerificationError: ipv4 address mismatch"))
+    with pytest.raises(nmstate.ApplyFailed, match="VerificationError: ipv4 address mismatch") as caught:
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert caught.value.retryable
+
+
+class NmstateValueError(Exception):
+    pass
+
+
+def _fake_libnmstate(calls: list[tuple[str, Any]], fail: Exception | None = None) -> types.ModuleType:
+    module = types.ModuleType("libnmstate")
+
+    def apply(desired: Any, **kwargs: Any) -> str:
+        calls.append(("apply", kwargs))
+        if fail:
+            raise fail
+        return "/org/freedesktop/NetworkManager/Checkpoint/3"
+
+    module.apply = apply  # type: ignore[attr-defined]
+    module.commit = lambda **kw: calls.append(("commit", kw))  # type: ignore[attr-defined]
+    module.rollback = lambda **kw: calls.append(("rollback", kw))  # type: ignore[attr-defined]
+    module.show = lambda: DESIRED  # type: ignore[attr-defined]
+    return module
+
+
+def test_libnmstate_backend_uses_the_transaction_api() -> None:
+    calls: list[tuple[str, Any]] = []
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate(calls))
+    checkpoint = backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    backend.commit(checkpoint or nmstate.Checkpoint())
+    assert calls == [
+        ("apply", {"verify_change": True, "commit": False, "rollback_timeout": 90}),
+        ("commit", {"checkpoint": "/org/freedesktop/NetworkManager/Checkpoint/3"}),
+    ]
+
+
+def test_libnmstate_value_error_is_not_retryable() -> None:
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate([], fail=NmstateValueError("bad vlan id")))
+    with pytest.raises(nmstate.ApplyFailed, match="bad vlan id") as caught:
+        backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    assert not caught.value.retryable
+
+
+def test_select_prefers_libnmstate(
+    monkeypatch: pytest.MonkeyPatch, host: fs.HostFS, runner: command.FakeRunner
+) -> None:
+    monkeypatch.setitem(sys.modules, "libnmstate", _fake_libnmstate([]))
+    assert isinstance(nmstate.select_backend(runner, host), nmstate.LibnmstateBackend)
+    assert runner.calls == []
+
+
+def test_select_falls_back_to_nmstatectl_then_gives_up(
+    monkeypatch: pytest.MonkeyPatch, host: fs.HostFS, runner: command.FakeRunner
+) -> None:
+    monkeypatch.setitem(sys.modules, "libnmstate", None)
+    runner.on(["nmstatectl", "--version"], command.Result(0, "nmstatectl 2.2.21"), command.Result(127))
+    assert isinstance(nmstate.select_backend(runner, host), nmstate.NmstatectlBackend)
+    with pytest.raises(errors.UnavailableError, match="neither libnmstate nor nmstatectl"):
+        nmstate.select_backend(runner, host)
