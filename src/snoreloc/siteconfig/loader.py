@@ -1,0 +1,165 @@
+"""Reading a site-config: every problem at once, each with its line, and a model only when there are none.
+
+`validate(path) -> Report` is what `snoreloc validate` prints; `load(path) -> model.SiteConfig` is what the agent
+uses, raising `errors.ConfigError` carrying every problem so that nothing on the node or the cluster is touched
+by a half-valid config. The order is: parse (size, depth and alias limits), schema, semantic checks (which read the
+referenced files), then, if nothing failed, the frozen model built from exactly the bytes that were checked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from snoreloc import errors, redact
+from snoreloc.pki import certs
+from snoreloc.siteconfig import findings, model, schema, semantic, structural, yamlpos
+
+LOG = logging.getLogger(__name__)
+
+# Values shown masked by `--annotate`: inline private keys and pull secrets.
+SECRET_PATHS: tuple[findings.Path, ...] = (
+    ("spec", "certificates", "api", "key", "pem"),
+    ("spec", "certificates", "ingress", "key", "pem"),
+    ("spec", "pullSecret", "inline"),
+    ("spec", "pullSecret", "json"),
+)
+
+
+@dataclass(frozen=True)
+class Report:
+    """The outcome of validating one site-config file."""
+
+    source: str
+    problems: tuple[errors.Problem, ...] = ()
+    warnings: tuple[errors.Problem, ...] = ()
+    config: model.SiteConfig | None = field(default=None, repr=False)
+    text: str = field(default="", repr=False)
+    secret_spans: tuple[yamlpos.Span, ...] = field(default=(), repr=False)
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def _problem(mark: yamlpos.Mark | None, found: findings.Finding) -> errors.Problem:
+    return errors.Problem(
+        path=findings.render_path(found.path),
+        message=redact.redact(found.message),
+        line=mark.line if mark else None,
+        column=mark.column if mark else None,
+        severity=found.severity.value,
+    )
+
+
+def _sorted(problems: list[errors.Problem]) -> tuple[errors.Problem, ...]:
+    return tuple(sorted(problems, key=lambda p: (p.line or 0, p.column or 0, p.path)))
+
+
+def _read_source(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(yamlpos.MAX_BYTES + 1)
+
+
+def _unreadable(source: str, exc: OSError) -> Report:
+    reason = exc.strerror or type(exc).__name__
+    return Report(source, (errors.Problem("", f"cannot read {source}: {reason}"),))
+
+
+def validate(path: str, *, now: dt.datetime | None = None) -> Report:
+    """Validate the site-config at `path`; referenced files are resolved relative to its directory."""
+    try:
+        raw = _read_source(path)
+    except OSError as exc:
+        return _unreadable(path, exc)
+    base_dir = os.path.dirname(os.path.abspath(path))
+    return validate_bytes(raw, base_dir=base_dir, source=path, now=now)
+
+
+def validate_bytes(raw: bytes, *, base_dir: str, source: str, now: dt.datetime | None = None) -> Report:
+    """Validate site-config text whose file references resolve under `base_dir`."""
+    try:
+        doc = yamlpos.load(raw)
+    except yamlpos.YamlError as exc:
+        problem = errors.Problem("", exc.message, exc.line, exc.column)
+        return Report(source, (problem,), text=raw.decode("utf-8", "replace"))
+    found = structural.check(doc.data)
+    checked = None
+    if isinstance(doc.data, Mapping):
+        broken = frozenset(f.path for f in found) | {f.path for f, _ in doc.issues}
+        checked = semantic.check(doc.data, base_dir, now or dt.datetime.now(dt.UTC), broken)
+        found += checked.found
+    problems = [_problem(doc.locate(f.path), f) for f in found] + [_problem(m, f) for f, m in doc.issues]
+    errs = _sorted([p for p in problems if p.severity == findings.Severity.ERROR.value])
+    warns = _sorted([p for p in problems if p.severity != findings.Severity.ERROR.value])
+    config = _build(doc.data, checked, source) if checked is not None and not errs else None
+    spans = tuple(doc.spans[p] for p in SECRET_PATHS if p in doc.spans)
+    return Report(source, errs, warns, config, raw.decode("utf-8"), spans)
+
+
+def load(path: str, *, now: dt.datetime | None = None) -> model.SiteConfig:
+    """The validated site-config at `path`; raises errors.ConfigError listing every problem."""
+    report = validate(path, now=now)
+    for warning in report.warnings:
+        LOG.warning("%s: %s", path, warning.render())
+    if report.config is None:
+        count = len(report.problems)
+        raise errors.ConfigError(f"{path}: {count} problem{'s' if count != 1 else ''}", problems=report.problems)
+    return report.config
+
+
+def _pair(checked: semantic.Checked, which: str) -> model.CertKeyPair | None:
+    base = ("spec", "certificates", which)
+    cert = checked.sources.get((*base, "certificate"))
+    key = checked.sources.get((*base, "key"))
+    return model.CertKeyPair(cert, key) if cert is not None and key is not None else None
+
+
+def _pull_secret(spec: Mapping[str, Any], checked: semantic.Checked) -> model.PullSecret | None:
+    raw = checked.sources.get(("spec", "pullSecret"))
+    if raw is None:
+        return None
+    mode = model.PullSecretMode(spec["pullSecret"].get("mode", model.PullSecretMode.REPLACE.value))
+    return model.PullSecret(raw, mode)
+
+
+def _mirrors(entries: Any) -> tuple[model.Mirror, ...]:
+    return tuple(model.Mirror(e["source"], tuple(e["mirrors"]), e.get("mirrorSourcePolicy")) for e in entries or ())
+
+
+def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[model.RegistryCA, ...]:
+    out = []
+    for index, entry in enumerate(spec.get("registryCA") or ()):
+        bundle = certs.pem_bundle(certs.parse_chain(checked.sources[("spec", "registryCA", index, "certificate")]))
+        out.append(model.RegistryCA(entry["registry"], bundle.decode("ascii")))
+    return tuple(out)
+
+
+def _timeouts(values: Mapping[str, int]) -> model.Timeouts:
+    return model.Timeouts(**{schema.TIMEOUT_FIELDS[key]: value for key, value in values.items()})
+
+
+def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
+    return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
+
+
+def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
+    spec = data["spec"]
+    return model.SiteConfig(
+        name=data["metadata"]["name"],
+        domain=spec["domain"],
+        network=checked.network,
+        certificates=model.Certificates(api=_pair(checked, "api"), ingress=_pair(checked, "ingress")),
+        pull_secret=_pull_secret(spec, checked),
+        image_digest_mirrors=_mirrors(spec.get("imageDigestMirrors")),
+        image_tag_mirrors=_mirrors(spec.get("imageTagMirrors")),
+        remove_mirrors=tuple(spec.get("removeMirrors") or ()),
+        registry_ca=_registry_cas(spec, checked),
+        timeouts=_timeouts(spec.get("timeouts") or {}),
+        kubelet=_kubelet(spec.get("kubelet") or {}),
+        source_path=source,
+    )

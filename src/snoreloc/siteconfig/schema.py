@@ -1,0 +1,523 @@
+"""The site-config's JSON Schema (Draft 2020-12): the published contract, and the structural half of validation.
+
+Written as Python data so that it is one source for three consumers: `snoreloc validate` (with `jsonschema`), the
+editor of whoever writes site-configs (`snoreloc schema` > docs/site-config.schema.json, referenced by a
+`yaml-language-server` comment), and the docs. Every property carries a description and examples. Unknown fields
+are errors everywhere we own the shape, because a typo'd optional field would otherwise be silently ignored at a
+site nobody can reach.
+
+Two keywords of our own ride along (JSON Schema ignores unknown keywords): `x-message`, the sentence shown when a
+`pattern` or a combinator in that subschema fails, and `x-secret`, marking values never to be echoed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from snoreloc.siteconfig import model
+
+SCHEMA_ID = "https://snoreloc.io/schemas/site-config-v1alpha1.json"
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+_HOST = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*"
+_REPO_PATH = r"(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+"
+# The patterns of ImageDigestMirrorSet/ImageTagMirrorSet: host[:port][/path], no tag or digest; sources may be *.host.
+MIRROR_PATTERN = rf"^({_HOST}(?::[0-9]+)?)(?:{_REPO_PATH})?$"
+SOURCE_PATTERN = r"^\*(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|" + MIRROR_PATTERN
+REGISTRY_PATTERN = rf"^{_HOST}(?::[0-9]{{1,5}})?$"
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+INTERFACE_TYPES = (
+    "ethernet",
+    "bond",
+    "vlan",
+    "linux-bridge",
+    "ovs-bridge",
+    "ovs-interface",
+    "dummy",
+    "loopback",
+    "mac-vlan",
+    "mac-vtap",
+    "vrf",
+    "vxlan",
+    "team",
+    "infiniband",
+    "veth",
+    "ipvlan",
+    "hsr",
+    "macsec",
+    "unknown",
+)
+INTERFACE_STATES = ("up", "down", "absent", "ignore")
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
+
+# Bounds of every timeout override, seconds: (minimum, maximum). Defaults live in model.Timeouts.
+TIMEOUT_BOUNDS: dict[str, tuple[int, int]] = {
+    "total": (600, 86400),
+    "siteConfig": (0, 3600),
+    "networkProbe": (10, 1800),
+    "api": (60, 7200),
+    "settle": (300, 14400),
+}
+TIMEOUT_FIELDS = {
+    "total": "total",
+    "siteConfig": "site_config",
+    "networkProbe": "network_probe",
+    "api": "api",
+    "settle": "settle",
+}
+
+
+def _prop(description: str, examples: list[Any], **schema: Any) -> dict[str, Any]:
+    return {**schema, "description": description, "examples": examples}
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] = (), **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False, **extra}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def _file_ref(what: str, example: str) -> dict[str, Any]:
+    return _prop(
+        f"{what}: a path relative to the site-config's directory, inside it (no absolute paths, no '..', "
+        "no symlinks leading out); a regular file of at most 1 MiB.",
+        [example],
+        type="string",
+        minLength=1,
+        maxLength=4096,
+    )
+
+
+def _pem_source(what: str, example_file: str, *, secret: bool = False) -> dict[str, Any]:
+    pem: dict[str, Any] = {"type": "string", "minLength": 1}
+    if secret:
+        pem["x-secret"] = True
+    return {
+        **_obj(
+            {
+                "file": _file_ref(f"File holding the {what}", example_file),
+                "pem": _prop(
+                    f"The {what}, inline, as PEM text.", ["-----BEGIN ...-----\n...\n-----END ...-----\n"], **pem
+                ),
+            },
+            minProperties=1,
+            maxProperties=1,
+        ),
+        "description": f"The {what}: either `file` or `pem`.",
+        "examples": [{"file": example_file}],
+    }
+
+
+def _cert_key_pair(host: str, stem: str) -> dict[str, Any]:
+    return _prop(
+        f"A serving certificate for {host} and its private key. Omit to have snoreloc issue one from the cluster's "
+        "own signer. The certificate file holds the leaf first, then each issuer; it must cover "
+        f"{host}, be currently valid, and use RSA (>= 2048 bits) or EC. The key is PKCS#1, SEC1 or PKCS#8, "
+        "unencrypted.",
+        [{"certificate": {"file": f"{stem}.crt"}, "key": {"file": f"{stem}.key"}}],
+        **_obj(
+            {
+                "certificate": _pem_source("certificate chain (leaf first)", f"{stem}.crt"),
+                "key": _pem_source("private key (unencrypted)", f"{stem}.key", secret=True),
+            },
+            ("certificate", "key"),
+        ),
+    )
+
+
+def _address() -> dict[str, Any]:
+    return _obj(
+        {
+            "ip": _prop("An IPv4 or IPv6 address (without prefix).", ["192.0.2.10", "2001:db8::10"], type="string"),
+            "prefix-length": _prop("Prefix length of the subnet.", [24, 64], type="integer", minimum=0, maximum=128),
+        },
+        ("ip", "prefix-length"),
+    )
+
+
+def _ip_config(family: str, example: dict[str, Any]) -> dict[str, Any]:
+    properties = {
+        "enabled": _prop(f"Whether {family} is enabled on the interface.", [True], type="boolean"),
+        "dhcp": _prop(f"Obtain the {family} address by DHCP.", [False], type="boolean"),
+        "address": _prop(
+            f"Static {family} addresses.", [example["address"]], type="array", items=_address(), maxItems=64
+        ),
+    }
+    if family == "IPv6":
+        properties["autoconf"] = _prop("Use SLAAC (router advertisements).", [False], type="boolean")
+    schema = _prop(f"{family} settings of the interface (nmstate).", [example], type="object", properties=properties)
+    schema["additionalProperties"] = True  # nmstate has more knobs than we check (auto-dns, dhcp-client-id, ...)
+    return schema
+
+
+def _interface() -> dict[str, Any]:
+    properties = {
+        "name": _prop(
+            "Kernel interface name (1-15 characters).", ["eno1", "eno1.120", "bond0"], type="string", minLength=1
+        ),
+        "type": _prop("nmstate interface type.", ["ethernet", "vlan", "bond"], enum=list(INTERFACE_TYPES)),
+        "state": _prop("Desired state.", ["up"], enum=list(INTERFACE_STATES)),
+        "mtu": _prop("MTU in bytes.", [1500, 9000], type="integer", minimum=68, maximum=65535),
+        "ipv4": _ip_config(
+            "IPv4", {"enabled": True, "dhcp": False, "address": [{"ip": "192.0.2.10", "prefix-length": 24}]}
+        ),
+        "ipv6": _ip_config("IPv6", {"enabled": False, "address": [{"ip": "2001:db8::10", "prefix-length": 64}]}),
+        "vlan": _prop(
+            "VLAN settings (type vlan): the parent interface and the tag.",
+            [{"base-iface": "eno1", "id": 120}],
+            type="object",
+            properties={
+                "base-iface": _prop("Parent interface of the VLAN.", ["eno1"], type="string", minLength=1),
+                "id": _prop("VLAN tag, 0-4094.", [120], type="integer", minimum=0, maximum=4094),
+            },
+            required=["base-iface", "id"],
+        ),
+        "link-aggregation": _prop(
+            "Bond settings (type bond): mode and member ports.",
+            [{"mode": "active-backup", "port": ["eno1", "eno2"]}],
+            type="object",
+            properties={
+                "mode": _prop("Bonding mode.", ["active-backup", "802.3ad"], enum=list(BOND_MODES)),
+                "port": _prop("Member interfaces.", [["eno1", "eno2"]], type="array", items={"type": "string"}),
+            },
+        ),
+    }
+    return {
+        "type": "object",
+        "description": "One nmstate interface. Keys not listed here are passed to nmstate unchecked.",
+        "properties": properties,
+        "required": ["name"],
+        "additionalProperties": True,
+        "examples": [{"name": "eno1.120", "type": "vlan", "state": "up", "vlan": {"base-iface": "eno1", "id": 120}}],
+    }
+
+
+def _route() -> dict[str, Any]:
+    schema = _obj(
+        {
+            "destination": _prop("Destination network in CIDR form.", ["0.0.0.0/0", "::/0"], type="string"),
+            "next-hop-address": _prop("Gateway address.", ["192.0.2.1"], type="string"),
+            "next-hop-interface": _prop("Interface the route leaves by.", ["eno1.120"], type="string"),
+            "metric": _prop("Route metric.", [100], type="integer", minimum=0),
+            "table-id": _prop("Routing table.", [254], type="integer", minimum=0),
+            "state": _prop("`absent` removes matching routes.", ["absent"], enum=["absent"]),
+        },
+    )
+    schema["additionalProperties"] = True
+    return schema
+
+
+def _nmstate() -> dict[str, Any]:
+    route = _route()
+    return {
+        "type": "object",
+        "description": "nmstate desired state, inline; or `{file: network.yaml}` naming a file that holds it.",
+        "examples": [{"file": "network.yaml"}],
+        "properties": {
+            "file": _file_ref("An nmstate YAML file", "network.yaml"),
+            "interfaces": _prop(
+                "Interfaces to configure.",
+                [[{"name": "eno1", "type": "ethernet", "state": "up"}]],
+                type="array",
+                items=_interface(),
+                maxItems=256,
+            ),
+            "routes": _prop(
+                "Static routes.",
+                [{"config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1"}]}],
+                **_obj(
+                    {"config": _prop("Routes to set.", [[{"destination": "0.0.0.0/0"}]], type="array", items=route)}
+                ),
+            ),
+            "dns-resolver": _prop(
+                "DNS resolver settings.",
+                [{"config": {"server": ["192.0.2.53"], "search": ["example.com"]}}],
+                **_obj(
+                    {
+                        "config": _prop(
+                            "Resolver configuration.",
+                            [{"server": ["192.0.2.53"]}],
+                            **_obj(
+                                {
+                                    "server": _prop(
+                                        "Name server IP addresses.",
+                                        [["192.0.2.53"]],
+                                        type="array",
+                                        items={"type": "string"},
+                                    ),
+                                    "search": _prop(
+                                        "Search domains.", [["example.com"]], type="array", items={"type": "string"}
+                                    ),
+                                }
+                            ),
+                        )
+                    }
+                ),
+            ),
+            "route-rules": _prop("Policy routing rules (passed to nmstate).", [{"config": []}], type="object"),
+            "ovs-db": _prop("Open vSwitch database settings (passed to nmstate).", [{}], type="object"),
+            "ovn": _prop("OVN bridge mappings (passed to nmstate).", [{"bridge-mappings": []}], type="object"),
+        },
+        "additionalProperties": False,
+        "allOf": [
+            {
+                "if": {"required": ["file"]},
+                "then": {"maxProperties": 1, "x-message": "`file` cannot be combined with inline nmstate keys"},
+            }
+        ],
+    }
+
+
+def _mirror(kind: str) -> dict[str, Any]:
+    return _obj(
+        {
+            "source": _prop(
+                "Repository (or `*.host` wildcard) whose pulls are redirected: host[:port][/path], no tag or digest.",
+                ["quay.io/openshift-release-dev/ocp-release", "*.example.com"],
+                type="string",
+                pattern=SOURCE_PATTERN,
+                **{"x-message": "must be host[:port][/path] or *.host, without a tag or digest"},
+            ),
+            "mirrors": _prop(
+                "Mirror repositories tried in order: host[:port][/path], no tag, digest or wildcard.",
+                [["registry.site.example.com:8443/ocp/release"]],
+                type="array",
+                minItems=1,
+                uniqueItems=True,
+                items={
+                    "type": "string",
+                    "pattern": MIRROR_PATTERN,
+                    "x-message": "must be host[:port][/path], without a tag, digest or wildcard",
+                },
+            ),
+            "mirrorSourcePolicy": _prop(
+                f"Whether {kind} pulls may fall back to the source when every mirror fails.",
+                ["NeverContactSource"],
+                enum=["NeverContactSource", "AllowContactingSource"],
+            ),
+        },
+        ("source", "mirrors"),
+    )
+
+
+def _pull_secret() -> dict[str, Any]:
+    one_of = "set exactly one of `file`, `inline` or `json`"
+    return _prop(
+        'Pull secret for the cluster (a dockerconfigjson `{"auths": {...}}`): from a file, inline as YAML, or '
+        "inline as JSON text. Every `auths` entry needs a base64 `auth` of `user:password`, or `username` and "
+        "`password`.",
+        [{"file": "pull-secret.json", "mode": "replace"}],
+        **_obj(
+            {
+                "file": _file_ref("File holding the pull secret JSON", "pull-secret.json"),
+                "inline": _prop(
+                    "The pull secret as YAML/JSON data.",
+                    [{"auths": {"registry.example.com:8443": {"auth": "ZmFrZS11c2VyOmZha2UtcGFzcw=="}}}],
+                    type="object",
+                    **{"x-secret": True},
+                ),
+                "json": _prop(
+                    "The pull secret as JSON text.",
+                    ['{"auths": {"registry.example.com:8443": {"auth": "ZmFrZS11c2VyOmZha2UtcGFzcw=="}}}'],
+                    type="string",
+                    **{"x-secret": True},
+                ),
+                "mode": _prop(
+                    "`replace` (default) installs this pull secret as the cluster's; `merge` adds or updates its "
+                    "registries in the cluster's existing pull secret.",
+                    ["replace", "merge"],
+                    enum=[mode.value for mode in model.PullSecretMode],
+                ),
+            },
+            allOf=[
+                {"anyOf": [{"required": [k]} for k in ("file", "inline", "json")], "x-message": one_of},
+                {
+                    "not": {
+                        "anyOf": [
+                            {"required": list(p)} for p in (("file", "inline"), ("file", "json"), ("inline", "json"))
+                        ]
+                    },
+                    "x-message": one_of,
+                },
+            ],
+        ),
+    )
+
+
+def _registry_ca() -> dict[str, Any]:
+    return _obj(
+        {
+            "registry": _prop(
+                "Registry host, with the port if it is not 443.",
+                ["registry.site.example.com:8443"],
+                type="string",
+                pattern=REGISTRY_PATTERN,
+                **{"x-message": "must be a registry host[:port], without scheme or path"},
+            ),
+            "certificate": _pem_source("CA bundle (one or more PEM certificates)", "registry-ca.crt"),
+        },
+        ("registry", "certificate"),
+    )
+
+
+def _timeouts() -> dict[str, Any]:
+    defaults = model.Timeouts()
+    meaning = {
+        "total": "the whole run",
+        "siteConfig": "waiting for the site-config medium to appear",
+        "networkProbe": "probing gateway, DNS and API after the network change before rolling it back",
+        "api": "waiting for the Kubernetes API after kubelet starts",
+        "settle": "waiting for cluster operators and rollouts to settle",
+    }
+    properties = {}
+    for key, (low, high) in TIMEOUT_BOUNDS.items():
+        default = getattr(defaults, TIMEOUT_FIELDS[key])
+        properties[key] = _prop(
+            f"Seconds allowed for {meaning[key]} ({low}-{high}, default {default}).",
+            [default],
+            type="integer",
+            minimum=low,
+            maximum=high,
+        )
+    return _prop("Overrides of the bounded waits, in seconds.", [{"total": 5400, "settle": 2700}], **_obj(properties))
+
+
+def _kubelet() -> dict[str, Any]:
+    return _prop(
+        "Node settings.",
+        [{"nodeName": "sno1", "approveCSRs": True}],
+        **_obj(
+            {
+                "nodeName": _prop(
+                    "The node's name in the cluster (default: the host name).",
+                    ["sno1"],
+                    type="string",
+                    maxLength=253,
+                    pattern=DNS_SUBDOMAIN_PATTERN,
+                    **{"x-message": "must be a lowercase DNS name (letters, digits, '-' and '.')"},
+                ),
+                "approveCSRs": _prop(
+                    "Approve this node's pending kubelet certificate requests (only its own).", [True], type="boolean"
+                ),
+            }
+        ),
+    )
+
+
+def _mirror_list(kind: str, crd: str) -> dict[str, Any]:
+    return _prop(
+        f"{kind.capitalize()} mirrors, applied as an {crd} (an ImageContentSourcePolicy on clusters before 4.13).",
+        [[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["registry.site.example.com:8443/ocp"]}]],
+        type="array",
+        items=_mirror(kind),
+        maxItems=256,
+    )
+
+
+def _spec() -> dict[str, Any]:
+    return _prop(
+        "What the site needs.",
+        [{"domain": "sno1.site.example.com"}],
+        **_obj(
+            {
+                "domain": _prop(
+                    "The cluster's new domain, `<cluster>.<base domain>`: the API becomes `api.<domain>` and routes "
+                    "`*.apps.<domain>`. Lowercase DNS name; each label at most 63 characters, 253 in total.",
+                    ["sno1.store-0412.example.com"],
+                    type="string",
+                    minLength=1,
+                ),
+                "network": _nmstate(),
+                "certificates": _prop(
+                    "Serving certificates to install instead of generated ones.",
+                    [{"api": {"certificate": {"file": "api.crt"}, "key": {"file": "api.key"}}}],
+                    **_obj(
+                        {
+                            "api": _cert_key_pair("api.<domain>", "api"),
+                            "ingress": _cert_key_pair("*.apps.<domain>", "ingress"),
+                        }
+                    ),
+                ),
+                "pullSecret": _pull_secret(),
+                "imageDigestMirrors": _mirror_list("digest", "ImageDigestMirrorSet"),
+                "imageTagMirrors": _mirror_list("tag", "ImageTagMirrorSet"),
+                "removeMirrors": _prop(
+                    "Names of factory-era ImageContentSourcePolicy, ImageDigestMirrorSet or ImageTagMirrorSet objects "
+                    "to delete.",
+                    [["factory-mirrors"]],
+                    type="array",
+                    uniqueItems=True,
+                    items={
+                        "type": "string",
+                        "maxLength": 253,
+                        "pattern": DNS_SUBDOMAIN_PATTERN,
+                        "x-message": "must be a Kubernetes object name (lowercase letters, digits, '-' and '.')",
+                    },
+                ),
+                "registryCA": _prop(
+                    "CA bundles to trust for registries (merged into the cluster's additional trusted CAs).",
+                    [[{"registry": "registry.site.example.com:8443", "certificate": {"file": "registry-ca.crt"}}]],
+                    type="array",
+                    items=_registry_ca(),
+                    maxItems=256,
+                ),
+                "timeouts": _timeouts(),
+                "kubelet": _kubelet(),
+            },
+            ("domain",),
+        ),
+    )
+
+
+def _metadata() -> dict[str, Any]:
+    string_map = {"type": "object", "additionalProperties": {"type": "string"}}
+    return _prop(
+        "Identifies the site.",
+        [{"name": "store-0412"}],
+        **_obj(
+            {
+                "name": _prop(
+                    "Site identifier: a DNS label (lowercase letters, digits, '-'; at most 63 characters).",
+                    ["store-0412"],
+                    type="string",
+                    pattern=DNS_LABEL_PATTERN,
+                    **{"x-message": "must be a DNS label: lowercase letters, digits and '-', at most 63 characters"},
+                ),
+                "labels": _prop("Free-form labels for fleet tooling.", [{"region": "emea"}], **string_map),
+                "annotations": _prop("Free-form notes.", [{"owner": "edge-team"}], **string_map),
+            },
+            ("name",),
+        ),
+    )
+
+
+def build() -> dict[str, Any]:
+    """The whole schema as a fresh dict."""
+    return {
+        "$schema": DIALECT,
+        "$id": SCHEMA_ID,
+        "title": "snoreloc site-config",
+        "description": "Site-specific settings that relocate a Single Node OpenShift cluster to its edge site.",
+        **_obj(
+            {
+                "apiVersion": _prop("Version of this format.", [model.API_VERSION], const=model.API_VERSION),
+                "kind": _prop("Always SiteConfig.", [model.KIND], const=model.KIND),
+                "metadata": _metadata(),
+                "spec": _spec(),
+            },
+            ("apiVersion", "kind", "metadata", "spec"),
+        ),
+    }
+
+
+SCHEMA: dict[str, Any] = build()
+NETWORK_SCHEMA: dict[str, Any] = {"$schema": DIALECT, **_nmstate()}
+
+
+def dumps() -> str:
+    """The schema as published (`snoreloc schema`, docs/site-config.schema.json)."""
+    return json.dumps(SCHEMA, indent=2, ensure_ascii=False) + "\n"

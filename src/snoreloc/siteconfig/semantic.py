@@ -1,0 +1,335 @@
+"""The checks a schema cannot express: what the values mean, and what the referenced files hold.
+
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, timeouts) is checked on
+its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
+files are read here, once, through `files`; their contents come back with the findings so the loader builds the
+model from exactly the bytes that were checked. Every secret is registered for redaction as soon as it is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from snoreloc import redact
+from snoreloc.pki import certs
+from snoreloc.siteconfig import files, findings, nmstate_check, schema, structural, yamlpos
+
+SPEC: findings.Path = ("spec",)
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_MAX_NAME = 253
+_MAX_LABEL = 63
+_REGISTRY_KEY = re.compile(schema.MIRROR_PATTERN)
+_SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Findings plus what the checks read: source bytes by the path of their `{file|pem}` object, the network."""
+
+    found: tuple[findings.Finding, ...]
+    sources: Mapping[findings.Path, bytes] = field(repr=False)
+    network: dict[str, Any] | None = None
+
+
+class _Run:
+    def __init__(self, base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> None:
+        self.base_dir = base_dir
+        self.now = now
+        self.broken = broken
+        self.out: list[findings.Finding] = []
+        self.sources: dict[findings.Path, bytes] = {}
+        self.network: dict[str, Any] | None = None
+
+    def sound(self, path: findings.Path) -> bool:
+        """No schema error inside `path` or on any of its ancestors."""
+        return not any(findings.is_under(b, path) or findings.is_under(path, b) for b in self.broken)
+
+    def error(self, path: findings.Path, message: str) -> None:
+        self.out.append(findings.error(path, message))
+
+    def warn(self, path: findings.Path, message: str) -> None:
+        self.out.append(findings.warning(path, message))
+
+    def read(self, path: findings.Path, ref: str, *, secret: bool) -> bytes | None:
+        try:
+            data = files.read(self.base_dir, ref)
+        except files.RefError as exc:
+            self.error(path, str(exc))
+            return None
+        if secret:
+            redact.register_secret(data.content)
+            if files.too_open(data.mode):
+                self.warn(path, f"holds a secret but has mode {data.mode:04o}; make it 0600 (chmod 600 {ref})")
+        return data.content
+
+    def source(self, path: findings.Path, obj: Mapping[str, Any], *, secret: bool) -> bytes | None:
+        """The bytes of a `{file: ...}` or `{pem: ...}` object, remembered under `path`.
+
+        Problems with the content are reported at `origin(path, obj)`: the `file` or `pem` line that supplied it.
+        """
+        if "file" in obj:
+            content = self.read((*path, "file"), str(obj["file"]), secret=secret)
+        else:
+            content = str(obj["pem"]).encode()
+            if secret:
+                redact.register_secret(content)
+        if content is not None:
+            self.sources[path] = content
+        return content
+
+
+def origin(path: findings.Path, obj: Mapping[str, Any]) -> findings.Path:
+    return (*path, "file" if "file" in obj else "pem")
+
+
+def domain_problems(domain: str) -> list[str]:
+    """Why `domain` cannot be a cluster domain (empty when it can)."""
+    if domain != domain.lower():
+        return ["must be lowercase"]
+    if domain.endswith("."):
+        return ["must not end with a dot"]
+    labels = domain.split(".")
+    if len(labels) < 2:
+        return ["needs at least two labels: <cluster name>.<base domain>"]
+    problems = [_label_problem(label) for label in labels]
+    longest = f"console-openshift-console.apps.{domain}"
+    if len(longest) > _MAX_NAME:
+        problems.append(f"is too long: the console host would be {len(longest)} characters (limit {_MAX_NAME})")
+    return [p for p in problems if p]
+
+
+def _label_problem(label: str) -> str:
+    if not label:
+        return "has an empty label (two dots in a row?)"
+    if len(label) > _MAX_LABEL:
+        return f"label '{label[:16]}...' has {len(label)} characters; the limit is {_MAX_LABEL}"
+    if not _LABEL.match(label):
+        return f"label '{label}' may hold only a-z, 0-9 and '-', and must not start or end with '-'"
+    return ""
+
+
+def _domain(run: _Run, spec: Mapping[str, Any]) -> str | None:
+    path = (*SPEC, "domain")
+    if not run.sound(path):
+        return None
+    problems = domain_problems(str(spec["domain"]))
+    for problem in problems:
+        run.error(path, problem)
+    return None if problems else str(spec["domain"])
+
+
+def _network_file(run: _Run, ref: str) -> dict[str, Any] | None:
+    path = (*SPEC, "network", "file")
+    raw = run.read(path, ref, secret=False)
+    if raw is None:
+        return None
+    try:
+        doc = yamlpos.load(raw)
+    except yamlpos.YamlError as exc:
+        run.error(path, f"{ref}: {exc.message}" + (f" (line {exc.line} of {ref})" if exc.line else ""))
+        return None
+    placed = [(found, doc.locate(found.path)) for found in structural.check(doc.data, structural.NETWORK_VALIDATOR)]
+    placed += doc.issues
+    if isinstance(doc.data, Mapping) and "file" in doc.data:
+        placed.append((findings.error(("file",), "a network file cannot refer to another file"), doc.locate(("file",))))
+    if not placed:
+        placed = [(found, doc.locate(found.path)) for found in nmstate_check.check(doc.data)]
+    for found, mark in placed:
+        where = f" (line {mark.line} of {ref})" if mark else ""
+        text = f"{ref}: {findings.render_path(found.path) or '<document>'}: {found.message}{where}"
+        run.out.append(findings.Finding(path, text, found.severity))
+    failed = any(f.severity is findings.Severity.ERROR for f, _ in placed)
+    return None if failed or not isinstance(doc.data, dict) else doc.data
+
+
+def _network(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "network")
+    network = spec.get("network")
+    if not isinstance(network, Mapping):
+        return
+    if "file" in network:
+        if run.sound(path):
+            run.network = _network_file(run, str(network["file"]))
+        return
+    # nmstate checks tolerate malformed parts, so a typo in one interface does not hide the others' problems
+    run.out += [f for f in nmstate_check.check(network, path) if run.sound(f.path)]
+    run.network = dict(network)
+
+
+def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: list[str]) -> None:
+    path = (*SPEC, "certificates", which)
+    cert = run.source((*path, "certificate"), pair["certificate"], secret=False)
+    key = run.source((*path, "key"), pair["key"], secret=True)
+    if cert is not None:
+        for problem in certs.check_chain(cert, names, run.now):
+            run.error(origin((*path, "certificate"), pair["certificate"]), problem)
+    if key is not None:
+        for problem in certs.check_key(cert or b"", key):
+            run.error(origin((*path, "key"), pair["key"]), problem)
+
+
+def _certificates(run: _Run, spec: Mapping[str, Any], domain: str | None) -> None:
+    wanted = {"api": f"api.{domain}", "ingress": f"*.apps.{domain}"}
+    if not run.sound((*SPEC, "certificates")):
+        return
+    for which, pair in (spec.get("certificates") or {}).items():
+        if run.sound((*SPEC, "certificates", which)):
+            _pair(run, which, pair, [wanted[which]] if domain else [])
+
+
+def _register_auths(doc: Any) -> None:
+    auths = doc.get("auths") if isinstance(doc, Mapping) else None
+    for entry in (auths or {}).values() if isinstance(auths, Mapping) else ():
+        for name in _SECRET_FIELDS:
+            value = entry.get(name) if isinstance(entry, Mapping) else None
+            if isinstance(value, str):
+                redact.register_secret(value)
+                _register_decoded(value)
+
+
+def _register_decoded(value: str) -> None:
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return
+    redact.register_secret(decoded)
+    redact.register_secret(decoded.partition(":")[2])
+
+
+def _auth_problem(entry: Any) -> str | None:
+    if not isinstance(entry, Mapping):
+        return "must be a mapping with `auth`, or `username` and `password`"
+    if "auth" in entry:
+        try:
+            decoded = base64.b64decode(str(entry["auth"]), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return "`auth` is not valid base64"
+        user, colon, password = decoded.partition(":")
+        return None if user and colon and password else "`auth` must be base64 of `user:password`"
+    if isinstance(entry.get("username"), str) and isinstance(entry.get("password"), str):
+        return None if entry["username"] and entry["password"] else "`username` and `password` must not be empty"
+    return "needs `auth` (base64 of user:password), or `username` and `password`"
+
+
+def _auths(run: _Run, doc: Any, where: findings.Path, inline: bool) -> bool:
+    auths = doc.get("auths") if isinstance(doc, Mapping) else None
+    if not isinstance(auths, Mapping) or not auths:
+        run.error(where, 'must be a JSON object with a non-empty "auths" mapping')
+        return False
+    good = True
+    for registry, entry in auths.items():
+        at = (*where, "auths", registry) if inline else where
+        prefix = "" if inline else f"auths[{registry}]: "
+        problem = _auth_problem(entry)
+        if not _REGISTRY_KEY.match(str(registry)):
+            problem = "the registry must be host[:port][/path] (no scheme)"
+        if problem:
+            run.error(at, prefix + problem)
+            good = False
+    return good
+
+
+def _pull_secret_bytes(run: _Run, secret: Any) -> tuple[bytes | None, findings.Path]:
+    path = (*SPEC, "pullSecret")
+    if "file" in secret:
+        return run.read((*path, "file"), str(secret["file"]), secret=True), (*path, "file")
+    if "json" in secret:
+        raw = str(secret["json"]).encode()
+        redact.register_secret(raw)
+        return raw, (*path, "json")
+    raw = json.dumps(secret["inline"], indent=2).encode()
+    redact.register_secret(raw)
+    return raw, (*path, "inline")
+
+
+def _pull_secret(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "pullSecret")
+    secret = spec.get("pullSecret")
+    sources = [k for k in ("file", "json", "inline") if isinstance(secret, Mapping) and k in secret]
+    if len(sources) != 1 or not run.sound((*path, sources[0])) or path in run.broken:
+        return
+    raw, where = _pull_secret_bytes(run, secret)
+    if raw is None:
+        return
+    try:
+        doc = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        detail = f"{exc.msg} at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        run.error(where, f"is not valid JSON ({detail or 'not UTF-8'})")
+        return
+    _register_auths(doc)
+    if _auths(run, doc, where, inline=where[-1] == "inline"):
+        run.sources[path] = raw
+
+
+def _mirrors(run: _Run, spec: Mapping[str, Any], key: str) -> None:
+    first_seen: dict[str, int] = {}
+    for index, entry in enumerate(spec.get(key) or []):
+        path = (*SPEC, key, index)
+        if not run.sound(path):
+            continue
+        if entry["source"] in entry["mirrors"]:
+            run.warn((*path, "mirrors"), "lists its own source as a mirror")
+        earlier = first_seen.setdefault(entry["source"], index)
+        if earlier != index:
+            run.warn((*path, "source"), f"same source as {key}[{earlier}]; the cluster merges their mirrors")
+
+
+def _registry_ca(run: _Run, spec: Mapping[str, Any]) -> None:
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(spec.get("registryCA") or []):
+        path = (*SPEC, "registryCA", index)
+        if not run.sound(path):
+            continue
+        registry = str(entry["registry"]).lower()
+        if seen.setdefault(registry, index) != index:
+            run.error(
+                (*path, "registry"), f"already listed at registryCA[{seen[registry]}]; put both CAs in one bundle"
+            )
+        bundle = run.source((*path, "certificate"), entry["certificate"], secret=False)
+        if bundle is not None:
+            _bundle(run, origin((*path, "certificate"), entry["certificate"]), bundle)
+
+
+def _bundle(run: _Run, path: findings.Path, bundle: bytes) -> None:
+    try:
+        chain = certs.parse_chain(bundle)
+    except certs.CertError as exc:
+        run.error(path, str(exc))
+        return
+    for position, cert in enumerate(chain, start=1):
+        if cert.not_valid_after_utc <= run.now:
+            run.warn(path, f"certificate {position} of the bundle expired on {cert.not_valid_after_utc:%Y-%m-%d}")
+
+
+def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "timeouts")
+    values = spec.get("timeouts") or {}
+    if not run.sound(path) or "total" not in values:
+        return
+    for key, value in values.items():
+        if key != "total" and value > values["total"]:
+            run.error((*path, "total"), f"is shorter than timeouts.{key} ({value}s); raise total or lower {key}")
+
+
+def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> Checked:
+    """Semantic findings for a site-config whose structural problems are at the paths in `broken`."""
+    run = _Run(base_dir, now, broken)
+    spec = data.get("spec")
+    if isinstance(spec, Mapping):
+        domain = _domain(run, spec) if "domain" in spec else None
+        _network(run, spec)
+        _certificates(run, spec, domain)
+        _pull_secret(run, spec)
+        _mirrors(run, spec, "imageDigestMirrors")
+        _mirrors(run, spec, "imageTagMirrors")
+        _registry_ca(run, spec)
+        _timeouts(run, spec)
+    return Checked(tuple(run.out), run.sources, run.network)

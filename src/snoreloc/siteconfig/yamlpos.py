@@ -1,0 +1,207 @@
+"""YAML loading that remembers where every value came from, and refuses documents built to hurt the parser.
+
+A technician fixes a site-config with a text editor, so every problem must name a line. PyYAML's `compose` keeps
+each node's start and end marks; we walk the node graph ourselves to build plain data and a path -> position
+index in one pass. The walk also enforces what `safe_load` does not: a size limit, a nesting-depth limit, an alias
+limit and a node budget (alias bombs expand exponentially only when someone walks them: we walk them with a
+budget), no duplicate keys (PyYAML silently keeps the last), no custom tags, and dates left as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from snoreloc.siteconfig import findings
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+MAX_ALIASES = 128
+MAX_NODES = 100_000
+
+_TAG = "tag:yaml.org,2002:"
+_PLAIN_SCALARS = frozenset(_TAG + name for name in ("str", "int", "float", "bool", "null"))
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A 1-based line and column in the source text."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a value node starts and ends (end is exclusive, as YAML marks are)."""
+
+    start: Mark
+    end: Mark
+
+
+@dataclass(frozen=True)
+class Document:
+    """Plain data (dicts, lists, scalars) plus, for every path, where its entry starts and its value spans."""
+
+    data: Any
+    marks: Mapping[findings.Path, Mark]
+    spans: Mapping[findings.Path, Span] = field(repr=False)
+    issues: tuple[tuple[findings.Finding, Mark], ...] = ()  # problems found while loading, each with its place
+
+    def locate(self, path: findings.Path) -> Mark | None:
+        """The mark of `path`, or of its nearest ancestor that exists in the file (for missing keys)."""
+        for end in range(len(path), -1, -1):
+            mark = self.marks.get(path[:end])
+            if mark is not None:
+                return mark
+        return None
+
+
+class YamlError(Exception):
+    """The text is not YAML we accept. Carries the position; never quotes the document."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+def _mark(mark: yaml.Mark) -> Mark:
+    return Mark(mark.line + 1, mark.column + 1)
+
+
+def _short(tag: str) -> str:
+    return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
+
+
+def _fail(message: str, mark: yaml.Mark | None) -> YamlError:
+    return YamlError(message, mark.line + 1, mark.column + 1) if mark else YamlError(message)
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases and nesting while composing, before any structure is built from them."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    def _here(self) -> yaml.Mark:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        mark: yaml.Mark = event.start_mark
+        return mark
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise _fail(f"too many aliases (more than {MAX_ALIASES})", self._here())
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _fail(f"nested deeper than {MAX_DEPTH} levels", self._here())
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _Walker:
+    """Turns a composed node graph into data while recording positions; bounded in depth and total nodes."""
+
+    def __init__(self, loader: _LimitedLoader) -> None:
+        self._loader = loader
+        self._budget = MAX_NODES
+        self.marks: dict[findings.Path, Mark] = {}
+        self.spans: dict[findings.Path, Span] = {}
+        self.issues: list[tuple[findings.Finding, Mark]] = []
+
+    def walk(self, node: yaml.Node, path: findings.Path) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            raise _fail(f"the document expands to more than {MAX_NODES} values (an alias bomb?)", node.start_mark)
+        if len(path) > MAX_DEPTH:
+            raise _fail(f"nested deeper than {MAX_DEPTH} levels (a recursive alias?)", node.start_mark)
+        self.spans[path] = Span(_mark(node.start_mark), _mark(node.end_mark))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            return self._sequence(node, path)
+        return self._scalar(node)
+
+    def _mapping(self, node: yaml.MappingNode, path: findings.Path) -> dict[str, Any]:
+        if node.tag != _TAG + "map":
+            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node)
+            child = (*path, key)
+            if key in out:
+                first = self.marks[child]
+                issue = findings.error(child, f"duplicate key (first given at line {first.line})")
+                self.issues.append((issue, _mark(key_node.start_mark)))
+                continue
+            self.marks[child] = _mark(key_node.start_mark)
+            out[key] = self.walk(value_node, child)
+        return out
+
+    def _key(self, node: yaml.Node) -> str:
+        if node.tag == _TAG + "merge":
+            raise _fail("merge keys (<<) are not supported; write the fields out", node.start_mark)
+        if not isinstance(node, yaml.ScalarNode) or node.tag != _TAG + "str":
+            raise _fail("mapping keys must be plain strings (quote it)", node.start_mark)
+        return str(node.value)
+
+    def _sequence(self, node: yaml.SequenceNode, path: findings.Path) -> list[Any]:
+        if node.tag != _TAG + "seq":
+            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+        items = []
+        for index, item in enumerate(node.value):
+            self.marks[(*path, index)] = _mark(item.start_mark)
+            items.append(self.walk(item, (*path, index)))
+        return items
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        if node.tag == _TAG + "timestamp":  # a date is just text to us (and to JSON Schema)
+            return str(node.value)
+        if node.tag not in _PLAIN_SCALARS:
+            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+        return self._loader.construct_object(node)
+
+
+def _decode(raw: bytes) -> str:
+    if len(raw) > MAX_BYTES:
+        raise YamlError(f"the file is larger than {MAX_BYTES // 1024} KiB")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise YamlError(f"the file is not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def _compose(text: str) -> tuple[_LimitedLoader, yaml.Node]:
+    loader = _LimitedLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or "invalid YAML"
+        where = f" {exc.context}" if exc.context else ""
+        raise _fail(f"invalid YAML: {problem}{where}", exc.problem_mark) from None
+    except yaml.YAMLError as exc:
+        raise YamlError(f"invalid YAML: {type(exc).__name__}") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise YamlError("the document is empty", 1, 1)
+    return loader, node
+
+
+def load(raw: bytes) -> Document:
+    """Parse `raw` (one YAML document) into data with positions; raises YamlError with the line on failure."""
+    loader, node = _compose(_decode(raw))
+    walker = _Walker(loader)
+    walker.marks[()] = _mark(node.start_mark)
+    data = walker.walk(node, ())
+    return Document(data, walker.marks, walker.spans, tuple(walker.issues))

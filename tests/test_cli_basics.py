@@ -1,0 +1,70 @@
+"""The command line's first impressions: help lists exit codes, version, and fast start without kubernetes."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import snoreloc
+from snoreloc import errors
+from snoreloc.cli import main as cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--help"])
+    assert stopped.value.code == 0
+    out = capsys.readouterr().out
+    for code, text in errors.EXIT_CODE_HELP:
+        assert f"{int(code):>3}  {text}" in out
+    assert "validate" in out and "schema" in out
+
+
+def test_validate_help_lists_exit_codes_too(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["validate", "--help"])
+    out = capsys.readouterr().out
+    assert "--annotate" in out and " 65  the site-config is invalid" in out
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out.strip() == f"snoreloc {snoreloc.__version__}"
+
+
+def test_no_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 64
+    assert "usage:" in capsys.readouterr().err
+
+
+_PROBE = """
+import sys
+from snoreloc.cli import main
+try:
+    code = main.main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+heavy = sorted(m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes."))
+print("HEAVY:" + ",".join(heavy), file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [(["--version"], 0), (["validate", "examples/minimal.yaml"], 0), (["schema"], 0)],
+    ids=["version", "validate", "schema"],
+)
+def test_light_commands_do_not_import_kubernetes(argv: list[str], code: int) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == code, result.stderr
+    assert "HEAVY:\n" in result.stderr, result.stderr
