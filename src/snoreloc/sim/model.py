@@ -85,6 +85,11 @@ class Store:
     def subscribe(self, listener: ChangeListener) -> None:
         self._listeners.append(listener)
 
+    def unsubscribe(self, listener: ChangeListener) -> None:
+        """Stop calling `listener` (a watch that ended); unknown listeners are ignored."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def _notify(self, rtype: ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
         for listener in list(self._listeners):
             listener(rtype, event, copy.deepcopy(old), copy.deepcopy(new))
