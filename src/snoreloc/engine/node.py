@@ -1,0 +1,121 @@
+"""The whole relocation on the node, in one resumable journal: find and validate the site-config, move the node to
+the site's network, start kubelet, wait for the API, run the cluster steps, then make later boots ordinary.
+
+Discovery and validation happen before anything is touched: a bad site-config ends the run with exit 65 and no
+change to the node or the cluster. From then on each step reports through one `Reporter`, which feeds the three
+places people look: stderr (journald under systemd), the console banner, and systemd's STATUS= line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from snoreloc import errors
+from snoreloc.adapters import blockdev, console, kube, systemd
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.engine import paths, pipeline, report, runner
+from snoreloc.siteconfig import loader, model
+from snoreloc.steps import base, context, discovery, host, kubelet
+
+LOG = logging.getLogger(__name__)
+
+ClientFactory = Callable[[], kube.Client]
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class NodeRequest:
+    """What `snoreloc run` (without --cluster-only) was asked to do."""
+
+    paths: paths.Paths
+    site_config: str | None = None  # None: look in /etc/snoreloc, then for a labelled device
+    options: runner.Options = field(default_factory=runner.Options)
+    settings: context.Settings = field(default_factory=context.Settings)
+    discovery: discovery.WaitPolicy = field(default_factory=discovery.WaitPolicy)
+
+
+@dataclass(frozen=True)
+class Services:
+    """What the node flow acts through: real adapters on a node, fakes in tests and the demo."""
+
+    host: host.Host
+    devices: blockdev.BlockDevices
+    banner: console.Banner
+    client_factory: ClientFactory
+    clock: clock_mod.Clock
+    echo: Echo
+
+
+class Reporter:
+    """Says where the run is on stderr, on the console banner and in systemd's STATUS=."""
+
+    def __init__(self, banner: console.Banner, echo: Echo, total: int) -> None:
+        self.banner = banner
+        self.echo = echo
+        self.total = total
+        self.order: list[str] = []
+        self.current = "site-config"
+
+    def __call__(self, step: str, what: str) -> None:
+        if step not in self.order:
+            self.order.append(step)
+        self.current = step
+        index = self.order.index(step) + 1
+        self.echo(f"{step}: {what}")
+        self.banner.progress(step, what, index=index, total=self.total)
+        systemd.status(f"step {index}/{self.total} {step}: {what}")
+
+    def failed(self, exc: errors.SnorelocError) -> None:
+        self.banner.failed(self.current, exc.message, exc.hint)
+        systemd.status(f"failed at {self.current}: {exc.message}")
+
+    def done(self, console_url: str, warnings: list[str]) -> None:
+        self.banner.done(console_url, warnings)
+        systemd.status(f"done: web console at {console_url}")
+
+
+def find_site_config(req: NodeRequest, svc: Services, say: Reporter) -> model.SiteConfig:
+    """Discover the site-config (bounded wait for a device) and load it; ConfigError (65) changes nothing."""
+    say("site-config", "looking for the site-config")
+    found = discovery.discover(
+        svc.host.fs, svc.devices, svc.clock, explicit=req.site_config, policy=req.discovery, progress=say.echo
+    )
+    say("site-config", f"found {found.path} ({found.source.value}); validating")
+    return loader.load(str(found.path))
+
+
+def relocate(req: NodeRequest, svc: Services) -> runner.Result:
+    """Run the whole relocation; on success kubelet is enabled again and the seal marker is removed."""
+    steps = host.node_steps(svc.host) + pipeline.cluster_steps()
+    say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
+    try:
+        site = find_site_config(req, svc, say)
+        result = _run_steps(req, site, steps, svc, say)
+    except errors.SnorelocError as exc:
+        say.failed(exc)
+        raise
+    if not req.options.dry_run:
+        kubelet.finish(svc.host.units, svc.host.fs)
+        say.done(f"https://{site.console_host}", list(result.warnings))
+    return result
+
+
+def _run_steps(
+    req: NodeRequest, site: model.SiteConfig, steps: list[base.Step], svc: Services, say: Reporter
+) -> runner.Result:
+    request = pipeline.Request(site, req.paths, replace(req.options, mode="node"), req.settings)
+    client = svc.client_factory()
+    try:
+        return pipeline.execute(request, client, svc.clock, steps=steps, progress=say)
+    finally:
+        client.close()
+
+
+def summary(req: NodeRequest) -> str:
+    """The report of the last run, as text (what `snoreloc run` prints at the end)."""
+    if not req.paths.report.exists():
+        return ""
+    return report.render(json.loads(req.paths.report.read_text(encoding="utf-8")))

@@ -1,0 +1,130 @@
+"""The whole node flow (discovery -> validation -> network -> kubelet -> API -> cluster steps -> finish) against
+the simulator over HTTPS, with the host on fakes and a temporary root: what the systemd unit runs at the site."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from snoreloc import demo, errors
+from snoreloc.adapters import clock, console, fs, probe
+from snoreloc.engine import node, paths, runner
+from snoreloc.sim import simulator
+from snoreloc.steps import context, kubelet
+
+
+def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
+    return node.NodeRequest(
+        paths=paths.Paths.under(root.path("/")),
+        options=runner.Options(),
+        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+    )
+
+
+def _services(root: fs.HostFS, sim: simulator.Simulator) -> node.Services:
+    return demo.services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed))
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> fs.HostFS:
+    host = fs.HostFS(tmp_path / "root")
+    host.mkdir("/etc/snoreloc", 0o700)
+    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
+    return host
+
+
+@pytest.mark.simonly
+def test_node_flow_relocates_and_disarms(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = _services(root, sim)
+
+    result = node.relocate(_request(root, sim), svc)
+
+    assert result.state.value in ("done", "done-with-warnings")
+    status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
+    assert [s for s in status["order"][:3]] == ["network", "kubelet", "api"]
+    assert all(status["steps"][name]["state"] == "done" for name in status["order"])
+    assert not root.exists(kubelet.SEAL_MARKER), "a successful run disarms the unit"
+    units = svc.host.units.runner
+    assert units.ran("systemctl", "start", "--no-block", kubelet.KUBELET)  # type: ignore[attr-defined]
+    assert units.ran("systemctl", "enable", kubelet.KUBELET)  # type: ignore[attr-defined]
+    banner = root.read_text(console.ISSUE_FILE)
+    assert "relocation done" in banner and "console-openshift-console.apps.store042.edge.example.net" in banner
+    network = svc.host.nmstate.show()
+    assert any(i["name"] == "eno1.120" for i in network["interfaces"])
+
+
+@pytest.mark.simonly
+def test_rerun_with_same_config_makes_no_api_write(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = _services(root, sim)  # the same host: its network and kubelet keep what the first run did
+    node.relocate(_request(root, sim), svc)
+    writes_before = sim.cluster.recorder.writes
+
+    second = node.relocate(_request(root, sim), svc)
+
+    assert sim.cluster.recorder.writes == writes_before
+    assert set(second.actions.values()) == {"skipped"}, second.actions
+
+
+def _corrupt_domain(root: fs.HostFS) -> None:
+    doc: dict[str, Any] = yaml.safe_load(root.read_text("/etc/snoreloc/site-config.yaml"))
+    doc["spec"]["domain"] = "Not_A_Domain..example"
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(doc), mode=0o600)
+
+
+@pytest.mark.simonly
+def test_bad_site_config_changes_nothing(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    _corrupt_domain(root)
+    svc = _services(root, sim)
+    writes_before = sim.cluster.recorder.writes
+
+    with pytest.raises(errors.ConfigError) as caught:
+        node.relocate(_request(root, sim), svc)
+
+    assert caught.value.exit_code == 65
+    assert any(p.path == "spec.domain" for p in caught.value.problems)
+    assert sim.cluster.recorder.writes == writes_before
+    assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]
+    assert svc.host.nmstate.show() == demo.FACTORY_NETWORK
+    assert "FAILED at step site-config" in root.read_text(console.ISSUE_FILE)
+    assert root.exists(kubelet.SEAL_MARKER)
+
+
+@pytest.mark.simonly
+def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = _services(root, sim)
+    failing = node.Services(
+        host=node.host.Host(
+            fs=svc.host.fs, nmstate=svc.host.nmstate, prober=probe.FakeProber(failing={"10.42.0.1"}),
+            units=svc.host.units,
+        ),
+        devices=svc.devices, banner=svc.banner, client_factory=svc.client_factory, clock=clock.FakeClock(),
+        echo=svc.echo,
+    )  # fmt: skip
+
+    with pytest.raises(errors.TemporaryError):
+        node.relocate(_request(root, sim), failing)
+
+    assert svc.host.nmstate.show() == demo.FACTORY_NETWORK, "the previous network is restored"
+    assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]
+    status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
+    assert status["steps"]["network"]["state"] == "failed"
+    assert "FAILED at step network" in root.read_text(console.ISSUE_FILE)
+
+
+@pytest.mark.simonly
+def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    args = argparse.Namespace(speed=600.0, seed="4.14", routes=3, keep=None, output="json")
+
+    assert demo.run(args) == 0
+
+    report = json.loads(capsys.readouterr().out)
+    assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
