@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from snoreloc import demo, errors
+from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, probe
+from snoreloc.demo import flow as demo
 from snoreloc.engine import node, paths, runner
 from snoreloc.sim import simulator
 from snoreloc.steps import context, kubelet

@@ -1,4 +1,4 @@
-"""`snoreloc demo`: a whole relocation, end to end, on this machine, in under a minute, changing nothing here.
+"""The demo's flow: a whole relocation, end to end, on this machine, in under a minute, changing nothing here.
 
 It starts the OpenShift simulator with the 4.16 factory seed (durations are real SNO figures sped up), writes a
 site-config for an imaginary site into a temporary host root, and runs the same node flow as the systemd unit:
@@ -29,20 +29,10 @@ from snoreloc.pki import certs as pki
 from snoreloc.sim import simulator
 from snoreloc.steps import context, host
 
-HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
-
 SITE_DOMAIN = "store042.edge.example.net"
 FACTORY_NETWORK: dict[str, Any] = {
     "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}],
 }
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--speed", type=float, default=20.0, help="how much faster than a real SNO (default 20)")
-    parser.add_argument("--seed", choices=("4.14", "4.16"), default="4.16", help="factory cluster version")
-    parser.add_argument("--routes", type=int, default=8, help="extra user routes on the cluster (default 8)")
-    parser.add_argument("--keep", metavar="DIR", help="keep the demo's host root and state in DIR")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
 
 
 class MemoryNetwork:
