@@ -25,8 +25,16 @@ LOG = logging.getLogger(__name__)
 
 # Order is the order `--help` lists them in: the technician's verbs first, then the factory's.
 BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("run", "snoreloc.cli.run"),
+    ("status", "snoreloc.cli.status"),
+    ("plan", "snoreloc.cli.plan"),
+    ("analyze", "snoreloc.cli.analyze"),
+    ("rollback", "snoreloc.cli.rollback"),
     ("validate", "snoreloc.cli.validate"),
     ("schema", "snoreloc.cli.schema"),
+    ("render-machineconfig", "snoreloc.cli.render_machineconfig"),
+    ("seal", "snoreloc.cli.seal"),
+    ("collect-logs", "snoreloc.cli.collect_logs"),
 )
 
 

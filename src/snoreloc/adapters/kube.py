@@ -1,0 +1,480 @@
+"""The one door to the cluster's API: the official kubernetes client behind a small typed surface, with a retry policy.
+
+During a relocation the API goes away on purpose (each kube-apiserver rollout on SNO is minutes of refused
+connections and 503s), so every request here is retried on what a rollout looks like (connection errors, resets,
+timeouts, 429 with Retry-After, 5xx) with jittered exponential backoff, bounded in attempts and in time measured by
+the injected clock. What a retry cannot fix (400/403/404/422) is raised at once as a clear error. Read-modify-write
+goes through `modify`, which re-reads and re-applies on 409 Conflict. Requests and writes are counted, because "a
+re-run makes zero writes" is a promise the tests and benchmarks check.
+
+Only this module imports `kubernetes`; the CLI imports it lazily so `snoreloc --version` stays fast. The module
+also holds the two other network seams of the cluster steps: a TLS dial that returns the certificate an endpoint
+presents for a name (SNI), and name resolution.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import socket
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import tenacity
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from snoreloc import errors
+from snoreloc.adapters import clock as clock_mod
+
+LOG = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+NODE_KUBECONFIG = (
+    "/etc/kubernetes/static-pod-resources/kube-apiserver-certs/secrets/node-kubeconfigs/localhost.kubeconfig"
+)
+
+MERGE_PATCH = "application/merge-patch+json"
+_WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True, order=True)
+class Resource:
+    """Where a kind lives in the API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, name: str | None = None, namespace: str | None = None, subresource: str | None = None) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{urllib.parse.quote(namespace)}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{urllib.parse.quote(name)}"
+        if subresource:
+            base += f"/{subresource}"
+        return base
+
+
+SECRETS = Resource("", "v1", "secrets", "Secret", True)
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
+NODES = Resource("", "v1", "nodes", "Node", False)
+CSRS = Resource("certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", False)
+CLUSTEROPERATORS = Resource("config.openshift.io", "v1", "clusteroperators", "ClusterOperator", False)
+CLUSTERVERSIONS = Resource("config.openshift.io", "v1", "clusterversions", "ClusterVersion", False)
+INGRESSES = Resource("config.openshift.io", "v1", "ingresses", "Ingress", False)
+APISERVERS = Resource("config.openshift.io", "v1", "apiservers", "APIServer", False)
+DNSES = Resource("config.openshift.io", "v1", "dnses", "DNS", False)
+IMAGES = Resource("config.openshift.io", "v1", "images", "Image", False)
+INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", False)
+IDMS = Resource("config.openshift.io", "v1", "imagedigestmirrorsets", "ImageDigestMirrorSet", False)
+ITMS = Resource("config.openshift.io", "v1", "imagetagmirrorsets", "ImageTagMirrorSet", False)
+ICSP = Resource("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies", "ImageContentSourcePolicy", False)
+INGRESSCONTROLLERS = Resource("operator.openshift.io", "v1", "ingresscontrollers", "IngressController", True)
+ROUTES = Resource("route.openshift.io", "v1", "routes", "Route", True)
+MCPS = Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False)
+
+KNOWN: tuple[Resource, ...] = (
+    SECRETS,
+    CONFIGMAPS,
+    NODES,
+    CSRS,
+    CLUSTEROPERATORS,
+    CLUSTERVERSIONS,
+    INGRESSES,
+    APISERVERS,
+    DNSES,
+    IMAGES,
+    INFRASTRUCTURES,
+    IDMS,
+    ITMS,
+    ICSP,
+    INGRESSCONTROLLERS,
+    ROUTES,
+    MCPS,
+)
+
+
+def resource_for(api_version: str, kind: str) -> Resource:
+    """The known resource for an object's apiVersion and kind (backups record objects by these)."""
+    for res in KNOWN:
+        if res.api_version == api_version and res.kind == kind:
+            return res
+    raise errors.InternalError(f"unknown kind {kind} ({api_version})")
+
+
+@dataclass(frozen=True, order=True)
+class Ref:
+    """One object: its resource, name and (for namespaced kinds) namespace."""
+
+    resource: Resource
+    name: str
+    namespace: str = ""
+
+    def path(self, subresource: str | None = None) -> str:
+        return self.resource.path(self.name, self.namespace or None, subresource)
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.resource.kind} {where}"
+
+    @property
+    def key(self) -> str:
+        """A stable text key (file names, status.json)."""
+        return f"{self.resource.plural}.{self.resource.group or 'core'}.{self.namespace or '_'}.{self.name}"
+
+
+def ref_of(obj: Obj) -> Ref:
+    meta = obj.get("metadata", {})
+    resource = resource_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+    return Ref(resource, meta.get("name", ""), meta.get("namespace", "") if resource.namespaced else "")
+
+
+# --- errors -------------------------------------------------------------------------------------------------------
+
+
+class ApiError(errors.PermanentStepError):
+    """The API refused a request in a way retrying will not change (400, 404, 409 after retries, 422)."""
+
+    def __init__(self, message: str, *, status: int, reason: str = "", hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.reason = reason
+
+
+class NotFound(ApiError):
+    """404: the object (or its namespace) does not exist."""
+
+
+class Conflict(ApiError):
+    """409: the object changed under us more often than the conflict budget allows, or already exists."""
+
+
+class Invalid(ApiError):
+    """400/422: the object we sent does not validate."""
+
+
+class Forbidden(errors.PermissionDenied):
+    """401/403: the kubeconfig's identity may not do this."""
+
+
+class Unreachable(errors.TemporaryError):
+    """The API did not answer successfully within the retry budget (outage, 5xx, throttling)."""
+
+
+class _Retryable(Exception):
+    """Internal: one attempt failed in a way worth retrying."""
+
+    def __init__(self, what: str, retry_after: float = 0.0) -> None:
+        super().__init__(what)
+        self.what = what
+        self.retry_after = retry_after
+
+
+# --- policy -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How hard to try. `total` and the backoffs are seconds of the injected clock; the per-request
+    connect/read timeouts are real seconds (they bound a socket, which knows no other clock)."""
+
+    attempts: int = 12
+    total: float = 600.0
+    backoff_initial: float = 0.5
+    backoff_max: float = 20.0
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    conflict_attempts: int = 8
+    pool_size: int = 32
+
+
+def _retry_after(headers: Any) -> float:
+    try:
+        value = headers.get("Retry-After") if headers is not None else None
+        return min(float(value), 120.0) if value else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _status_error(method: str, path: str, status: int, body: bytes) -> errors.SnorelocError:
+    try:
+        payload = json.loads(body or b"{}")
+    except ValueError:
+        payload = {}
+    message = payload.get("message") or body[:200].decode("utf-8", "replace")
+    reason = payload.get("reason", "")
+    text = f"{method} {path}: {status} {reason}: {message}".strip()
+    if status in (401, 403):
+        return Forbidden(text, hint="Check that the kubeconfig grants cluster-admin (the node-local one does).")
+    if status == 404:
+        return NotFound(text, status=status, reason=reason)
+    if status == 409:
+        return Conflict(text, status=status, reason=reason)
+    if status in (400, 422):
+        return Invalid(text, status=status, reason=reason, hint="This is a snoreloc bug or an unexpected API schema.")
+    return ApiError(text, status=status, reason=reason)
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    return isinstance(exc, urllib3.exceptions.HTTPError | OSError | ssl.SSLError | ConnectionError)
+
+
+class Client:
+    """A small typed surface over the kube API (core and custom resources alike), with retries and counters."""
+
+    def __init__(self, api_client: Any, *, clock: clock_mod.Clock, policy: Policy = Policy()) -> None:
+        self._api = api_client
+        self._clock = clock
+        self.policy = policy
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.writes = 0
+        self.last_write: float | None = None
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str, *, clock: clock_mod.Clock, policy: Policy = Policy(), context: str | None = None
+    ) -> Client:
+        configuration = k8s_client.Configuration()
+        try:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=path, context=context, client_configuration=configuration
+            )
+        except (OSError, k8s_config.ConfigException) as exc:
+            raise errors.UnavailableError(
+                f"cannot load kubeconfig {path}: {exc}", hint="Pass --kubeconfig with a readable kubeconfig file."
+            ) from exc
+        configuration.retries = False  # retries are ours (bounded, on the injected clock), not urllib3's
+        configuration.connection_pool_maxsize = policy.pool_size
+        return cls(k8s_client.ApiClient(configuration), clock=clock, policy=policy)
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        """The API server's host and port, as the kubeconfig names them."""
+        parsed = urllib.parse.urlparse(self._api.configuration.host)
+        return parsed.hostname or "localhost", parsed.port or 443
+
+    def close(self) -> None:
+        self._api.close()
+
+    # --- the request core ---------------------------------------------------------------------------------------
+
+    def _count(self, method: str) -> None:
+        with self._lock:
+            self.requests += 1
+            if method in _WRITE_METHODS:
+                self.writes += 1
+                self.last_write = self._clock.monotonic()
+
+    def _attempt(self, method: str, path: str, body: Any, content_type: str | None, query: dict[str, str]) -> Any:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        serialized = self._api.param_serialize(
+            method, path, query_params=list(query.items()) or None, header_params=headers,
+            body=body, auth_settings=["BearerToken"],
+        )  # fmt: skip
+        self._count(method)
+        timeout = (self.policy.connect_timeout, self.policy.read_timeout)
+        try:
+            response = self._api.call_api(*serialized, _request_timeout=timeout)
+            data = response.read()
+        except Exception as exc:
+            if _is_transport_error(exc) or getattr(exc, "status", None) == 0:
+                self._drop_connections()
+                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            raise
+        return self._decode(method, path, response.status, response.getheaders(), data)
+
+    def _drop_connections(self) -> None:
+        """After a transport error every pooled keep-alive connection is suspect (the server restarted): the
+        next attempt must dial afresh rather than fail on the next stale socket."""
+        rest = getattr(self._api, "rest_client", None)
+        if rest is not None:
+            rest.pool_manager.clear()
+
+    def _decode(self, method: str, path: str, status: int, headers: Any, data: bytes) -> Any:
+        if status == 429 or status >= 500:
+            raise _Retryable(f"HTTP {status}", _retry_after(headers))
+        if status >= 400:
+            raise _status_error(method, path, status, data)
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:  # /readyz and /livez answer plain text ("ok"), on a real kube-apiserver too
+            return {"text": data.decode("utf-8", "replace")}
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        backoff = tenacity.wait_random_exponential(multiplier=self.policy.backoff_initial, max=self.policy.backoff_max)(
+            state
+        )
+        return max(backoff, getattr(exc, "retry_after", 0.0))
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Any:
+        """One API call, retried on transient failures within the policy's attempts and total time."""
+        started = self._clock.monotonic()
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            elapsed = self._clock.monotonic() - started
+            return state.attempt_number >= self.policy.attempts or elapsed >= self.policy.total
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            LOG.info("%s %s: %s; retrying (attempt %d)", method, path, exc, state.attempt_number)
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            stop=stop,
+            wait=self._wait,
+            sleep=self._clock.sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, method, path, body, content_type, query or {})
+        except _Retryable as exc:
+            seconds = self._clock.monotonic() - started
+            raise Unreachable(
+                f"{method} {path}: the API did not answer successfully ({exc.what}) after {seconds:.0f}s",
+                hint="The API may be restarting; run `snoreloc run` again to resume.",
+            ) from exc
+
+    # --- the typed surface ------------------------------------------------------------------------------------
+
+    def get(self, ref: Ref) -> Obj:
+        result: Obj = self.request("GET", ref.path())
+        return result
+
+    def find(self, ref: Ref) -> Obj | None:
+        """The object, or None if it (or its namespace) does not exist."""
+        try:
+            return self.get(ref)
+        except NotFound:
+            return None
+
+    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> list[Obj]:
+        query = {"labelSelector": label_selector} if label_selector else {}
+        result = self.request("GET", resource.path(namespace=namespace), query=query)
+        items: list[Obj] = result.get("items") or []
+        for item in items:  # list items carry no apiVersion/kind in kube responses
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+        return items
+
+    def create(self, resource: Resource, obj: Obj) -> Obj:
+        namespace = obj.get("metadata", {}).get("namespace") if resource.namespaced else None
+        body = {"apiVersion": resource.api_version, "kind": resource.kind, **obj}
+        result: Obj = self.request("POST", resource.path(namespace=namespace), body=body)
+        return result
+
+    def replace(self, ref: Ref, obj: Obj) -> Obj:
+        result: Obj = self.request("PUT", ref.path(), body=obj)
+        return result
+
+    def patch(self, ref: Ref, patch: Obj) -> Obj:
+        """A JSON merge patch (RFC 7386): the only patch type custom resources accept besides JSON patch."""
+        result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH)
+        return result
+
+    def delete(self, ref: Ref) -> None:
+        self.request("DELETE", ref.path())
+
+    def modify(self, ref: Ref, fn: Callable[[Obj], Obj | None]) -> Obj:
+        """GET, apply `fn` to a copy, PUT with the read resourceVersion; on 409 read again and re-apply.
+
+        `fn` returns the desired object, or None for "no change"; an unchanged result makes no write.
+        """
+        for attempt in range(1, self.policy.conflict_attempts + 1):
+            current = self.get(ref)
+            desired = fn(copy.deepcopy(current))
+            if desired is None or desired == current:
+                return current
+            desired.setdefault("metadata", {})["resourceVersion"] = current["metadata"].get("resourceVersion")
+            try:
+                return self.replace(ref, desired)
+            except Conflict:
+                LOG.info("%s changed while we wrote it (attempt %d); re-reading", ref, attempt)
+        raise Conflict(
+            f"{ref}: still conflicting after {self.policy.conflict_attempts} attempts",
+            status=409,
+            reason="Conflict",
+            hint="Another writer keeps changing this object; run `snoreloc run` again.",
+        )
+
+    def approve_csr(self, name: str, message: str) -> Obj:
+        """Add an Approved condition through the CSR's approval subresource."""
+        ref = Ref(CSRS, name)
+        csr = self.get(ref)
+        conditions = csr.setdefault("status", {}).setdefault("conditions", [])
+        conditions.append(
+            {"type": "Approved", "status": "True", "reason": "SnorelocApproved", "message": message,
+             "lastUpdateTime": self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")}
+        )  # fmt: skip
+        result: Obj = self.request("PUT", ref.path("approval"), body=csr)
+        return result
+
+    def server_version(self) -> str:
+        version: Obj = self.request("GET", "/version")
+        return str(version.get("gitVersion", ""))
+
+    def ready(self) -> bool:
+        """One quick probe of /readyz (no retries): for callers that poll the API themselves."""
+        try:
+            self._attempt("GET", "/readyz", None, None, {})
+        except (_Retryable, errors.SnorelocError, ValueError):
+            return False
+        return True
+
+
+# --- the other network seams: served certificates and name resolution ----------------------------------------------
+
+
+def dial_tls(address: tuple[str, int], sni: str, timeout: float = 10.0) -> bytes:
+    """The leaf certificate (PEM) `address` presents for the name `sni`. Trust is not checked: we compare."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection(address, timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=sni) as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.TemporaryError(f"cannot dial {address[0]}:{address[1]} for {sni}: {exc}") from exc
+    if not der:
+        raise errors.TemporaryError(f"{address[0]}:{address[1]} presented no certificate for {sni}")
+    return ssl.DER_cert_to_PEM_cert(der).encode()
+
+
+def resolve(name: str) -> list[str]:
+    """The addresses `name` resolves to here (empty when it does not resolve)."""
+    try:
+        infos: Iterable[Any] = socket.getaddrinfo(name, None)
+    except OSError:
+        return []
+    return sorted({str(info[4][0]) for info in infos})

@@ -1,0 +1,34 @@
+"""`snoreloc rollback`: put back every object snoreloc changed, exactly as it was before its first change."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from snoreloc.cli import run as run_cmd
+
+HELP = "restore every object snoreloc changed to its original, and delete what it created"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    run_cmd.add_common(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from snoreloc.engine import pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+
+    clock = run_cmd.make_clock(args)
+    client = run_cmd.make_client(args, clock)
+    try:
+        result = pipeline.rollback(run_cmd.make_paths(args), client, clock)
+    finally:
+        client.close()
+    doc = {"restored": result.restored, "deleted": result.deleted, "recreated": result.recreated}
+    if args.output == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        for what, items in doc.items():
+            sys.stdout.writelines(f"{what}: {item}\n" for item in items)
+        sys.stdout.write(f"rolled back {sum(len(v) for v in doc.values())} object(s)\n")
+    return 0

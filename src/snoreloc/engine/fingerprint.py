@@ -1,0 +1,38 @@
+"""Fingerprints: a stable hash of a step's inputs, so a re-run knows which steps must run again.
+
+Inputs are canonical JSON (sorted keys, no spaces); bytes become their SHA-256 first, so secret material
+never sits in memory longer than needed and is never stored: status.json keeps only the digests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, bytes):
+        return "sha256:" + hashlib.sha256(value).hexdigest()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [_plain(v) for v in value]
+        return sorted(items, key=json.dumps) if isinstance(value, set | frozenset) else items
+    return value
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(_plain(value), sort_keys=True, separators=(",", ":"), default=str)
+
+
+def of(value: Any) -> str:
+    """`sha256:<hex>` of the canonical form of `value` (dataclasses, mappings, sequences, bytes, enums)."""
+    return "sha256:" + hashlib.sha256(canonical(value).encode()).hexdigest()

@@ -1,0 +1,88 @@
+"""The cluster relocation as one call: the ordered cluster steps, the lock, the journal, backups and the report.
+
+The CLI parses arguments into a `Request` and calls `execute`; tests and the demo do the same without a
+process boundary. Everything stateful lives under `Paths`, so a temporary root makes a run self-contained.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
+from snoreloc.engine import backups, journal, lock, paths, report, runner
+from snoreloc.siteconfig import model
+from snoreloc.steps import base, certificates, cluster_config, context, csr, domain, preflight, routes, settle
+
+LOG = logging.getLogger(__name__)
+
+
+def cluster_steps() -> list[base.Step]:
+    """The cluster steps in the order they run (issue 4): changes of one kind together, settles after them."""
+    return [
+        preflight.Preflight(),
+        certificates.Certificates(),
+        cluster_config.ClusterConfig(),
+        domain.Domain(),
+        settle.Settle("settle"),
+        routes.Routes(),
+        csr.Csr(),
+        settle.Settle("final-settle"),
+    ]
+
+
+@dataclass(frozen=True)
+class Request:
+    site: model.SiteConfig
+    paths: paths.Paths
+    options: runner.Options = field(default_factory=runner.Options)
+    settings: context.Settings = field(default_factory=context.Settings)
+    dial: context.Dialer = field(default=kube.dial_tls)
+    resolve: context.Resolver = field(default=kube.resolve)
+
+
+def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour: journal.Journal) -> context.Context:
+    return context.Context(
+        site=request.site,
+        kube=client,
+        clock=clock,
+        backups=backups.Store(request.paths.backups, clock),
+        rollouts=jour,
+        settings=request.settings,
+        dial=request.dial,
+        resolve=request.resolve,
+        deadline=clock.monotonic() + request.site.timeouts.total,
+    )
+
+
+def execute(
+    request: Request,
+    client: kube.Client,
+    clock: clock_mod.Clock,
+    *,
+    steps: list[base.Step] | None = None,
+    progress: runner.Progress | None = None,
+) -> runner.Result:
+    """Run (or with dry_run, plan) the cluster steps. Holds the run lock unless dry-running."""
+    if request.options.dry_run:
+        jour = journal.Journal(request.paths.status, clock)
+        ctx = _context(request, client, clock, jour)
+        return runner.Runner(steps or cluster_steps(), ctx, jour, request.options, progress).run()
+    request.paths.ensure()
+    with lock.RunLock(request.paths.lock):
+        jour = journal.Journal(request.paths.status, clock)
+        ctx = _context(request, client, clock, jour)
+        try:
+            return runner.Runner(steps or cluster_steps(), ctx, jour, request.options, progress).run()
+        finally:
+            report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
+
+
+def rollback(paths_: paths.Paths, client: kube.Client, clock: clock_mod.Clock) -> backups.RollbackResult:
+    """Restore every original we saved, delete what we created, and reset the journal."""
+    paths_.ensure()
+    with lock.RunLock(paths_.lock):
+        result = backups.rollback(client, backups.Store(paths_.backups, clock))
+        journal.Journal(paths_.status, clock).reset(journal.RunState.ROLLED_BACK)
+        return result

@@ -1,0 +1,259 @@
+"""The contract every cluster step keeps, and the few helpers they all need.
+
+A step is `inputs(ctx)` (what its fingerprint is made of), `plan(ctx) -> Plan` (read-only: the per-object
+changes it would make), `apply(ctx, plan) -> Outcome`, and `verify(ctx)` (raise unless the cluster is in the
+state the step promises). The engine orders steps, skips those whose inputs did not change and still verify,
+and journals the rest. Changes are data (`Change`) carrying a `mutate` function, so `apply_changes` can back up
+the original, write, and on a 409 re-read and re-apply the same intent to the fresh object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from snoreloc import errors
+from snoreloc.adapters import kube
+from snoreloc.steps import context
+
+LOG = logging.getLogger(__name__)
+
+Obj = kube.Obj
+T = TypeVar("T")
+
+MCP_MASTER = "mcp/master"
+
+
+class Action(enum.Enum):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One object's change: `after` is what `mutate(before)` gives (for display); `mutate` re-applies on 409."""
+
+    ref: kube.Ref
+    action: Action
+    before: Obj | None
+    after: Obj | None
+    mutate: Callable[[Obj], Obj | None] | None = field(default=None, compare=False, repr=False)
+    rollouts: tuple[str, ...] = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a step would do: per-object changes plus notes for what it will wait for or check."""
+
+    step: str
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a step did: objects changed (as text), rollouts started, warnings, step-specific details (JSON)."""
+
+    changed: tuple[str, ...] = ()
+    rollouts: Mapping[str, datetime] = field(default_factory=dict)  # operator -> time of our write that moved it
+    warnings: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Step(Protocol):
+    name: str
+    description: str
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]: ...
+
+    def plan(self, ctx: context.Context) -> Plan: ...
+
+    def apply(self, ctx: context.Context, plan: Plan) -> Outcome: ...
+
+    def verify(self, ctx: context.Context) -> None: ...
+
+
+# --- building changes ---------------------------------------------------------------------------------------------
+
+
+def update(ref: kube.Ref, current: Obj, mutate: Callable[[Obj], Obj | None], **extra: Any) -> Change | None:
+    """A Change for `mutate` on `current`, or None when it would change nothing."""
+    after = mutate(copy.deepcopy(current))
+    if after is None or after == current:
+        return None
+    return Change(ref, Action.UPDATE, current, after, mutate, **extra)
+
+
+def create(ref: kube.Ref, obj: Obj, **extra: Any) -> Change:
+    return Change(ref, Action.CREATE, None, obj, **extra)
+
+
+def delete(ref: kube.Ref, current: Obj, **extra: Any) -> Change:
+    return Change(ref, Action.DELETE, current, None, **extra)
+
+
+def upsert(ctx: context.Context, ref: kube.Ref, desired: Obj, merge: Callable[[Obj], Obj | None]) -> Change | None:
+    """Create `desired` if `ref` is absent, else the update `merge` makes to the current object."""
+    current = ctx.kube.find(ref)
+    if current is None:
+        return create(ref, desired)
+    return update(ref, current, merge)
+
+
+# --- applying changes ---------------------------------------------------------------------------------------------
+
+
+def _apply_one(ctx: context.Context, change: Change) -> None:
+    if change.action is Action.CREATE:
+        _create(ctx, change)
+    elif change.action is Action.UPDATE:
+        _update(ctx, change)
+    else:
+        _delete(ctx, change)
+
+
+def _create(ctx: context.Context, change: Change) -> None:
+    assert change.after is not None
+    ctx.backups.save(change.ref, None)  # recorded before the write: a crash after it still rolls back cleanly
+    try:
+        ctx.kube.create(change.ref.resource, copy.deepcopy(change.after))
+    except kube.Conflict:  # created by an earlier, interrupted run: make it what we want now
+        desired = change.after
+        ctx.kube.modify(change.ref, lambda current: {**desired, "metadata": current["metadata"]})
+
+
+def _update(ctx: context.Context, change: Change) -> None:
+    assert change.mutate is not None
+    mutate = change.mutate
+
+    def backed_up(current: Obj) -> Obj | None:
+        result = mutate(copy.deepcopy(current))
+        if result is not None and result != current:
+            ctx.backups.save(change.ref, current)
+        return result
+
+    ctx.kube.modify(change.ref, backed_up)
+
+
+def _delete(ctx: context.Context, change: Change) -> None:
+    current = ctx.kube.find(change.ref)
+    if current is None:
+        return
+    ctx.backups.save(change.ref, current)
+    with contextlib.suppress(kube.NotFound):
+        ctx.kube.delete(change.ref)
+
+
+def apply_changes(ctx: context.Context, plan: Plan, *, warnings: tuple[str, ...] = ()) -> Outcome:
+    """Make every change of the plan in order, backing up originals first."""
+    rollouts: dict[str, datetime] = {}
+    for change in plan.changes:
+        LOG.info("%s: %s %s%s", plan.step, change.action.value, change.ref, f" ({change.why})" if change.why else "")
+        written = ctx.clock.now()
+        _apply_one(ctx, change)
+        rollouts.update(dict.fromkeys(change.rollouts, written))
+    changed = tuple(f"{c.action.value} {c.ref}" for c in plan.changes)
+    return Outcome(changed=changed, rollouts=rollouts, warnings=warnings)
+
+
+def verify_no_changes(ctx: context.Context, step: Step) -> None:
+    """The usual verify: planning again finds nothing left to do."""
+    plan = step.plan(ctx)
+    if not plan.empty:
+        pending = ", ".join(f"{c.action.value} {c.ref}" for c in plan.changes)
+        raise errors.TemporaryError(f"{step.name}: not yet in the desired state ({pending})")
+
+
+# --- waiting ------------------------------------------------------------------------------------------------------
+
+
+def wait_for(
+    ctx: context.Context, step: str, what: str, timeout: float, probe: Callable[[], T | None], *, poll: float = 0
+) -> T:
+    """Call `probe` until it returns a value, bounded by `timeout` and the run's deadline.
+
+    A TemporaryError from the probe (the API restarting under us) counts as "not yet", so a rollout's outage
+    is ridden out; anything else propagates.
+    """
+    interval = poll or ctx.settings.poll_interval
+    remaining = ctx.remaining()
+    limit = min(timeout, remaining) if remaining is not None else timeout
+    started = ctx.clock.monotonic()
+    while True:
+        try:
+            value = probe()
+        except errors.TemporaryError as exc:
+            LOG.info("%s: waiting for %s: %s", step, what, exc)
+            value = None
+        if value is not None:
+            return value
+        if ctx.clock.monotonic() - started >= limit:
+            raise errors.WaitTimeout(step, what, limit)
+        ctx.clock.sleep(interval)
+
+
+# --- cluster facts every step needs -------------------------------------------------------------------------------
+
+INGRESS_CLUSTER = kube.Ref(kube.INGRESSES, "cluster")
+APISERVER_CLUSTER = kube.Ref(kube.APISERVERS, "cluster")
+IMAGE_CLUSTER = kube.Ref(kube.IMAGES, "cluster")
+DNS_CLUSTER = kube.Ref(kube.DNSES, "cluster")
+CLUSTERVERSION = kube.Ref(kube.CLUSTERVERSIONS, "version")
+DEFAULT_INGRESSCONTROLLER = kube.Ref(kube.INGRESSCONTROLLERS, "default", "openshift-ingress-operator")
+
+
+def factory_apps_domain(ctx: context.Context) -> str:
+    """The install-time apps domain: Ingress `cluster` spec.domain, which is immutable once set."""
+    domain = ctx.kube.get(INGRESS_CLUSTER).get("spec", {}).get("domain", "")
+    if not domain:
+        raise errors.UnavailableError("Ingress cluster has no spec.domain", hint="Is this an OpenShift cluster?")
+    return str(domain)
+
+
+def cluster_version(ctx: context.Context) -> tuple[int, int]:
+    """(major, minor) of the cluster, from ClusterVersion `version` status.desired.version."""
+    text = str(ctx.kube.get(CLUSTERVERSION).get("status", {}).get("desired", {}).get("version", ""))
+    try:
+        major, minor = (int(part) for part in text.split(".")[:2])
+    except ValueError as exc:
+        raise errors.UnavailableError(f"cannot read the cluster version ({text!r})") from exc
+    return major, minor
+
+
+def conditions(obj: Obj) -> dict[str, Obj]:
+    return {str(c.get("type")): c for c in obj.get("status", {}).get("conditions") or []}
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def operator_problems(co: Obj) -> list[str]:
+    """What is wrong with a ClusterOperator: empty when Available=True, Progressing=False, Degraded=False."""
+    want = {"Available": "True", "Progressing": "False", "Degraded": "False"}
+    conds = conditions(co)
+    problems = []
+    for kind, status in want.items():
+        have = conds.get(kind, {})
+        if have.get("status") != status:
+            message = f": {have.get('message')}" if have.get("message") else ""
+            problems.append(f"{kind}={have.get('status', 'unknown')}{message}")
+    return problems

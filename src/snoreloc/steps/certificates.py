@@ -1,0 +1,172 @@
+"""Certificates: serving certificates for the new API and apps names, as TLS secrets with stable names.
+
+By default each is issued by the cluster's own signer (API: `loadbalancer-serving-signer`, so kubeconfigs that
+already trust the cluster keep working; ingress: the ingress operator's `router-ca`); a user's pair from the
+site-config is used instead when given, after the same checks. The secrets have fixed names, so a re-run
+finds them and reuses them (no write) while they are still valid for the same names and not close to expiry.
+The ingress pair is written twice: componentRoutes read `openshift-config`, the IngressController reads
+`openshift-ingress`.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from snoreloc import errors, redact
+from snoreloc.adapters import kube
+from snoreloc.pki import certs
+from snoreloc.siteconfig import model
+from snoreloc.steps import base, context
+
+API_SECRET = "snoreloc-api-cert"  # noqa: S105 (a name, not a password)
+INGRESS_SECRET = "snoreloc-ingress-cert"  # noqa: S105
+MANAGED_BY = {"app.kubernetes.io/managed-by": "snoreloc"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One serving certificate: the names it serves, who signs it by default, and where it is stored."""
+
+    what: str
+    names: tuple[str, ...]
+    signer: kube.Ref
+    secrets: tuple[kube.Ref, ...]
+    user: model.CertKeyPair | None
+
+
+def targets(site: model.SiteConfig) -> tuple[Target, Target]:
+    api = Target(
+        "API",
+        (site.api_host, site.api_int_host),
+        kube.Ref(kube.SECRETS, "loadbalancer-serving-signer", "openshift-kube-apiserver-operator"),
+        (kube.Ref(kube.SECRETS, API_SECRET, "openshift-config"),),
+        site.certificates.api,
+    )
+    ingress = Target(
+        "ingress",
+        (f"*.{site.apps_domain}", site.apps_domain),
+        kube.Ref(kube.SECRETS, "router-ca", "openshift-ingress-operator"),
+        (
+            kube.Ref(kube.SECRETS, INGRESS_SECRET, "openshift-config"),
+            kube.Ref(kube.SECRETS, INGRESS_SECRET, "openshift-ingress"),
+        ),
+        site.certificates.ingress,
+    )
+    return api, ingress
+
+
+def tls_pair(secret: kube.Obj | None) -> tuple[bytes, bytes] | None:
+    """(cert, key) PEM of a TLS secret, the key registered as a secret; None if absent or incomplete."""
+    data = (secret or {}).get("data") or {}
+    try:
+        cert, key = base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"])
+    except (KeyError, ValueError):
+        return None
+    redact.register_secret(key)
+    return cert, key
+
+
+def pair_problems(ctx: context.Context, pair: tuple[bytes, bytes] | None, names: tuple[str, ...]) -> list[str]:
+    """Why a pair cannot serve `names` for at least the renewal margin (empty: it can)."""
+    if pair is None:
+        return ["missing or not a kubernetes.io/tls secret with tls.crt and tls.key"]
+    margin = ctx.clock.now() + timedelta(days=ctx.settings.cert_renew_before_days)
+    problems = certs.check_pair(pair[0], pair[1], names, ctx.clock.now())
+    if not problems and certs.check_pair(pair[0], pair[1], names, margin):
+        problems.append(f"expires within {ctx.settings.cert_renew_before_days} days")
+    return problems
+
+
+def _issue(ctx: context.Context, target: Target) -> tuple[bytes, bytes]:
+    signer = tls_pair(ctx.kube.find(target.signer))
+    if signer is None:
+        raise errors.UnavailableError(
+            f"cannot issue the {target.what} certificate: signer {target.signer} is missing or incomplete",
+            hint="Supply the certificate in the site-config (certificates section) instead.",
+        )
+    chain, key = certs.issue_serving(signer[0], signer[1], list(target.names), now=ctx.clock.now())
+    redact.register_secret(key)
+    return chain, key
+
+
+def _material(ctx: context.Context, target: Target) -> tuple[tuple[bytes, bytes], str]:
+    """The pair to store: the stored one while still good (and still the user's, if theirs), else a new one."""
+    stored = tls_pair(ctx.kube.find(target.secrets[0]))
+    user = (target.user.cert_pem, target.user.key_pem) if target.user else None
+    if stored is not None and not pair_problems(ctx, stored, target.names) and (user is None or stored == user):
+        return stored, "reused"
+    if user is not None:
+        problems = certs.check_pair(user[0], user[1], target.names, ctx.clock.now())
+        if problems:
+            raise errors.ConfigError(f"the {target.what} certificate from the site-config cannot be used: "
+                                     + "; ".join(problems))  # fmt: skip
+        redact.register_secret(user[1])
+        return user, "user-supplied"
+    return _issue(ctx, target), "issued"
+
+
+def tls_secret(ref: kube.Ref, pair: tuple[bytes, bytes]) -> kube.Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": ref.name, "namespace": ref.namespace, "labels": dict(MANAGED_BY)},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": base64.b64encode(pair[0]).decode(), "tls.key": base64.b64encode(pair[1]).decode()},
+    }
+
+
+def _secret_change(ctx: context.Context, ref: kube.Ref, pair: tuple[bytes, bytes], why: str) -> base.Change | None:
+    desired = tls_secret(ref, pair)
+
+    def merge(current: kube.Obj) -> kube.Obj:
+        current["type"] = desired["type"]
+        current["data"] = desired["data"]
+        current["metadata"].setdefault("labels", {}).update(MANAGED_BY)
+        return current
+
+    change = base.upsert(ctx, ref, desired, merge)
+    if change is not None and change.action is base.Action.UPDATE and current_type(change.before) != desired["type"]:
+        return base.Change(ref, base.Action.DELETE, change.before, None, why="type is immutable: recreate")
+    return None if change is None else dataclasses.replace(change, why=why)
+
+
+def current_type(obj: kube.Obj | None) -> str | None:
+    return None if obj is None else obj.get("type")
+
+
+class Certificates:
+    name = "certificates"
+    description = "preparing serving certificates for the new names"
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
+        return {"domain": ctx.site.domain, "user": ctx.site.certificates}
+
+    def plan(self, ctx: context.Context) -> base.Plan:
+        changes: list[base.Change] = []
+        notes = []
+        for target in targets(ctx.site):
+            pair, source = _material(ctx, target)
+            notes.append(f"{target.what} certificate for {', '.join(target.names)}: {source}")
+            for ref in target.secrets:
+                change = _secret_change(ctx, ref, pair, f"{target.what} certificate, {source}")
+                if change is not None and change.action is base.Action.DELETE:
+                    changes += [change, base.create(ref, tls_secret(ref, pair), why="recreate as kubernetes.io/tls")]
+                elif change is not None:
+                    changes.append(change)
+        return base.Plan(self.name, tuple(changes), tuple(notes))
+
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+        return base.apply_changes(ctx, plan)
+
+    def verify(self, ctx: context.Context) -> None:
+        for target in targets(ctx.site):
+            for ref in target.secrets:
+                pair = tls_pair(ctx.kube.find(ref))
+                problems = certs.check_pair(*pair, target.names, ctx.clock.now()) if pair else ["missing"]
+                if problems:
+                    raise errors.TemporaryError(f"certificates: {ref}: {'; '.join(problems)}")

@@ -1,0 +1,210 @@
+"""Cluster configuration the machine-config operator rolls out: pull secret, image mirrors, registry CA.
+
+Each of these makes the MCO update the node, so they are written together in one step: the updates coalesce into
+one rollout instead of three. Mirrors use the API the cluster's version reads (ImageContentSourcePolicy before
+4.13, ImageDigestMirrorSet/ImageTagMirrorSet after), as one object each with a stable name, so a re-run updates
+rather than duplicates. The registry CA is merged into the ConfigMap the cluster already trusts, if it has one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from snoreloc import errors, redact
+from snoreloc.adapters import kube
+from snoreloc.siteconfig import model
+from snoreloc.steps import base, context
+
+PULL_SECRET = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
+DIGEST_MIRRORS = "snoreloc-digest-mirrors"
+TAG_MIRRORS = "snoreloc-tag-mirrors"
+REGISTRY_CA = "snoreloc-registry-ca"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "snoreloc"}
+_MCO = (base.MCP_MASTER,)
+
+
+# --- pull secret ----------------------------------------------------------------------------------------------------
+
+
+def _parse_auths(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise errors.ConfigError(f"{where} is not valid JSON") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("auths"), dict):
+        raise errors.ConfigError(f"{where} has no 'auths' object")
+    for entry in doc["auths"].values():
+        for key in ("auth", "password", "identitytoken"):
+            if isinstance(entry, dict) and entry.get(key):
+                redact.register_secret(str(entry[key]))
+    return doc
+
+
+def _current_pull_secret(secret: kube.Obj) -> dict[str, Any]:
+    encoded = (secret.get("data") or {}).get(".dockerconfigjson", "")
+    try:
+        return _parse_auths(base64.b64decode(encoded), "the cluster's pull secret")
+    except errors.ConfigError:
+        return {"auths": {}}  # a broken cluster pull secret is replaced (and backed up) like any other
+
+
+def desired_pull_secret(site: model.PullSecret, current: dict[str, Any]) -> dict[str, Any]:
+    wanted = _parse_auths(site.dockerconfigjson, "the site-config's pull secret")
+    if site.mode is model.PullSecretMode.REPLACE:
+        return wanted
+    return {**current, "auths": {**current.get("auths", {}), **wanted["auths"]}}
+
+
+def pull_secret_change(ctx: context.Context) -> base.Change | None:
+    site = ctx.site.pull_secret
+    if site is None:
+        return None
+    secret = ctx.kube.get(PULL_SECRET)
+    desired = desired_pull_secret(site, _current_pull_secret(secret))
+
+    def mutate(current: kube.Obj) -> kube.Obj | None:
+        if _current_pull_secret(current) == desired:
+            return None
+        encoded = base64.b64encode(json.dumps(desired, separators=(",", ":")).encode()).decode()
+        current.setdefault("data", {})[".dockerconfigjson"] = encoded
+        return current
+
+    return base.update(PULL_SECRET, secret, mutate, rollouts=_MCO, why=f"pull secret, {site.mode.value}")
+
+
+# --- mirrors ------------------------------------------------------------------------------------------------------
+
+
+def _mirror_entries(mirrors: tuple[model.Mirror, ...], *, policy: bool) -> list[dict[str, Any]]:
+    entries = []
+    for mirror in mirrors:
+        entry: dict[str, Any] = {"source": mirror.source, "mirrors": list(mirror.mirrors)}
+        if policy and mirror.mirror_source_policy:
+            entry["mirrorSourcePolicy"] = mirror.mirror_source_policy
+        entries.append(entry)
+    return entries
+
+
+def _mirror_object(resource: kube.Resource, name: str, field: str, entries: list[dict[str, Any]]) -> kube.Obj:
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+        "spec": {field: entries},
+    }
+
+
+def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.Change | None:
+    def merge(current: kube.Obj) -> kube.Obj:
+        current["spec"] = desired["spec"]
+        return current
+
+    return base.upsert(ctx, ref, desired, merge)
+
+
+def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field: str, entries: list[Any]) -> list[Any]:
+    ref = kube.Ref(resource, name)
+    if entries:
+        change = _set_spec(ctx, ref, _mirror_object(resource, name, field, entries))
+        return [] if change is None else [_with(change, why="site mirrors")]
+    current = ctx.kube.find(ref)
+    return [] if current is None else [base.delete(ref, current, rollouts=_MCO, why="no mirrors in the site-config")]
+
+
+def _with(change: base.Change, *, why: str) -> base.Change:
+    return base.Change(change.ref, change.action, change.before, change.after, change.mutate, _MCO, why)
+
+
+def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.Change]:
+    site = ctx.site
+    if legacy:
+        if site.image_tag_mirrors:
+            ctx.warnings.append("imageTagMirrors ignored: clusters before 4.13 have no ImageTagMirrorSet")
+        entries = _mirror_entries(site.image_digest_mirrors, policy=False)
+        return _mirror_set(ctx, kube.ICSP, DIGEST_MIRRORS, "repositoryDigestMirrors", entries)
+    digest = _mirror_entries(site.image_digest_mirrors, policy=True)
+    tag = _mirror_entries(site.image_tag_mirrors, policy=True)
+    return _mirror_set(ctx, kube.IDMS, DIGEST_MIRRORS, "imageDigestMirrors", digest) + _mirror_set(
+        ctx, kube.ITMS, TAG_MIRRORS, "imageTagMirrors", tag
+    )
+
+
+def removal_changes(ctx: context.Context) -> list[base.Change]:
+    changes = []
+    for name in ctx.site.remove_mirrors:
+        for resource in (kube.ICSP, kube.IDMS, kube.ITMS):
+            ref = kube.Ref(resource, name)
+            current = _find_optional(ctx, ref)
+            if current is not None:
+                changes.append(base.delete(ref, current, rollouts=_MCO, why="removeMirrors"))
+    return changes
+
+
+def _find_optional(ctx: context.Context, ref: kube.Ref) -> kube.Obj | None:
+    """Like find, but a kind the cluster does not serve (ICSP on a new cluster) is simply absent."""
+    try:
+        return ctx.kube.find(ref)
+    except kube.ApiError:
+        return None
+
+
+# --- registry CA --------------------------------------------------------------------------------------------------
+
+
+def ca_key(registry: str) -> str:
+    """ConfigMap key for a registry: `host`, or `host..port` (a colon is not allowed in a key)."""
+    return registry.replace(":", "..")
+
+
+def registry_ca_changes(ctx: context.Context) -> list[base.Change]:
+    if not ctx.site.registry_ca:
+        return []
+    wanted = {ca_key(item.registry): item.bundle_pem for item in ctx.site.registry_ca}
+    image = ctx.kube.get(base.IMAGE_CLUSTER)
+    name = (image.get("spec", {}).get("additionalTrustedCA") or {}).get("name") or REGISTRY_CA
+    ref = kube.Ref(kube.CONFIGMAPS, name, "openshift-config")
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ref.namespace}}
+
+    def merge(current: kube.Obj) -> kube.Obj:
+        current["data"] = {**(current.get("data") or {}), **wanted}
+        return current
+
+    changes = [c for c in [base.upsert(ctx, ref, {**desired, "data": wanted}, merge)] if c is not None]
+
+    def point(current: kube.Obj) -> kube.Obj:
+        current.setdefault("spec", {})["additionalTrustedCA"] = {"name": name}
+        return current
+
+    changes += [c for c in [base.update(base.IMAGE_CLUSTER, image, point)] if c is not None]
+    return [_with(c, why="registry CA") for c in changes]
+
+
+class ClusterConfig:
+    name = "cluster-config"
+    description = "updating pull secret, mirrors and registry CA (one machine-config rollout)"
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
+        site = ctx.site
+        return {
+            "pull_secret": site.pull_secret,
+            "digest": site.image_digest_mirrors,
+            "tag": site.image_tag_mirrors,
+            "remove": site.remove_mirrors,
+            "ca": site.registry_ca,
+        }
+
+    def plan(self, ctx: context.Context) -> base.Plan:
+        legacy = base.cluster_version(ctx) < (4, 13)
+        changes = [c for c in [pull_secret_change(ctx)] if c is not None]
+        changes += mirror_changes(ctx, legacy) + removal_changes(ctx) + registry_ca_changes(ctx)
+        note = "mirrors as ImageContentSourcePolicy" if legacy else "mirrors as ImageDigestMirrorSet/ImageTagMirrorSet"
+        return base.Plan(self.name, tuple(changes), (note,))
+
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+        return base.apply_changes(ctx, plan)
+
+    def verify(self, ctx: context.Context) -> None:
+        base.verify_no_changes(ctx, self)

@@ -1,0 +1,84 @@
+"""Preflight: refuse to start on a cluster that is not healthy, and learn the facts the other steps rely on.
+
+A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must
+be Available, not Progressing and not Degraded before we change anything (`--ignore-preflight` overrides, for
+the technician who knows why). The factory domain and the version come from the cluster, not from input. DNS
+that does not yet point at this node is only a warning: the cluster steps do not need it, people do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from snoreloc import errors
+from snoreloc.adapters import kube
+from snoreloc.steps import base, context
+
+
+def unhealthy_operators(ctx: context.Context) -> list[str]:
+    found = []
+    for co in ctx.kube.list(kube.CLUSTEROPERATORS):
+        problems = base.operator_problems(co)
+        if problems:
+            found.append(f"{co['metadata']['name']} ({'; '.join(problems)})")
+    return found
+
+
+def _node_addresses(ctx: context.Context) -> set[str]:
+    addresses: set[str] = set()
+    for node in ctx.kube.list(kube.NODES):
+        addresses |= {str(a.get("address")) for a in node.get("status", {}).get("addresses") or []}
+    return addresses
+
+
+def dns_warnings(ctx: context.Context) -> list[str]:
+    """Names people will use that do not resolve to this node (warnings, not failures)."""
+    ours = _node_addresses(ctx) | {ctx.api_endpoint[0], ctx.ingress_endpoint[0]}
+    warnings = []
+    for name in (ctx.site.api_host, f"test.{ctx.site.apps_domain}"):
+        found = ctx.resolve(name)
+        if not found:
+            warnings.append(f"{name} does not resolve yet; clients will need DNS for the new domain")
+        elif not set(found) & ours:
+            warnings.append(f"{name} resolves to {', '.join(found)}, not to this node")
+    return warnings
+
+
+class Preflight:
+    name = "preflight"
+    description = "checking the cluster is healthy and reading its factory facts"
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
+        return {"domain": ctx.site.domain}
+
+    def plan(self, ctx: context.Context) -> base.Plan:
+        version = ctx.kube.server_version()
+        major, minor = base.cluster_version(ctx)
+        factory = base.factory_apps_domain(ctx)
+        base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
+        mirrors = "ImageContentSourcePolicy" if (major, minor) < (4, 13) else "ImageDigestMirrorSet/ImageTagMirrorSet"
+        notes: tuple[str, ...] = (
+            f"OpenShift {major}.{minor} (kube {version}); mirrors as {mirrors}",
+            f"factory domain {base_domain} (apps {factory}) -> site domain {ctx.site.domain}",
+        )
+        data = {"unhealthy": unhealthy_operators(ctx), "factory_apps_domain": factory, "version": f"{major}.{minor}"}
+        notes += tuple(f"unhealthy: {item}" for item in data["unhealthy"])
+        return base.Plan(self.name, notes=notes, data=data)
+
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+        unhealthy = list(plan.data.get("unhealthy", []))
+        if unhealthy and not ctx.settings.ignore_preflight:
+            raise errors.UnavailableError(
+                "the cluster is not healthy, so nothing was changed. ClusterOperators not ready: "
+                + "; ".join(unhealthy),
+                hint="Wait for the cluster to settle (`oc get clusteroperators`) and run again, "
+                "or pass --ignore-preflight if you know why they are not ready.",
+            )
+        warnings = dns_warnings(ctx)
+        if unhealthy:
+            warnings.append("preflight ignored: " + "; ".join(unhealthy))
+        return base.Outcome(warnings=tuple(warnings), details=dict(plan.data))
+
+    def verify(self, ctx: context.Context) -> None:
+        ctx.kube.server_version()

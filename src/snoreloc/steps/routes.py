@@ -1,0 +1,218 @@
+"""Routes: move every route from the factory apps domain to the site's, keeping each route object.
+
+Prior tools deleted stale routes and let owners recreate them, which loses every user route. Here each route
+under the old apps domain is kept and handled by kind:
+
+- an explicit host: its suffix is rewritten by a merge patch of `spec.host`; TLS, annotations and everything
+  else stay as they are;
+- a generated host (`openshift.io/host.generated: "true"`) of an operator's route (an `openshift-*` or `kube-*`
+  namespace): the operator regenerates it, we wait (bounded) and report;
+- a generated host of a user's route: we write the host that regeneration would give (same prefix, new suffix).
+  OpenShift allocates a host only when a route is created, so clearing the host of an existing route is not
+  guaranteed to regenerate it; writing it is one deterministic write, and the route keeps its identity;
+- console, downloads and oauth-openshift are moved by componentRoutes (the domain step) and are left alone;
+- anything outside the old apps domain is untouched.
+
+Patches run on a bounded thread pool, so thousands of routes take seconds. Each route is backed up first.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from snoreloc import errors
+from snoreloc.adapters import kube
+from snoreloc.steps import base, context, domain
+
+GENERATED = "openshift.io/host.generated"
+COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
+
+
+class Handling(enum.Enum):
+    REWRITE = "rewrite"  # we patch spec.host
+    OWNER = "owner"  # the owning operator regenerates it
+    COMPONENT = "component-route"
+    ARRIVED = "arrived"  # already under the new apps domain (regenerated, or created there)
+    UNTOUCHED = "untouched"
+
+
+@dataclass(frozen=True)
+class RouteInfo:
+    namespace: str
+    name: str
+    host: str
+    new_host: str
+    handling: Handling
+
+    @property
+    def ref(self) -> kube.Ref:
+        return kube.Ref(kube.ROUTES, self.name, self.namespace)
+
+
+def _operator_owned(namespace: str) -> bool:
+    return namespace.startswith(("openshift-", "kube-")) or namespace == "openshift"
+
+
+def classify(route: kube.Obj, old: str, new: str) -> RouteInfo:
+    meta = route["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    host = str((route.get("spec") or {}).get("host") or "")
+    under_old = host.endswith("." + old)
+    new_host = host[: -len(old)] + new if under_old else host
+    generated = (meta.get("annotations") or {}).get(GENERATED) == "true"
+    if not under_old:
+        handling = Handling.ARRIVED if host.endswith("." + new) else Handling.UNTOUCHED
+    elif (namespace, name) in COMPONENT:
+        handling = Handling.COMPONENT
+    elif generated and _operator_owned(namespace):
+        handling = Handling.OWNER
+    else:
+        handling = Handling.REWRITE
+    return RouteInfo(namespace, name, host, new_host, handling)
+
+
+def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
+    old = base.factory_apps_domain(ctx)
+    return old, [classify(route, old, ctx.site.apps_domain) for route in ctx.kube.list(kube.ROUTES)]
+
+
+def _host_setter(new_host: str) -> Any:
+    def mutate(route: kube.Obj) -> kube.Obj:
+        route.setdefault("spec", {})["host"] = new_host
+        return route
+
+    return mutate
+
+
+def _patch_route(ctx: context.Context, change: base.Change) -> str:
+    """Back up and patch one route; returns the route's result for the table."""
+    ctx.backups.save(change.ref, change.before)
+    host = (change.after or {}).get("spec", {}).get("host")
+    try:
+        ctx.kube.patch(change.ref, {"spec": {"host": host}})
+    except kube.NotFound:
+        return "gone"
+    return "migrated"
+
+
+class Routes:
+    name = "routes"
+    description = "moving routes to the new apps domain"
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
+        return {"domain": ctx.site.domain}
+
+    def plan(self, ctx: context.Context) -> base.Plan:
+        _old, infos = survey(ctx)
+        routes = {(r["metadata"].get("namespace"), r["metadata"]["name"]): r for r in ctx.kube.list(kube.ROUTES)}
+        changes = []
+        for info in infos:
+            if info.handling is Handling.REWRITE and (info.namespace, info.name) in routes:
+                before = routes[(info.namespace, info.name)]
+                change = base.update(
+                    info.ref, before, _host_setter(info.new_host), why=f"{info.host} -> {info.new_host}"
+                )
+                if change is not None:
+                    changes.append(change)
+        owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
+        notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
+        return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
+
+    def _wait_routing(self, ctx: context.Context) -> None:
+        """Rewrite only once openshift-apiserver generates hosts under the new apps domain."""
+
+        def ready() -> bool | None:
+            if "openshift-apiserver" in ctx.rollouts.pending():
+                return None
+            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, "openshift-apiserver"))
+            return True if not base.operator_problems(co) else None
+
+        base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
+
+    def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
+        results: dict[kube.Ref, str] = {}
+        temporary: list[errors.TemporaryError] = []
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(ctx.settings.route_workers, 1)) as pool:
+            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in plan.changes}
+            for future in concurrent.futures.as_completed(futures):
+                ref = futures[future]
+                try:
+                    results[ref] = future.result()
+                except errors.TemporaryError as exc:
+                    temporary.append(exc)
+                    results[ref] = "failed"
+                except errors.SnorelocError as exc:
+                    results[ref] = f"failed: {exc.message}"
+        if temporary:
+            raise errors.TemporaryError(
+                f"routes: {len(temporary)} route(s) could not be patched ({temporary[0].message})"
+            )
+        return results
+
+    def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
+        if not owners:
+            return {}
+        wanted = {o.ref for o in owners}
+
+        def moved() -> dict[kube.Ref, str] | None:
+            _old, infos = survey(ctx)
+            stale = {i.ref for i in infos if i.handling is Handling.OWNER} & wanted
+            return None if stale else {ref: "regenerated" for ref in wanted}
+
+        try:
+            return base.wait_for(
+                ctx, self.name, "operators to regenerate their routes", ctx.settings.operator_regen_timeout, moved
+            )
+        except errors.WaitTimeout:
+            _old, infos = survey(ctx)
+            stale = {i.ref for i in infos if i.handling is Handling.OWNER}
+            return {ref: "not regenerated by its operator" if ref in stale else "regenerated" for ref in wanted}
+
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+        self._wait_routing(ctx)
+        plan = self.plan(ctx)  # the routes may have changed while we waited
+        infos: list[RouteInfo] = list(plan.data["infos"])
+        results = self._patch_all(ctx, plan)
+        results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
+        table = [_row(info, results) for info in infos]
+        warnings = tuple(
+            f"route {row['namespace']}/{row['name']}: {row['result']}"
+            for row in table
+            if row["result"].startswith(("failed", "not regenerated"))
+        )
+        changed = tuple(f"update {c.ref}" for c in plan.changes if results.get(c.ref) == "migrated")
+        return base.Outcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})
+
+    def verify(self, ctx: context.Context) -> None:
+        base.verify_no_changes(ctx, self)
+
+
+def _row(info: RouteInfo, results: Mapping[kube.Ref, str]) -> dict[str, str]:
+    default = {
+        Handling.UNTOUCHED: "untouched",
+        Handling.ARRIVED: "on the new domain",
+        Handling.COMPONENT: "moved by componentRoutes",
+        Handling.REWRITE: "already migrated",
+        Handling.OWNER: "regenerated",
+    }[info.handling]
+    result = results.get(info.ref, default)
+    new_host = info.new_host if result in ("migrated", "regenerated") else info.host
+    return {
+        "namespace": info.namespace,
+        "name": info.name,
+        "old_host": info.host,
+        "new_host": new_host,
+        "result": result,
+    }
+
+
+def _counts(table: list[dict[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for row in table:
+        key = row["result"].split(":")[0]
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,123 @@
+"""The pure rules inside the cluster steps: list merging, route classification, CSR decisions, settle timing."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+from datetime import UTC, datetime
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from snoreloc.steps import cluster_config, csr, domain, routes, settle
+
+OLD = "apps.sno1.factory.example.com"
+NEW = "apps.edge.example.net"
+
+
+def test_named_certificates_keep_others_and_replace_ours() -> None:
+    theirs = {"names": ["legacy.example.org"], "servingCertificate": {"name": "legacy"}}
+    stale = {"names": ["api.edge.example.net"], "servingCertificate": {"name": "someone-else"}}
+    previous = {"names": ["api.older.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}}
+    merged = domain.merged_named_certificates([theirs, stale, previous], ["api.edge.example.net"], "snoreloc-api-cert")
+    assert merged == [theirs, {"names": ["api.edge.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}}]
+
+
+def test_component_routes_merge_by_namespace_and_name() -> None:
+    other = {"namespace": "openshift-console", "name": "console-extra", "hostname": "x.example.org"}
+    old = {"namespace": "openshift-console", "name": "console", "hostname": "c.old.example.org"}
+    new = {"namespace": "openshift-console", "name": "console", "hostname": "c.new.example.org"}
+    assert domain.merged_component_routes([other, old], [new]) == [other, new]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "host", "generated", "handling", "new_host"),
+    [
+        ("edge-app", "shop", f"shop.{OLD}", False, routes.Handling.REWRITE, f"shop.{NEW}"),
+        ("edge-app", "gw", f"gw-edge-app.{OLD}", True, routes.Handling.REWRITE, f"gw-edge-app.{NEW}"),
+        ("openshift-monitoring", "prom", f"prom-openshift-monitoring.{OLD}", True, routes.Handling.OWNER, None),
+        ("openshift-monitoring", "fixed", f"fixed.{OLD}", False, routes.Handling.REWRITE, f"fixed.{NEW}"),
+        ("openshift-console", "console", f"console-openshift-console.{OLD}", True, routes.Handling.COMPONENT, None),
+        ("edge-data", "legacy", "legacy.example.org", False, routes.Handling.UNTOUCHED, None),
+        ("edge-data", "lookalike", f"x.not{OLD}", False, routes.Handling.UNTOUCHED, None),
+        ("edge-app", "moved", f"moved.{NEW}", False, routes.Handling.ARRIVED, None),
+    ],
+)
+def test_route_classification(
+    namespace: str, name: str, host: str, generated: bool, handling: routes.Handling, new_host: str | None
+) -> None:
+    annotations = {routes.GENERATED: "true"} if generated else {}
+    route = {"metadata": {"namespace": namespace, "name": name, "annotations": annotations}, "spec": {"host": host}}
+    info = routes.classify(route, OLD, NEW)
+    assert info.handling is handling
+    if new_host is not None:
+        assert info.new_host == new_host
+
+
+def test_registry_ca_key_uses_double_dot_for_the_port() -> None:
+    assert cluster_config.ca_key("registry.example.com:5000") == "registry.example.com..5000"
+    assert cluster_config.ca_key("registry.example.com") == "registry.example.com"
+
+
+def test_settle_requires_a_transition_after_our_change() -> None:
+    changed = datetime(2026, 5, 1, 10, 0, 0, 500000, tzinfo=UTC)
+    assert settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, 600000, tzinfo=UTC), changed)
+    assert not settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, 400000, tzinfo=UTC), changed)
+    assert settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC), changed)  # second precision: same second
+    assert not settle.moved_since(datetime(2026, 5, 1, 9, 59, 59, tzinfo=UTC), changed)
+    assert not settle.moved_since(None, changed)
+
+
+NODE = csr.Node("sno1", frozenset({"sno1"}), frozenset({"192.168.127.10"}))
+
+
+def _csr(user: str, signer: str, cn: str, org: str, dns: list[str] = (), ips: list[str] = ()) -> dict:  # type: ignore[assignment]
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = x509.CertificateSigningRequestBuilder().subject_name(
+        x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, org), x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    )
+    names = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    pem = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    groups = ["system:nodes", "system:authenticated"] if user.startswith("system:node:") else ["system:authenticated"]
+    return {
+        "metadata": {"name": "csr-x"},
+        "spec": {"username": user, "groups": groups, "signerName": signer, "request": base64.b64encode(pem).decode()},
+    }
+
+
+def test_csr_rules_approve_only_this_node() -> None:
+    serving = _csr(
+        "system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", "system:nodes", ["sno1"], ["192.168.127.10"]
+    )
+    client = _csr("system:node:sno1", csr.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
+    bootstrap = _csr(csr.BOOTSTRAPPER, csr.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
+    assert csr.decide(serving, NODE) == []
+    assert csr.decide(client, NODE) == []
+    assert csr.decide(bootstrap, NODE) == []
+
+
+@pytest.mark.parametrize(
+    ("user", "signer", "cn", "dns", "ips", "why"),
+    [
+        ("system:node:other", csr.SERVING_SIGNER, "system:node:other", ["other"], [], "requester"),
+        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", ["evil.example.com"], [], "not the node's"),
+        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", ["sno1"], ["10.9.9.9"], "IP 10.9.9.9"),
+        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:impostor", ["sno1"], [], "subject CN"),
+        ("system:serviceaccount:x:y", csr.CLIENT_SIGNER, "system:node:sno1", [], [], "neither"),
+        ("system:node:sno1", "example.com/custom", "system:node:sno1", [], [], "not a kubelet signer"),
+    ],
+)
+def test_csr_rules_refuse_everything_else(user: str, signer: str, cn: str, dns: list, ips: list, why: str) -> None:
+    problems = csr.decide(_csr(user, signer, cn, "system:nodes", dns, ips), NODE)
+    assert any(why in p for p in problems), problems
+
+
+def test_decided_csrs_are_not_pending() -> None:
+    assert csr.pending({"status": {}})
+    assert not csr.pending({"status": {"conditions": [{"type": "Approved"}]}})
+    assert not csr.pending({"status": {"certificate": "abc"}})
