@@ -11,10 +11,12 @@ import argparse
 import enum
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snoreloc import errors
-from snoreloc.siteconfig import annotate, loader
+
+if TYPE_CHECKING:
+    from snoreloc.siteconfig import loader
 
 HELP = "check a site-config file and report every problem with its line"
 
@@ -62,10 +64,14 @@ def _text(report: loader.Report) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from snoreloc.siteconfig import loader  # noqa: PLC0415 (lazy: `snoreloc --version` builds this parser too)
+
     report = loader.validate(args.file)
     if args.output == Output.JSON.value:
         sys.stdout.write(_json(report))
     elif args.annotate:
+        from snoreloc.siteconfig import annotate  # noqa: PLC0415 (lazy, as above)
+
         sys.stdout.write(annotate.render(report.text, report.problems, report.warnings, report.secret_spans))
         _summary(report)
     else:

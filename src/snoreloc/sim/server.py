@@ -832,6 +832,9 @@ def _reset(connection: socket.socket) -> None:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms to
+    # every response, which a real kube-apiserver (Go sets TCP_NODELAY) does not.
+    disable_nagle_algorithm = True
     server: _HttpServer
     server_version = "snoreloc-sim"
     sys_version = ""
