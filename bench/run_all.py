@@ -1,0 +1,94 @@
+"""Run every benchmark in one go (`make bench`) and print which issue-6 targets were met.
+
+Each benchmark writes its own `bench/results/<name>.json` (machine, command, numbers, targets); this script runs
+them one after another in this process, then prints one line per target. `--quick` runs toy sizes to check the
+harness works end to end in about a minute; its numbers mean nothing and go to a scratch directory unless
+`--output-dir` says otherwise.
+
+Run: `.venv/bin/python bench/run_all.py [--quick] [--only NAME,...]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import api_economy
+import certificates
+import common
+import relocation
+import routes_scale
+import startup
+
+Main = Callable[[Sequence[str] | None], int]
+BENCHMARKS: dict[str, Main] = {
+    "certificates": certificates.main,
+    "startup": startup.main,
+    "api_economy": api_economy.main,
+    "routes_scale": routes_scale.main,
+    "relocation": relocation.main,
+}
+QUICK: dict[str, list[str]] = {
+    "certificates": ["--repetitions", "2"],
+    "startup": ["--repetitions", "2", "--relocation-routes", "20"],
+    "api_economy": ["--speed", "120"],
+    "routes_scale": ["--counts", "20"],
+    "relocation": ["--speeds", "120"],
+}
+
+
+def _run(name: str, arguments: list[str]) -> bool:
+    main = BENCHMARKS[name]
+    print(f"== {name}: {' '.join(arguments) or '(defaults)'}", flush=True)
+    try:
+        return main(arguments) == 0
+    except Exception:
+        traceback.print_exc()
+        return False
+
+
+def _summary(names: Sequence[str], directory: Path) -> list[str]:
+    lines = []
+    for name in names:
+        path = directory / f"{name}.json"
+        if not path.exists():
+            lines.append(f"{name}: no result")
+            continue
+        for target, judged in json.loads(path.read_text())["targets"].items():
+            verdict = "met" if judged["met"] else "MISSED"
+            lines.append(f"{name}.{target}: {judged['measured']} {judged['comparison']} {judged['limit']}: {verdict}")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run every snoreloc benchmark.")
+    parser.add_argument("--quick", action="store_true", help="toy sizes: checks the harness, not the numbers")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="comma-separated subset")
+    parser.add_argument("--output-dir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    names = [n for n in args.only.split(",") if n]
+    unknown = set(names) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    scratch = tempfile.mkdtemp(prefix="snoreloc-bench-quick-") if args.quick else None
+    directory = args.output_dir or (Path(scratch) if scratch else common.RESULTS)
+    failed = []
+    for name in names:
+        arguments = [*(QUICK[name] if args.quick else []), "--output-dir", str(directory)]
+        if args.quick and name == "relocation":
+            arguments += ["--svg", str(directory / "relocation-timeline.svg")]
+        if not _run(name, arguments):
+            failed.append(name)
+    print("\n".join(["== targets", *_summary(names, directory)]))
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

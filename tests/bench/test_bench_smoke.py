@@ -1,0 +1,166 @@
+"""Every benchmark's core runs at a toy size and writes a well-formed result; the bound arithmetic is right.
+
+These are not timed tests: no assertion is about how fast anything is. They keep `make bench` from rotting
+between the occasions someone runs it, and they pin the arithmetic (critical path, sequential bound, which
+writes count as needed) on inputs small enough to check by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import api_economy  # noqa: E402
+import certificates  # noqa: E402
+import common  # noqa: E402
+import harness  # noqa: E402
+import relocation  # noqa: E402
+import routes_scale  # noqa: E402
+import startup  # noqa: E402
+import timeline  # noqa: E402
+
+DOCUMENT_KEYS = {"benchmark", "command", "measured_at", "machine", "results", "targets"}
+
+
+def well_formed(payload: dict[str, Any], name: str, tmp_path: Path) -> dict[str, Any]:
+    """Written and read back as JSON, with the common envelope and every target judged."""
+    path = common.write_result(name, payload, tmp_path)
+    assert path == tmp_path / f"{name}.json"
+    loaded: dict[str, Any] = json.loads(path.read_text())
+    assert set(loaded) == DOCUMENT_KEYS
+    assert loaded["benchmark"] == name
+    assert loaded["machine"]["nproc"] >= 1 and loaded["machine"]["python"]
+    assert loaded["targets"], "every benchmark judges at least one target"
+    for judged in loaded["targets"].values():
+        assert isinstance(judged["met"], bool) and judged["comparison"] in ("<=", ">=", "==")
+    return loaded
+
+
+def rollout(operator: str, start: float, seconds: float, trigger: str = "x") -> dict[str, Any]:
+    return {"operator": operator, "trigger": trigger, "start": start, "end": start + seconds, "seconds": seconds}
+
+
+def test_bounds_take_the_longest_chain_and_the_sum() -> None:
+    rollouts = [
+        rollout("kube-apiserver", 1.0, 24.0),
+        rollout("openshift-apiserver", 1.0, 7.5, "ingresses.config.openshift.io/cluster routing domain apps.x"),
+        rollout("machine-config", 0.5, 12.0),
+        rollout("machine-config", 12.5, 12.0),  # one operator, one rollout at a time: these chain
+    ]
+    found = relocation.bounds(rollouts, routes_work=2.0)
+    assert found["critical_s"] == 24.0 and found["critical_chain"] == ["kube-apiserver"]
+    assert found["chains_s"]["machine-config"] == 24.0
+    assert found["chains_s"]["routes"] == 9.5
+    assert found["sequential_s"] == 24.0 + 7.5 + 24.0 + 2.0
+
+
+def test_route_migration_after_the_routing_rollout_can_be_the_critical_path() -> None:
+    rollouts = [
+        rollout("openshift-apiserver", 1.0, 7.5, "ingresses.config.openshift.io/cluster routing domain apps.x"),
+        rollout("kube-apiserver", 1.0, 20.0),
+    ]
+    found = relocation.bounds(rollouts, routes_work=15.0)
+    assert found["critical_chain"] == ["openshift-apiserver", "routes"]
+    assert found["critical_s"] == 22.5
+
+
+def test_write_targets_are_read_from_the_url() -> None:
+    cases = {
+        ("PATCH", "/apis/route.openshift.io/v1/namespaces/shop/routes/web", ""): (
+            ("routes.route.openshift.io", "shop", "web"),
+            "",
+        ),
+        ("POST", "/api/v1/namespaces/openshift-config/secrets", "api-cert"): (
+            ("secrets", "openshift-config", "api-cert"),
+            "",
+        ),
+        ("PUT", "/apis/config.openshift.io/v1/apiservers/cluster", ""): (
+            ("apiservers.config.openshift.io", "", "cluster"),
+            "",
+        ),
+        ("PUT", "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-1/approval", ""): (
+            ("certificatesigningrequests.certificates.k8s.io", "", "csr-1"),
+            "approval",
+        ),
+    }
+    for (method, path, name), expected in cases.items():
+        assert api_economy.target_of(harness.Request(method, path, name, 200)) == expected
+
+
+def test_a_write_that_changes_nothing_is_not_a_needed_change() -> None:
+    key = ("secrets", "openshift-config", "pull-secret")
+    same = ("configmaps", "openshift-config", "ca")
+    before = {
+        key: {"metadata": {"name": "pull-secret", "resourceVersion": "1"}, "data": {"a": "1"}},
+        same: {"data": {}},
+    }
+    after = {key: {"metadata": {"name": "pull-secret", "resourceVersion": "9"}, "data": {"a": "2"}}, same: {"data": {}}}
+    requests = [
+        harness.Request("GET", "/api/v1/namespaces/openshift-config/secrets/pull-secret", "", 200),
+        harness.Request("PUT", "/api/v1/namespaces/openshift-config/secrets/pull-secret", "", 200),
+        harness.Request("PUT", "/api/v1/namespaces/openshift-config/configmaps/ca", "", 200),
+    ]
+    counted = api_economy.tally(requests, before, after)
+    assert counted["requests"] == 3 and counted["writes"] == 2
+    assert counted["changed"] == ["secrets/openshift-config/pull-secret"]
+    assert counted["written_unchanged"] == ["configmaps/openshift-config/ca"]
+
+
+def test_timeline_renders_valid_svg_and_text(tmp_path: Path) -> None:
+    result = {
+        "actual_wall_s": 30.0,
+        "critical_chain": ["kube-apiserver"],
+        "steps": [{"step": "domain", "start": 1.0, "end": 2.0}, {"step": "settle", "start": 2.0, "end": 29.0}],
+        "rollouts": [rollout("kube-apiserver", 2.0, 24.0), rollout("ingress", 2.0, 9.0)],
+    }
+    root = ET.fromstring(timeline.svg(result, "a <test> & title"))
+    assert root.tag.endswith("svg")
+    bars = [
+        e for e in root.iter() if e.tag.endswith("rect") and e.find("{http://www.w3.org/2000/svg}title") is not None
+    ]
+    assert len(bars) == 4
+    text = timeline.gantt(result, width=30).splitlines()
+    assert len(text) == 5 and "*" in text[3] and "=" in text[4] and "#" in text[1]
+
+
+def test_certificates_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(certificates.measure(repetitions=1), "certificates", tmp_path)
+    assert set(loaded["results"]["seconds"]) == {"ec-p256", "rsa-2048"}
+
+
+def test_startup_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(startup.measure(repetitions=1, relocation_routes=-1), "startup", tmp_path)
+    assert loaded["results"]["validate"]["peak_rss_mb"] > loaded["results"]["baseline"]["peak_rss_mb"]
+
+
+@pytest.mark.slow
+def test_relocation_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(relocation.measure(speeds=[120.0]), "relocation", tmp_path)
+    run = loaded["results"]["runs"][0]
+    operators = {r["operator"] for r in run["rollouts"]}
+    assert {"kube-apiserver", "openshift-apiserver", "machine-config"} <= operators
+    assert [s["step"] for s in run["steps"]][-1] == "final-settle"
+    relocation.write_svg(loaded, tmp_path / "timeline.svg")
+    ET.parse(tmp_path / "timeline.svg")
+
+
+@pytest.mark.slow
+def test_api_economy_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(api_economy.measure(speed=120.0), "api_economy", tmp_path)
+    assert loaded["results"]["first_run"]["writes"] > 0
+
+
+@pytest.mark.slow
+def test_routes_scale_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(routes_scale.measure(counts=[10]), "routes_scale", tmp_path)
+    row = loaded["results"]["rows"][0]
+    assert row["one_at_a_time"]["workers"] == 1
+    assert row["one_at_a_time"]["migrated"] == row["concurrent"]["migrated"] > 0
