@@ -37,7 +37,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--site-config", required=True, metavar="FILE", help="the site-config YAML")
+    parser.add_argument(
+        "--site-config",
+        metavar="FILE",
+        help="the site-config YAML (default: /etc/snoreloc/site-config.yaml, else a device labelled relocation-config)",
+    )
     parser.add_argument("--cluster-only", action="store_true", help="run only the cluster steps (no host changes)")
     add_common(parser)
     parser.add_argument("--ingress-endpoint", type=_endpoint, metavar="HOST:PORT", help="router address to dial")
@@ -114,8 +118,13 @@ def execute(args: argparse.Namespace, *, dry_run: bool) -> int:
     from snoreloc import logs  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
     from snoreloc.engine import journal, pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
-    if not dry_run and not getattr(args, "cluster_only", False):
-        raise errors.UsageError("only --cluster-only runs are available in this command so far")
+    if not dry_run and not getattr(args, "cluster_only", True):  # `run` on the node: the whole flow
+        from snoreloc.cli import run_node  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+
+        result = run_node.execute(args)
+        return int(errors.ExitCode.DONE_WITH_WARNINGS) if result.state is journal.RunState.DONE_WITH_WARNINGS else 0
+    if args.site_config is None:
+        raise errors.UsageError("--site-config FILE is needed here (only `snoreloc run` on the node discovers it)")
     req = request(args, dry_run=dry_run)
     clock = make_clock(args)
     client = make_client(args, clock)

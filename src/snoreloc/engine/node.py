@@ -12,9 +12,10 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from snoreloc import errors
-from snoreloc.adapters import blockdev, console, kube, systemd
+from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import paths, pipeline, report, runner
 from snoreloc.siteconfig import loader, model
@@ -119,3 +120,48 @@ def summary(req: NodeRequest) -> str:
     if not req.paths.report.exists():
         return ""
     return report.render(json.loads(req.paths.report.read_text(encoding="utf-8")))
+
+
+class _LazyNmstate:
+    """Picks libnmstate or nmstatectl on first use, so a bad site-config fails as bad input (65) before that."""
+
+    def __init__(self, runner_: command.Runner, host_fs: fs.HostFS) -> None:
+        self._args = (runner_, host_fs)
+        self._backend: nmstate.NmstateBackend | None = None
+
+    def _get(self) -> nmstate.NmstateBackend:
+        if self._backend is None:
+            self._backend = nmstate.select_backend(*self._args)
+        return self._backend
+
+    def show(self) -> dict[str, Any]:
+        return self._get().show()
+
+    def apply(self, desired: dict[str, Any], *, commit: bool, rollback_timeout: int) -> nmstate.Checkpoint | None:
+        return self._get().apply(desired, commit=commit, rollback_timeout=rollback_timeout)
+
+    def commit(self, checkpoint: nmstate.Checkpoint) -> None:
+        self._get().commit(checkpoint)
+
+    def rollback(self, checkpoint: nmstate.Checkpoint) -> None:
+        self._get().rollback(checkpoint)
+
+
+def host_services(root: str, client_factory: ClientFactory, clock: clock_mod.Clock, echo: Echo) -> Services:
+    """The real adapters of a node (the agent in its container enters the host's namespaces for commands)."""
+    runner_ = command.SubprocessRunner(enter_host=command.in_container())
+    host_fs = fs.HostFS(root)
+    node_host = host.Host(
+        fs=host_fs,
+        nmstate=_LazyNmstate(runner_, host_fs),
+        prober=probe.NetworkProber(runner_),
+        units=systemd.Systemd(runner_),
+    )
+    return Services(
+        host=node_host,
+        devices=blockdev.BlockDevices(runner_, host_fs),
+        banner=console.Banner(host_fs, runner_),
+        client_factory=client_factory,
+        clock=clock,
+        echo=echo,
+    )

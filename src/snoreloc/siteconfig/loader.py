@@ -57,7 +57,9 @@ def _problem(mark: yamlpos.Mark | None, found: findings.Finding) -> errors.Probl
 
 
 def _sorted(problems: list[errors.Problem]) -> tuple[errors.Problem, ...]:
-    return tuple(sorted(problems, key=lambda p: (p.line or 0, p.column or 0, p.path)))
+    """In file order, each problem once (a schema with several branches can report the same one per branch)."""
+    unique = list(dict.fromkeys(problems))
+    return tuple(sorted(unique, key=lambda p: (p.line or 0, p.column or 0, p.path)))
 
 
 def _read_source(path: str) -> bytes:
