@@ -23,7 +23,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         f"-----BEGIN PRIVATE KEY-----{MASK}-----END PRIVATE KEY-----",
     ),
     (
-        re.compile(r'("?(?:auth|password|identitytoken|registrytoken|token)"?\s*[:=]\s*)"[^"]*"', re.IGNORECASE),
+        re.compile(r'((?<!\w)"?(?:auth|password|identitytoken|registrytoken|token)"?\s*[:=]\s*)"[^"]*"', re.IGNORECASE),
         rf'\1"{MASK}"',
     ),
     (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
