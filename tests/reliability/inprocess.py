@@ -1,0 +1,52 @@
+"""A relocation run inside the test process, against a simulator, with a hook on every step transition.
+
+The fault matrix needs to switch faults on exactly while one step runs; the engine's progress callback says when
+each step plans, runs, skips and finishes, so the hook sees the same transitions the journal records.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from collections.abc import Callable
+
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
+from snoreloc.engine import journal, paths, pipeline, runner
+from snoreloc.sim import simulator
+from snoreloc.siteconfig import model
+from snoreloc.steps import context
+
+Hook = Callable[[str, str], None]
+STEPS = ("preflight", "certificates", "cluster-config", "domain", "settle", "routes", "csr", "final-settle")
+FINISHED = (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
+
+
+def wait_until_up(sim: simulator.Simulator, seconds: float = 30.0) -> None:
+    """Block (bounded) until no outage window is open: a technician re-runs once the API answers again."""
+    deadline = time.monotonic() + seconds
+    while sim.cluster.availability.down() is not None:
+        assert time.monotonic() < deadline, f"the simulated API stayed down for {seconds} s"
+        time.sleep(0.05)
+
+
+def client_for(sim: simulator.Simulator, *, read_timeout: float = 30.0) -> kube.Client:
+    scaled = clock_mod.ScaledClock(sim.speed)
+    return kube.Client.from_kubeconfig(
+        str(sim.kubeconfig_path), clock=scaled, policy=kube.Policy(read_timeout=read_timeout)
+    )
+
+
+def relocate(
+    sim: simulator.Simulator, site: model.SiteConfig, root: pathlib.Path, hook: Hook | None = None, **client: float
+) -> runner.Result:
+    """One `run --cluster-only` with state under `root`; raises what the engine raises."""
+    settings = context.Settings(ingress_endpoint=sim.router_address, poll_interval=2.0, csr_wait=30.0)
+    request = pipeline.Request(
+        site, paths.Paths.under(root), runner.Options(), settings, resolve=lambda _: ["127.0.0.1"]
+    )
+    api = client_for(sim, **client)
+    try:
+        return pipeline.execute(request, api, clock_mod.ScaledClock(sim.speed), progress=hook)
+    finally:
+        api.close()
