@@ -181,10 +181,23 @@ def _decode(raw: bytes) -> str:
         raise YamlError(f"the file is not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+def _unprintable(text: str, exc: yaml.reader.ReaderError) -> YamlError:
+    """PyYAML refuses control characters before parsing anything: say where, as for any other YAML error."""
+    before = text[: exc.position]
+    line, column = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+    return YamlError(f"invalid YAML: control character U+{code:04X} is not allowed", line, column)
+
+
 def _compose(text: str) -> tuple[_LimitedLoader, yaml.Node]:
-    loader = _LimitedLoader(text)
+    try:
+        loader = _LimitedLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise _unprintable(text, exc) from None
     try:
         node = loader.get_single_node()
+    except yaml.reader.ReaderError as exc:
+        raise _unprintable(text, exc) from None
     except yaml.MarkedYAMLError as exc:
         problem = exc.problem or "invalid YAML"
         where = f" {exc.context}" if exc.context else ""
