@@ -178,3 +178,11 @@ def target(measured: float, limit: float, *, at_most: bool) -> dict[str, Any]:
 
 def print_json(payload: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+
+
+def verdict_lines(payload: Mapping[str, Any]) -> list[str]:
+    """One line per target: `name: measured <= limit: met|MISSED`, as every benchmark prints them."""
+    return [
+        f"{name}: {judged['measured']} {judged['comparison']} {judged['limit']}: {'met' if judged['met'] else 'MISSED'}"
+        for name, judged in payload["targets"].items()
+    ]

@@ -129,9 +129,7 @@ def _report(payload: dict[str, Any]) -> str:
             f"{run['actual_over_critical']:>16.3f} {run['sequential_over_actual']:>18.2f}  "
             f"{timeline.chain_text(run['critical_chain'])}"
         )
-    for name, judged in payload["targets"].items():
-        lines.append(f"{name}: {judged['measured']} {judged['comparison']} {judged['limit']}: "
-                     f"{'met' if judged['met'] else 'MISSED'}")  # fmt: skip
+    lines += common.verdict_lines(payload)
     return "\n".join(lines)
 
 

@@ -86,9 +86,7 @@ def _report(payload: dict[str, Any]) -> str:
             f"{row['user_routes']:>7} {one['routes_step_s']:>11.2f} {one['routes_per_s']:>9.0f} "
             f"{pool['routes_step_s']:>8.2f} {pool['routes_per_s']:>9.0f} {row['speedup']:>8.1f}x"
         )
-    for name, judged in payload["targets"].items():
-        lines.append(f"{name}: {judged['measured']} {judged['comparison']} {judged['limit']}: "
-                     f"{'met' if judged['met'] else 'MISSED'}")  # fmt: skip
+    lines += common.verdict_lines(payload)
     return "\n".join(lines)
 
 

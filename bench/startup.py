@@ -109,9 +109,7 @@ def _report(payload: dict[str, Any]) -> str:
         lines.append(
             f"relocation with {memory['user_routes']} user routes: agent peak RSS {memory['peak_rss_mb']:.1f} MB"
         )
-    for name, judged in payload["targets"].items():
-        lines.append(f"{name}: {judged['measured']} {judged['comparison']} {judged['limit']}: "
-                     f"{'met' if judged['met'] else 'MISSED'}")  # fmt: skip
+    lines += common.verdict_lines(payload)
     return "\n".join(lines)
 
 
