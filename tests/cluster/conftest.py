@@ -111,6 +111,26 @@ def spec_of(obj: kube.Obj) -> kube.Obj:
     return kept
 
 
+def progressing(r: Relocation, operator: str) -> dict[str, Any] | None:
+    """The operator's Progressing condition, or None while the API is away under a rollout."""
+    try:
+        co = r.client.get(kube.Ref(kube.CLUSTEROPERATORS, operator))
+    except Exception:
+        return None
+    return base.conditions(co).get("Progressing", {})
+
+
+def wait_rollout(r: Relocation, operator: str, before: dict[str, Any] | None, seconds: float = 30.0) -> None:
+    """Block (bounded) until the operator has reacted to a change (its Progressing condition differs from
+    `before`), then until the cluster is settled again: a settled cluster read too early is the old one."""
+    deadline = time.monotonic() + seconds
+    while progressing(r, operator) in (before, None):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{operator} did not start a rollout for the change")
+        time.sleep(0.02)
+    wait_healthy(r, seconds)
+
+
 def wait_healthy(r: Relocation, seconds: float = 30.0) -> None:
     """Block (bounded, real seconds) until every ClusterOperator is settled: test set-up that changed the cluster."""
     deadline = time.monotonic() + seconds
@@ -141,5 +161,6 @@ def add_legacy_named_certificate(r: Relocation) -> None:
         },
     )
     named = [{"names": ["legacy.example.org"], "servingCertificate": {"name": "legacy-cert"}}]
+    before = progressing(r, "kube-apiserver")
     r.client.patch(kube.Ref(kube.APISERVERS, "cluster"), {"spec": {"servingCerts": {"namedCertificates": named}}})
-    wait_healthy(r)
+    wait_rollout(r, "kube-apiserver", before)
