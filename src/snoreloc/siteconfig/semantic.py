@@ -4,6 +4,8 @@ Each section (domain, network, each certificate pair, pull secret, mirrors, regi
 its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
 files are read here, once, through `files`; their contents come back with the findings so the loader builds the
 model from exactly the bytes that were checked. Every secret is registered for redaction as soon as it is read.
+Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has its port checked
+here: the schema's patterns can say "digits" but not "1-65535".
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _MAX_NAME = 253
 _MAX_LABEL = 63
 _REGISTRY_KEY = re.compile(schema.MIRROR_PATTERN)
 _SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
+_PORTS = range(1, 65536)
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,24 @@ class _Run:
 
 def origin(path: findings.Path, obj: Mapping[str, Any]) -> findings.Path:
     return (*path, "file" if "file" in obj else "pem")
+
+
+def port_problem(reference: str) -> str | None:
+    """Why the port of `reference` (`host[:port][/path]`) is not a TCP port, or None (no port, or a good one).
+
+    The schema patterns only say "digits": 99999 or 0 would pass them and fail every pull at the site.
+    """
+    _, colon, port = reference.split("/", 1)[0].rpartition(":")
+    if not colon or not (port.isascii() and port.isdigit()) or int(port) in _PORTS:
+        return None
+    return f"port {port} is out of range: ports are {_PORTS.start}-{_PORTS.stop - 1}"
+
+
+def _port(run: _Run, path: findings.Path, reference: Any) -> None:
+    """A port problem of the host[:port] reference at `path`, unless the schema already rejected it."""
+    problem = port_problem(reference) if isinstance(reference, str) and run.sound(path) else None
+    if problem:
+        run.error(path, problem)
 
 
 def domain_problems(domain: str) -> list[str]:
@@ -218,6 +239,12 @@ def _auth_problem(entry: Any) -> str | None:
     return "needs `auth` (base64 of user:password), or `username` and `password`"
 
 
+def _registry_key_problem(registry: str) -> str | None:
+    if not _REGISTRY_KEY.match(registry):
+        return "the registry must be host[:port][/path] (no scheme)"
+    return port_problem(registry)
+
+
 def _auths(run: _Run, doc: Any, where: findings.Path, inline: bool) -> bool:
     auths = doc.get("auths") if isinstance(doc, Mapping) else None
     if not isinstance(auths, Mapping) or not auths:
@@ -227,9 +254,7 @@ def _auths(run: _Run, doc: Any, where: findings.Path, inline: bool) -> bool:
     for registry, entry in auths.items():
         at = (*where, "auths", registry) if inline else where
         prefix = "" if inline else f"auths[{registry}]: "
-        problem = _auth_problem(entry)
-        if not _REGISTRY_KEY.match(str(registry)):
-            problem = "the registry must be host[:port][/path] (no scheme)"
+        problem = _registry_key_problem(str(registry)) or _auth_problem(entry)
         if problem:
             run.error(at, prefix + problem)
             good = False
@@ -269,7 +294,23 @@ def _pull_secret(run: _Run, spec: Mapping[str, Any]) -> None:
         run.sources[path] = raw
 
 
+def _entries(spec: Mapping[str, Any], key: str) -> list[tuple[findings.Path, Mapping[str, Any]]]:
+    """The mappings of the list `spec[key]` with their paths (nothing when the list is malformed)."""
+    entries = spec.get(key)
+    items = enumerate(entries) if isinstance(entries, list) else ()
+    return [((*SPEC, key, index), entry) for index, entry in items if isinstance(entry, Mapping)]
+
+
+def _mirror_ports(run: _Run, spec: Mapping[str, Any], key: str) -> None:
+    for path, entry in _entries(spec, key):
+        _port(run, (*path, "source"), entry.get("source"))
+        mirrors = entry.get("mirrors")
+        for position, mirror in enumerate(mirrors if isinstance(mirrors, list) else ()):
+            _port(run, (*path, "mirrors", position), mirror)
+
+
 def _mirrors(run: _Run, spec: Mapping[str, Any], key: str) -> None:
+    _mirror_ports(run, spec, key)
     first_seen: dict[str, int] = {}
     for index, entry in enumerate(spec.get(key) or []):
         path = (*SPEC, key, index)
@@ -286,6 +327,7 @@ def _registry_ca(run: _Run, spec: Mapping[str, Any]) -> None:
     seen: dict[str, int] = {}
     for index, entry in enumerate(spec.get("registryCA") or []):
         path = (*SPEC, "registryCA", index)
+        _port(run, (*path, "registry"), entry.get("registry") if isinstance(entry, Mapping) else None)
         if not run.sound(path):
             continue
         registry = str(entry["registry"]).lower()

@@ -5,6 +5,10 @@ each node's start and end marks; we walk the node graph ourselves to build plain
 index in one pass. The walk also enforces what `safe_load` does not: a size limit, a nesting-depth limit, an alias
 limit and a node budget (alias bombs expand exponentially only when someone walks them: we walk them with a
 budget), no duplicate keys (PyYAML silently keeps the last), no custom tags, and dates left as strings.
+
+Depth, aliases and the number of nodes are counted while composing, as each node starts: a node costs about half
+a kilobyte in PyYAML's graph, so a 1 MiB file of 300,000 one-letter scalars would take hundreds of megabytes and
+seconds to build before any later count could refuse it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from snoreloc.siteconfig import findings
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 MAX_ALIASES = 128
-MAX_NODES = 100_000
+MAX_NODES = 100_000  # values after expanding aliases (the walk)
+MAX_DOCUMENT_NODES = 20_000  # keys and values as written (composing); a realistic site-config has a few hundred
 
 _TAG = "tag:yaml.org,2002:"
 _PLAIN_SCALARS = frozenset(_TAG + name for name in ("str", "int", "float", "bool", "null"))
@@ -83,23 +88,31 @@ def _fail(message: str, mark: yaml.Mark | None) -> YamlError:
 
 
 class _LimitedLoader(yaml.SafeLoader):
-    """SafeLoader that counts aliases and nesting while composing, before any structure is built from them."""
+    """SafeLoader that counts nodes, aliases and nesting while composing, before any structure is built from them."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
         self._aliases = 0
+        self._nodes = 0
 
     def _here(self) -> yaml.Mark:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         mark: yaml.Mark = event.start_mark
         return mark
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+    def _count(self) -> None:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
                 raise _fail(f"too many aliases (more than {MAX_ALIASES})", self._here())
+            return
+        self._nodes += 1
+        if self._nodes > MAX_DOCUMENT_NODES:
+            raise _fail(f"the document has more than {MAX_DOCUMENT_NODES} keys and values", self._here())
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self._count()
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
