@@ -15,16 +15,25 @@ from kubernetes import client, config
 
 from snoreloc.sim import certs, model, registry, seeds, simulator, validation
 
+from .conftest import Call
+
 CO = "clusteroperators.config.openshift.io"
 ROUTES = "routes.route.openshift.io"
 
 
+ICSPS = "imagecontentsourcepolicies.operator.openshift.io"
+IDMS = "imagedigestmirrorsets.config.openshift.io"
+ITMS = "imagetagmirrorsets.config.openshift.io"
+
+
 def seeded(version: str = "4.16", **options: Any) -> tuple[model.Cluster, seeds.SeedFacts]:
-    cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(1000.0), types=dict(registry.load().types))
+    """A seeded cluster whose types are what that version's API server serves (as the Simulator builds it)."""
+    served = registry.load().without(seeds.unserved(version))
+    cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(1000.0), types=dict(served.types))
     return cluster, seeds.load(cluster, version=version, **options)
 
 
-@pytest.fixture(params=["4.14", "4.16"])
+@pytest.fixture(params=["4.12", "4.14", "4.16"])
 def cluster(request: pytest.FixtureRequest) -> Iterator[tuple[model.Cluster, seeds.SeedFacts]]:
     found = seeded(request.param, routes=6)
     yield found
@@ -72,16 +81,53 @@ def test_cluster_identity_is_consistent_across_objects(cluster: tuple[model.Clus
 
 def test_the_factory_mirror_matches_the_era(cluster: tuple[model.Cluster, seeds.SeedFacts]) -> None:
     c, facts = cluster
-    expected = {
-        "4.14": "imagecontentsourcepolicies.operator.openshift.io",
-        "4.16": "imagedigestmirrorsets.config.openshift.io",
-    }
+    expected = {"4.12": ICSPS, "4.14": ICSPS, "4.16": IDMS}
     assert facts.mirror_kind == expected[facts.minor]
     mirror = get(c, facts.mirror_kind, "factory-mirror")
-    entries = mirror["spec"].get("repositoryDigestMirrors") or mirror["spec"]["imageDigestMirrors"]
+    field = "repositoryDigestMirrors" if facts.mirror_kind == ICSPS else "imageDigestMirrors"
+    assert list(mirror["spec"]) == [field]
+    entries = mirror["spec"][field]
+    assert [e["source"] for e in entries] == [
+        "quay.io/openshift-release-dev/ocp-release",
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev",
+    ]
     assert all(m.startswith(seeds.FACTORY_REGISTRY) for e in entries for m in e["mirrors"])
-    other = set(expected.values()) - {facts.mirror_kind}
-    assert c.store.list(c.types[other.pop()]) == []
+    for key in {ICSPS, IDMS, ITMS} - {facts.mirror_kind}:
+        assert key not in c.types or c.store.list(c.types[key]) == []
+
+
+def test_mirror_set_types_are_served_from_4_13() -> None:
+    assert seeds.unserved("4.12") == {IDMS, ITMS}
+    assert seeds.unserved("4.14") == seeds.unserved("4.16") == frozenset()
+    assert seeds.unserved("9.99") == frozenset()  # seeds.load refuses an unknown version, not this lookup
+
+
+def test_registry_without_drops_types_from_lookup_and_discovery() -> None:
+    every = registry.load()
+    older = every.without(frozenset({IDMS, ITMS}))
+    assert older.lookup("config.openshift.io", "v1", "imagedigestmirrorsets") is None
+    assert older.lookup("config.openshift.io", "v1", "imagetagmirrorsets") is None
+    assert older.lookup("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies") is not None
+    listed = registry.api_resource_list(older, "config.openshift.io", "v1")
+    assert listed is not None
+    names = {r["name"] for r in listed["resources"]}
+    assert "clusterversions" in names and not names & {"imagedigestmirrorsets", "imagetagmirrorsets"}
+    assert set(every.types) - set(older.types) == {IDMS, ITMS}
+    assert older.builtin == every.builtin
+    without_builtin = every.without(frozenset({"secrets"}))
+    assert "secrets" not in without_builtin.builtin and without_builtin.lookup("", "v1", "secrets") is None
+
+
+def test_the_4_12_node_reports_its_release() -> None:
+    c, facts = seeded("4.12")
+    try:
+        info = get(c, "nodes", facts.node_name)["status"]["nodeInfo"]
+    finally:
+        c.timeline.close()
+    assert (facts.version, facts.kube_version) == ("4.12.0", "v1.25.4+77bec7a")
+    assert info["kubeletVersion"] == info["kubeProxyVersion"] == "v1.25.4+77bec7a"
+    assert info["osImage"].startswith("Red Hat Enterprise Linux CoreOS 412.")
+    assert "rhaos4.12" in info["containerRuntimeVersion"] and "el8" in info["kernelVersion"]
 
 
 def test_cluster_operators_are_the_sno_set_and_healthy(cluster: tuple[model.Cluster, seeds.SeedFacts]) -> None:
@@ -211,7 +257,7 @@ def test_unknown_version_is_refused() -> None:
 
 
 @pytest.mark.simonly
-@pytest.mark.parametrize("sim", [{"seed": "4.14"}, {"seed": "4.16"}], indirect=True)
+@pytest.mark.parametrize("sim", [{"seed": "4.12"}, {"seed": "4.14"}, {"seed": "4.16"}], indirect=True)
 def test_typed_client_reads_the_seeded_builtins(sim: simulator.Simulator) -> None:
     """The official client's typed models are strict: every built-in object must deserialize."""
     with config.new_client_from_config(str(sim.kubeconfig_path)) as api:
@@ -222,3 +268,40 @@ def test_typed_client_reads_the_seeded_builtins(sim: simulator.Simulator) -> Non
         assert core.list_config_map_for_all_namespaces().items
         version = client.VersionApi(api).get_code()
         assert version.git_version.startswith(sim.seed_facts.kube_version.split("+")[0][:5])
+
+
+MIRROR_SET_PATHS = (
+    "/apis/config.openshift.io/v1/imagedigestmirrorsets",
+    "/apis/config.openshift.io/v1/imagetagmirrorsets",
+)
+
+
+@pytest.mark.simonly
+@pytest.mark.parametrize("sim", [{"seed": "4.12"}], indirect=True)
+def test_4_12_serves_only_image_content_source_policies(sim: simulator.Simulator, raw: Call) -> None:
+    """As on a real 4.12 API server: discovery does not list IDMS/ITMS and every request for them is a 404."""
+    config_v1 = {r["name"] for r in raw("GET", "/apis/config.openshift.io/v1").body["resources"]}
+    assert "clusterversions" in config_v1
+    assert not config_v1 & {"imagedigestmirrorsets", "imagetagmirrorsets"}
+    operator = {r["name"] for r in raw("GET", "/apis/operator.openshift.io/v1alpha1").body["resources"]}
+    assert "imagecontentsourcepolicies" in operator
+    body = {"apiVersion": "config.openshift.io/v1", "kind": "ImageDigestMirrorSet", "metadata": {"name": "x"}}
+    for path in MIRROR_SET_PATHS:
+        for method, target, sent in (("GET", path, None), ("POST", path, body), ("GET", f"{path}/x", None)):
+            reply = raw(method, target, sent)
+            assert (reply.code, reply.body["reason"]) == (404, "NotFound"), (method, target)
+    icsps = raw("GET", "/apis/operator.openshift.io/v1alpha1/imagecontentsourcepolicies").body["items"]
+    assert [i["metadata"]["name"] for i in icsps] == ["factory-mirror"]
+    assert icsps[0]["spec"]["repositoryDigestMirrors"][0]["mirrors"][0].startswith(seeds.FACTORY_REGISTRY)
+    version = raw("GET", "/apis/config.openshift.io/v1/clusterversions/version").body
+    assert version["status"]["desired"]["version"] == "4.12.0"
+    assert raw("GET", "/version").body["minor"] == "25"
+
+
+@pytest.mark.simonly
+@pytest.mark.parametrize("sim", [{"seed": "4.14"}, {"seed": "4.16"}], indirect=True)
+def test_later_seeds_serve_the_mirror_sets(sim: simulator.Simulator, raw: Call) -> None:
+    config_v1 = {r["name"] for r in raw("GET", "/apis/config.openshift.io/v1").body["resources"]}
+    assert {"imagedigestmirrorsets", "imagetagmirrorsets"} <= config_v1
+    for path in MIRROR_SET_PATHS:
+        assert raw("GET", path).code == 200

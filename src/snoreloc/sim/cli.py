@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--port", type=int, default=0, help="API port on 127.0.0.1 (default: a free port)")
     serve.add_argument("--router-port", type=int, default=0, help="router port on 127.0.0.1 (default: a free port)")
     serve.add_argument("--kubeconfig-out", type=Path, help="also write the kubeconfig here (mode 0600)")
-    serve.add_argument("--seed", choices=("4.14", "4.16"), default="4.16", help="OpenShift version to seed")
+    serve.add_argument("--seed", choices=("4.12", "4.14", "4.16"), default="4.16", help="OpenShift version to seed")
     serve.add_argument("--speed", type=float, default=1.0, help="simulated durations are divided by this")
     serve.add_argument("--faults", default="", help='fault spec, e.g. "seed=7,503=0.05,outage=30s@10s"')
     serve.add_argument("--routes", type=int, default=0, help="extra user routes to seed")

@@ -57,6 +57,11 @@ class Registry:
     def is_builtin(self, rtype: model.ResourceType) -> bool:
         return rtype.key in self.builtin
 
+    def without(self, keys: frozenset[str]) -> Registry:
+        """The same registry minus the types at `keys`: an older API server that never knew them."""
+        kept = {key: rtype for key, rtype in self.types.items() if key not in keys}
+        return Registry(types=kept, builtin=self.builtin - keys)
+
     def group_versions(self) -> dict[str, list[str]]:
         """Every served API group (core is "") with its versions, in a stable order."""
         found: dict[str, list[str]] = {}

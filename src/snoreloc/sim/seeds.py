@@ -1,6 +1,8 @@
 """A factory-fresh Single Node OpenShift, as the agent finds it at the edge before anything is changed.
 
-Two eras: "4.14" (image mirrors as an ImageContentSourcePolicy) and "4.16" (an ImageDigestMirrorSet). The
+Three versions, two mirror eras: "4.12" serves only ImageContentSourcePolicy (ImageDigestMirrorSet and
+ImageTagMirrorSet arrived in 4.13, so the API server does not know them: `unserved`); "4.14" serves all three with
+the factory mirror still an ICSP; "4.16" has an ImageDigestMirrorSet. The
 cluster `sno1` of `factory.example.com` (clearly fake names, realistic shapes) has its singleton configs, ~30
 healthy ClusterOperators, one Ready node on its fixed internal IP, working signer key pairs, the operator routes
 and a spread of user routes (explicit, generated, edge/passthrough/reencrypt, one on an unrelated domain that
@@ -30,7 +32,23 @@ INTERNAL_IP = "192.168.127.10"
 USER_NAMESPACES = ("edge-app", "edge-data")
 UNRELATED_HOST = "legacy.example.org"
 FACTORY_REGISTRY = "registry.factory.example.com:5000"
-VERSIONS = {"4.14": ("4.14.38", "v1.27.16+03a907c"), "4.16": ("4.16.21", "v1.29.10+67d3387")}
+# (OpenShift release, its kubelet/kube-apiserver version). 4.12.0 / v1.25.4+77bec7a is the pair `oc version`
+# prints on a 4.12.0 cluster ("Server Version: 4.12.0", "Kubernetes Version: v1.25.4+77bec7a").
+VERSIONS = {
+    "4.12": ("4.12.0", "v1.25.4+77bec7a"),
+    "4.14": ("4.14.38", "v1.27.16+03a907c"),
+    "4.16": ("4.16.21", "v1.29.10+67d3387"),
+}
+# The factory mirror object's type, per seed.
+FACTORY_MIRROR = {"4.12": base.ICSPS, "4.14": base.ICSPS, "4.16": base.IDMS}
+# Types the seed's API server does not serve: no discovery entry, 404 on any request.
+UNSERVED: dict[str, frozenset[str]] = {"4.12": frozenset({base.IDMS, base.ITMS})}
+# (RHCOS build, CRI-O package, kernel) the node reports, per seed.
+NODE_SOFTWARE = {
+    "4.12": ("412.86.202212081411-0", "1.25.1-5.rhaos4.12.git6005903.el8", "4.18.0-372.36.1.el8_6.x86_64"),
+    "4.14": ("414.92.202410151224-0", "1.27.8-4.rhaos4.14.git9db8d5c.el9", "5.14.0-427.40.1.el9_4.x86_64"),
+    "4.16": ("416.94.202410211619-0", "1.29.10-3.rhaos4.16.git5b9e3ae.el9", "5.14.0-427.40.1.el9_4.x86_64"),
+}
 
 NAMESPACES = (
     "default",
@@ -100,7 +118,7 @@ class SeedFacts:
     node_name: str
     internal_ip: str
     version: str  # full, e.g. 4.16.21
-    minor: str  # "4.14" | "4.16"
+    minor: str  # a key of VERSIONS: "4.12" | "4.14" | "4.16"
     kube_version: str
     cluster_id: str
     mirror_kind: str  # the factory mirror object's store key
@@ -120,6 +138,11 @@ class _Pki:
     router_ca: certs.KeyPair
     router: certs.KeyPair
     user_ca: certs.KeyPair
+
+
+def unserved(version: str) -> frozenset[str]:
+    """Store keys of the types a cluster of this seed version does not serve (empty for an unknown version)."""
+    return UNSERVED.get(version, frozenset())
 
 
 def load(
@@ -154,7 +177,7 @@ def _facts(minor: str, route_count: int, expired: bool) -> SeedFacts:
         minor=minor,
         kube_version=kube,
         cluster_id=str(uuid.uuid4()),
-        mirror_kind=base.ICSPS if minor == "4.14" else base.IDMS,
+        mirror_kind=FACTORY_MIRROR[minor],
         user_namespaces=USER_NAMESPACES,
         unrelated_host=UNRELATED_HOST,
         routes=route_count,
@@ -457,14 +480,12 @@ def node_status(f: SeedFacts) -> Obj:
 
 
 def node_info(f: SeedFacts) -> Obj:
-    new = f.minor == "4.16"
-    rhcos = "416.94.202410211619-0" if new else "414.92.202410151224-0"
-    crio = "1.29.10-3.rhaos4.16.git5b9e3ae.el9" if new else "1.27.8-4.rhaos4.14.git9db8d5c.el9"
+    rhcos, crio, kernel = NODE_SOFTWARE[f.minor]
     return {
         "architecture": "amd64",
         "bootID": str(uuid.uuid4()),
         "containerRuntimeVersion": f"cri-o://{crio}",
-        "kernelVersion": "5.14.0-427.40.1.el9_4.x86_64",
+        "kernelVersion": kernel,
         "kubeProxyVersion": f.kube_version,
         "kubeletVersion": f.kube_version,
         "machineID": uuid.uuid4().hex,

@@ -86,10 +86,10 @@ def write_private(path: Path, text: str) -> None:
 class Simulator:
     """A simulated SNO served over HTTPS on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit).
 
-    `seed` is the OpenShift minor version ("4.14": ICSP era, "4.16": IDMS era); `speed` divides every simulated
-    duration; `faults` is a FaultSpec or its string form (see `faults`); `routes` adds that many user routes;
-    `port`/`router_port` 0 pick free ports; `workdir` (default: a private temporary directory) holds the
-    kubeconfig.
+    `seed` is the OpenShift minor version ("4.12": ICSP only, "4.14": IDMS served but the factory mirror is an
+    ICSP, "4.16": IDMS era; see `seeds`); `speed` divides every simulated duration; `faults` is a FaultSpec or
+    its string form (see `faults`); `routes` adds that many user routes; `port`/`router_port` 0 pick free ports;
+    `workdir` (default: a private temporary directory) holds the kubeconfig.
     """
 
     def __init__(
@@ -127,7 +127,7 @@ class Simulator:
             return self
         began = time.monotonic()
         authority = tls.new_authority()
-        served = registry.load(self._crd_dir)
+        served = self._served(registry.load(self._crd_dir))
         cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(self.speed), types=dict(served.types))
         cluster.serving.set("api", "", authority.served())
         self.seed_facts = self._populate(cluster)
@@ -137,6 +137,11 @@ class Simulator:
         self.startup_seconds = time.monotonic() - began
         LOG.info("simulator up at %s in %.2fs", self.api_url, self.startup_seconds)
         return self
+
+    def _served(self, every: registry.Registry) -> registry.Registry:
+        """What this seed's API server knows: a 4.12 cluster has no ImageDigestMirrorSet/ImageTagMirrorSet."""
+        seeds = _optional("seeds")
+        return every if seeds is None else every.without(seeds.unserved(self.seed))
 
     def _populate(self, cluster: model.Cluster) -> Any:
         seeds, controllers = _optional("seeds"), _optional("controllers")

@@ -3,7 +3,9 @@
 Each of these makes the MCO update the node, so they are written together in one step: the updates coalesce into
 one rollout instead of three. Mirrors use the API the cluster's version reads (ImageContentSourcePolicy before
 4.13, ImageDigestMirrorSet/ImageTagMirrorSet after), as one object each with a stable name, so a re-run updates
-rather than duplicates. The registry CA is merged into the ConfigMap the cluster already trusts, if it has one.
+rather than duplicates. An ImageContentSourcePolicy mirrors by digest only, so tag mirrors on an older cluster are
+refused (`require_mirror_support`, called by preflight before anything changes), never rewritten as digest
+mirrors. The registry CA is merged into the ConfigMap the cluster already trusts, if it has one.
 """
 
 from __future__ import annotations
@@ -118,11 +120,44 @@ def _with(change: base.Change, *, why: str) -> base.Change:
     return base.Change(change.ref, change.action, change.before, change.after, change.mutate, _MCO, why)
 
 
+MIRROR_SETS_SINCE = (4, 13)  # ImageDigestMirrorSet / ImageTagMirrorSet; before it, ImageContentSourcePolicy only
+
+
+def is_legacy(version: tuple[int, int]) -> bool:
+    """True when the cluster's only mirror API is ImageContentSourcePolicy."""
+    return version < MIRROR_SETS_SINCE
+
+
+def require_mirror_support(site: model.SiteConfig, version: tuple[int, int]) -> None:
+    """Refuse mirrors the cluster cannot express: tag mirrors need ImageTagMirrorSet (OpenShift 4.13+)."""
+    if not is_legacy(version) or not site.image_tag_mirrors:
+        return
+    running = f"OpenShift {version[0]}.{version[1]}"
+    raise errors.ConfigError(
+        f"spec.imageTagMirrors cannot be applied: this cluster runs {running}, and image tag mirrors need "
+        "OpenShift 4.13 or later (ImageTagMirrorSet); before 4.13 ImageContentSourcePolicy mirrors by digest only",
+        problems=(
+            errors.Problem("spec.imageTagMirrors", f"tag mirrors need OpenShift 4.13+; the cluster runs {running}"),
+        ),
+        hint="Remove spec.imageTagMirrors from the site-config, or list those repositories under "
+        "spec.imageDigestMirrors if their images are pulled by digest, then run again.",
+    )
+
+
+def legacy_warnings(site: model.SiteConfig) -> list[str]:
+    """What an ImageContentSourcePolicy cannot carry and is dropped: each digest mirror's mirrorSourcePolicy."""
+    return [
+        f"spec.imageDigestMirrors[{index}].mirrorSourcePolicy ({mirror.mirror_source_policy}) is not applied: "
+        "ImageContentSourcePolicy (OpenShift before 4.13) has no such field, so pulls of "
+        f"{mirror.source} may still fall back to the source"
+        for index, mirror in enumerate(site.image_digest_mirrors)
+        if mirror.mirror_source_policy
+    ]
+
+
 def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.Change]:
     site = ctx.site
     if legacy:
-        if site.image_tag_mirrors:
-            ctx.warnings.append("imageTagMirrors ignored: clusters before 4.13 have no ImageTagMirrorSet")
         entries = _mirror_entries(site.image_digest_mirrors, policy=False)
         return _mirror_set(ctx, kube.ICSP, DIGEST_MIRRORS, "repositoryDigestMirrors", entries)
     digest = _mirror_entries(site.image_digest_mirrors, policy=True)
@@ -197,14 +232,17 @@ class ClusterConfig:
         }
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        legacy = base.cluster_version(ctx) < (4, 13)
+        version = base.cluster_version(ctx)
+        require_mirror_support(ctx.site, version)  # again here: --step/--from may skip preflight
+        legacy = is_legacy(version)
         changes = [c for c in [pull_secret_change(ctx)] if c is not None]
         changes += mirror_changes(ctx, legacy) + removal_changes(ctx) + registry_ca_changes(ctx)
         note = "mirrors as ImageContentSourcePolicy" if legacy else "mirrors as ImageDigestMirrorSet/ImageTagMirrorSet"
-        return base.Plan(self.name, tuple(changes), (note,))
+        warnings = legacy_warnings(ctx.site) if legacy else []
+        return base.Plan(self.name, tuple(changes), (note, *warnings), data={"warnings": warnings})
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
+        return base.apply_changes(ctx, plan, warnings=tuple(plan.data.get("warnings", ())))
 
     def verify(self, ctx: context.Context) -> None:
         base.verify_no_changes(ctx, self)

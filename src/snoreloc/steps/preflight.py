@@ -2,8 +2,10 @@
 
 A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must
 be Available, not Progressing and not Degraded before we change anything (`--ignore-preflight` overrides, for
-the technician who knows why). The factory domain and the version come from the cluster, not from input. DNS
-that does not yet point at this node is only a warning: the cluster steps do not need it, people do.
+the technician who knows why). The factory domain and the version come from the cluster, not from input. A
+site-config the cluster's version cannot express (tag mirrors before 4.13) is refused here, before any change,
+whatever --ignore-preflight says: it is the site-config that must change. DNS that does not yet point at this
+node is only a warning: the cluster steps do not need it, people do.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, context
+from snoreloc.steps import base, cluster_config, context
 
 
 def unhealthy_operators(ctx: context.Context) -> list[str]:
@@ -50,14 +52,16 @@ class Preflight:
     description = "checking the cluster is healthy and reading its factory facts"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"domain": ctx.site.domain}
+        return {"domain": ctx.site.domain, "tag_mirrors": ctx.site.image_tag_mirrors}
 
     def plan(self, ctx: context.Context) -> base.Plan:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
+        cluster_config.require_mirror_support(ctx.site, (major, minor))
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
-        mirrors = "ImageContentSourcePolicy" if (major, minor) < (4, 13) else "ImageDigestMirrorSet/ImageTagMirrorSet"
+        legacy = cluster_config.is_legacy((major, minor))
+        mirrors = "ImageContentSourcePolicy" if legacy else "ImageDigestMirrorSet/ImageTagMirrorSet"
         notes: tuple[str, ...] = (
             f"OpenShift {major}.{minor} (kube {version}); mirrors as {mirrors}",
             f"factory domain {base_domain} (apps {factory}) -> site domain {ctx.site.domain}",
