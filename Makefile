@@ -16,13 +16,14 @@ demo: $(STAMP)
 	$(BIN)/snoreloc demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python tools/test_against_served_cluster.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

@@ -1,4 +1,6 @@
-"""Rollback, faults, CSRs, many routes and a killed run: the relocation under the conditions of the field."""
+"""Rollback, faults, CSRs, many routes and a killed run: the relocation under the conditions of the field.
+
+Tests that need the simulator's faults or seeds are `simonly`; the rest also run against a real cluster."""
 
 from __future__ import annotations
 
@@ -16,17 +18,18 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
+from snoreloc.sim.pytest_plugin import ClusterTarget
 
 from .conftest import (
     NEW_DOMAIN,
     WATCHED,
     Relocation,
     add_legacy_named_certificate,
+    contains,
     make_client,
+    real_seconds,
     spec_of,
 )
-
-pytestmark = pytest.mark.simonly
 
 
 def snapshot(r: Relocation) -> dict[str, Any]:
@@ -38,25 +41,19 @@ def snapshot(r: Relocation) -> dict[str, Any]:
     return watched
 
 
-def contains(whole: Any, part: Any) -> bool:
-    """`part` is in `whole`, where `whole` may carry fields the API server defaulted on our restoring write
-    (the seed stores its objects without the defaults a real API server would have added at install)."""
-    if isinstance(part, dict):
-        return isinstance(whole, dict) and all(k in whole and contains(whole[k], v) for k, v in part.items())
-    return bool(whole == part)
-
-
 def test_rollback_restores_every_original_exactly(relocation: Relocation) -> None:
     add_legacy_named_certificate(relocation)
     ingress = kube.Ref(kube.INGRESSES, "cluster")
     existing_route = {"namespace": "openshift-console", "name": "console-extra", "hostname": "extra.example.org"}
+    factory_routes = relocation.get(ingress)["spec"].get("componentRoutes")
     relocation.client.patch(ingress, {"spec": {"componentRoutes": [existing_route]}})
+    relocation.undo.append(lambda: relocation.client.patch(ingress, {"spec": {"componentRoutes": factory_routes}}))
     before = snapshot(relocation)
     relocation.run()
     assert snapshot(relocation) != before
     result = pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
     assert "Secret openshift-config/snoreloc-api-cert" in result.deleted
-    assert "ImageDigestMirrorSet factory-mirror" in result.recreated
+    assert str(relocation.factory_mirror) in result.recreated
     after = snapshot(relocation)
     routes_before, routes_after = before.pop("routes"), after.pop("routes")
     assert after.keys() == before.keys()
@@ -75,6 +72,7 @@ def test_rollback_restores_every_original_exactly(relocation: Relocation) -> Non
     assert relocation.status()["state"] == "rolled-back"
 
 
+@pytest.mark.simonly
 @pytest.mark.parametrize(
     "sim",
     [
@@ -97,20 +95,22 @@ def test_faults_complete_or_resume(relocation: Relocation) -> None:
     assert [n["servingCertificate"]["name"] for n in named].count("snoreloc-api-cert") == 1
 
 
+@pytest.mark.simonly
 @pytest.mark.parametrize("sim", [{"faults": "seed=2,hang=0.03,hang-for=3s"}], indirect=True)
-def test_hung_requests_time_out_and_are_retried(sim: Any, tmp_path: Path) -> None:
-    client, clock = make_client(sim, kube.Policy(read_timeout=0.3, attempts=20))
-    relocation = Relocation(sim, tmp_path, client, clock)
+def test_hung_requests_time_out_and_are_retried(cluster_target: ClusterTarget, tmp_path: Path) -> None:
+    client, clock = make_client(cluster_target, kube.Policy(read_timeout=0.3, attempts=20))
+    relocation = Relocation(cluster_target, tmp_path, client, clock)
     started = time.monotonic()
     relocation.run()
     assert relocation.status()["state"] == "done"
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.simonly
 @pytest.mark.parametrize("sim", [{"faults": "outage=1200s@0s"}], indirect=True)
-def test_an_api_that_never_answers_fails_as_temporary(sim: Any, tmp_path: Path) -> None:
-    client, clock = make_client(sim, kube.Policy(attempts=50, total=120.0))
-    relocation = Relocation(sim, tmp_path, client, clock)
+def test_an_api_that_never_answers_fails_as_temporary(cluster_target: ClusterTarget, tmp_path: Path) -> None:
+    client, clock = make_client(cluster_target, kube.Policy(attempts=50, total=120.0))
+    relocation = Relocation(cluster_target, tmp_path, client, clock)
     with pytest.raises(kube.Unreachable) as info:
         relocation.run()
     assert info.value.exit_code == 75
@@ -129,6 +129,7 @@ def test_api_errors_are_mapped_without_retrying(relocation: Relocation) -> None:
         client.create(kube.SECRETS, {"metadata": {"name": "pull-secret", "namespace": "openshift-config"}})
 
 
+@pytest.mark.simonly
 def test_wrong_token_is_permission_denied(sim: Any, tmp_path: Path) -> None:
     text = Path(sim.kubeconfig_path).read_text().replace(sim.token, "wrong-token-0000")
     (tmp_path / "kubeconfig").write_text(text)
@@ -137,6 +138,7 @@ def test_wrong_token_is_permission_denied(sim: Any, tmp_path: Path) -> None:
         client.list(kube.CLUSTEROPERATORS)
 
 
+@pytest.mark.simonly
 @pytest.mark.parametrize("sim", [{"expired_kubelet_cert": True}], indirect=True)
 def test_csrs_of_this_node_are_approved_and_the_decoy_is_not(relocation: Relocation) -> None:
     relocation.run()
@@ -146,7 +148,7 @@ def test_csrs_of_this_node_are_approved_and_the_decoy_is_not(relocation: Relocat
         for c in csrs
         if any(cond["type"] == "Approved" for cond in (c.get("status") or {}).get("conditions") or [])
     }
-    node = f"system:node:{relocation.sim.seed_facts.node_name}"
+    node = f"system:node:{relocation.facts.node_name}"
     signers = {spec["signerName"] for spec in approved.values()}
     assert signers == {"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"}
     assert all(spec["username"] == node for spec in approved.values())
@@ -155,6 +157,7 @@ def test_csrs_of_this_node_are_approved_and_the_decoy_is_not(relocation: Relocat
     assert all(c["spec"]["username"] != node for c in pending)
 
 
+@pytest.mark.simonly
 @pytest.mark.parametrize("sim", [{"routes": 2000}], indirect=True)
 def test_thousands_of_routes_move_in_seconds(relocation: Relocation) -> None:
     relocation.run(step="preflight")
@@ -166,7 +169,7 @@ def test_thousands_of_routes_move_in_seconds(relocation: Relocation) -> None:
     took = time.monotonic() - started
     counts = relocation.status()["steps"]["routes"]["details"]["counts"]
     assert counts["migrated"] >= 2000
-    old = relocation.sim.seed_facts.apps_domain
+    old = relocation.facts.apps_domain
     stale = [r for r in relocation.client.list(kube.ROUTES) if r["spec"].get("host", "").endswith("." + old)]
     assert [f"{r['metadata']['namespace']}/{r['metadata']['name']}" for r in stale] == [
         "openshift-console/console",
@@ -185,23 +188,23 @@ def _write_site(tmp_path: Path) -> Path:
     return site
 
 
-def _cli(sim: Any, tmp_path: Path, site: Path) -> list[str]:
-    host, port = sim.router_address
+def _cli(r: Relocation, site: Path) -> list[str]:
+    host, port = r.target.router_address
     return [
         sys.executable, "-m", "snoreloc", "run", "--cluster-only", "--site-config", str(site),
-        "--kubeconfig", str(sim.kubeconfig_path), "--root", str(tmp_path / "root"),
-        "--ingress-endpoint", f"{host}:{port}", "--time-scale", str(sim.speed), "--poll-interval", "2",
+        "--kubeconfig", r.target.kubeconfig, "--root", str(r.root),
+        "--ingress-endpoint", f"{host}:{port}", "--time-scale", str(r.target.speed), "--poll-interval", "2",
         "--output", "json",
     ]  # fmt: skip
 
 
 @pytest.mark.allow_subprocess
 @pytest.mark.slow
-def test_kill_9_mid_run_then_rerun_converges(sim: Any, tmp_path: Path) -> None:
+def test_kill_9_mid_run_then_rerun_converges(relocation: Relocation, tmp_path: Path) -> None:
     site = _write_site(tmp_path)
-    status = tmp_path / "root/var/lib/snoreloc/status.json"
-    proc = subprocess.Popen(_cli(sim, tmp_path, site), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    status = relocation.paths.status
+    proc = subprocess.Popen(_cli(relocation, site), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + real_seconds(relocation, 3600.0)
     while time.monotonic() < deadline and proc.poll() is None:
         doc = json.loads(status.read_text()) if status.exists() else {}
         if doc.get("steps", {}).get("domain", {}).get("state") in ("running", "done"):
@@ -210,17 +213,23 @@ def test_kill_9_mid_run_then_rerun_converges(sim: Any, tmp_path: Path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     json.loads(status.read_text())  # never torn
-    done = subprocess.run(_cli(sim, tmp_path, site), capture_output=True, text=True, timeout=120, check=False)
+    bound = real_seconds(relocation, 7200.0)
+    done = subprocess.run(_cli(relocation, site), capture_output=True, text=True, timeout=bound, check=False)
     assert done.returncode in (0, 2), done.stderr
     report = json.loads(done.stdout)
     assert report["urls"]["console"] == f"https://console-openshift-console.apps.{NEW_DOMAIN}"
-    client, _clock = make_client(sim)
+    client = relocation.client
     named = client.get(kube.Ref(kube.APISERVERS, "cluster"))["spec"]["servingCerts"]["namedCertificates"]
-    assert named == [{"names": [f"api.{NEW_DOMAIN}"], "servingCertificate": {"name": "snoreloc-api-cert"}}]
+    assert [n for n in named if n["servingCertificate"]["name"] == "snoreloc-api-cert"] == [
+        {"names": [f"api.{NEW_DOMAIN}"], "servingCertificate": {"name": "snoreloc-api-cert"}}
+    ]
     routes = client.get(kube.Ref(kube.INGRESSES, "cluster"))["spec"]["componentRoutes"]
-    assert len(routes) == len({(r["namespace"], r["name"]) for r in routes}) == 3
+    keys = [(r["namespace"], r["name"]) for r in routes]
+    assert len(keys) == len(set(keys))
+    assert {("openshift-console", "console"), ("openshift-console", "downloads")} <= set(keys)
+    assert ("openshift-authentication", "oauth-openshift") in keys
     secrets = [s["metadata"]["name"] for s in client.list(kube.SECRETS, "openshift-config")]
     assert secrets.count("snoreloc-api-cert") == 1
-    again = subprocess.run(_cli(sim, tmp_path, site), capture_output=True, text=True, timeout=120, check=False)
+    again = subprocess.run(_cli(relocation, site), capture_output=True, text=True, timeout=bound, check=False)
     assert again.returncode in (0, 2)
     assert all(s["skipped_at"] for s in json.loads(again.stdout)["steps"])

@@ -21,6 +21,8 @@ from snoreloc.sim import simulator
 
 from . import figures, harness
 
+pytestmark = pytest.mark.simonly  # runs two simulators and reads their stores
+
 HOLDER = """
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)

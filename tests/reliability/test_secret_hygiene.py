@@ -29,6 +29,8 @@ from snoreloc.sim import simulator
 
 from . import figures, harness
 
+pytestmark = pytest.mark.simonly  # reads the secrets the simulator was seeded with
+
 KEY_SECRETS = (
     ("openshift-kube-apiserver-operator", "loadbalancer-serving-signer"),
     ("openshift-ingress-operator", "router-ca"),

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from conftest import Call, call, tls_context
 from snoreloc.sim import faults, simulator
+
+from .conftest import Call, call, tls_context
 
 pytestmark = pytest.mark.simonly
 

@@ -21,8 +21,9 @@ import yaml
 from kubernetes.client import exceptions
 from kubernetes.dynamic import DynamicClient
 
-from conftest import Call, api_client
 from snoreloc.sim import certs, cli, model, simulator
+
+from .conftest import Call, api_client
 
 pytestmark = pytest.mark.simonly
 

@@ -14,8 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes.client import exceptions
 
-from conftest import Call
 from snoreloc.sim import model, patch, server
+
+from .conftest import Call
 
 pytestmark = pytest.mark.simonly
 
