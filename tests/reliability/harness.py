@@ -1,8 +1,8 @@
 """What the reliability tests share: the agent as a measured subprocess, host-tree snapshots, a site to move to.
 
-`measure` runs a command the way a technician would and reaps it with `os.wait4`, so every case reports its own
-wall time and peak RSS (not the test runner's). `snapshot` records every path under a root with its mode and a
-digest of its content, so "changed nothing" is one equality.
+`measure` runs a command the way a technician would, through a bare launcher that reaps it with `os.wait4`, so
+every case reports its own wall time and peak RSS (not the test runner's). `snapshot` records every path under a
+root with its mode and a digest of its content, so "changed nothing" is one equality.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import pathlib
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -50,25 +48,34 @@ def snoreloc(*args: str) -> list[str]:
     return [sys.executable, "-m", "snoreloc", *args]
 
 
+LAUNCHER = pathlib.Path(__file__).resolve().parents[2] / "bench" / "launch.py"
+
+
 def measure(argv: Sequence[str], *, timeout: float = 60.0, env: Mapping[str, str] | None = None) -> Measured:
-    """Run `argv` to its end (killed after `timeout`), measured with wait4's rusage."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        began = time.monotonic()
-        process = subprocess.Popen(list(argv), stdout=out, stderr=err, env=dict(env) if env is not None else None)
-        killer = threading.Timer(timeout, process.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(process.pid, 0)
-        finally:
-            killer.cancel()
-        seconds = time.monotonic() - began
-        process.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
-        out.seek(0)
-        err.seek(0)
-        return Measured(
-            process.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-            seconds, usage.ru_maxrss / 1024,
-        )  # fmt: skip
+    """Run `argv` to its end (its process group killed after `timeout`), measured by `bench/launch.py`.
+
+    The launcher is a bare interpreter that reaps the command with `os.wait4`: Linux carries the peak RSS of the
+    process that forks across `exec`, so a command started straight from a test worker reports at least the
+    worker's own size. Through the launcher, a case's figure is the command's own (floored at a few MB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = pathlib.Path(tmp) / "launch.json"
+        out, err = pathlib.Path(tmp) / "out", pathlib.Path(tmp) / "err"
+        launcher = [sys.executable, "-I", "-S", str(LAUNCHER), str(result), *argv]
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            process = subprocess.Popen(
+                launcher, stdout=stdout, stderr=stderr, env=dict(env) if env is not None else None,
+                start_new_session=True,
+            )  # fmt: skip
+            try:
+                process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, 9)
+                process.wait()
+        facts = json.loads(result.read_text()) if result.exists() else {}
+        seconds = facts.get("finished", timeout) - facts.get("started", 0.0)
+        code = facts.get("exit_code", process.returncode)
+        output = out.read_text(errors="replace"), err.read_text(errors="replace")
+        return Measured(code, *output, seconds, facts.get("maxrss_kb", 0) / 1024)
 
 
 def snapshot(root: pathlib.Path) -> dict[str, tuple[int, str]]:
