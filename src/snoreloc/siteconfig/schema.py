@@ -409,8 +409,13 @@ def _kubelet() -> dict[str, Any]:
 
 
 def _mirror_list(kind: str, crd: str) -> dict[str, Any]:
+    before_413 = (
+        "an ImageContentSourcePolicy on clusters before 4.13"
+        if kind == "digest"
+        else "clusters before 4.13 cannot mirror by tag: the run refuses them there"
+    )
     return _prop(
-        f"{kind.capitalize()} mirrors, applied as an {crd} (an ImageContentSourcePolicy on clusters before 4.13).",
+        f"{kind.capitalize()} mirrors, applied as an {crd} ({before_413}).",
         [[{"source": "quay.io/openshift-release-dev/ocp-release", "mirrors": ["registry.site.example.com:8443/ocp"]}]],
         type="array",
         items=_mirror(kind),
