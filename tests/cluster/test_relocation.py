@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import pytest
 
@@ -16,7 +17,7 @@ from snoreloc.engine import plan
 from snoreloc.pki import certs
 from snoreloc.sim import certs as sim_certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import certificates, domain
+from snoreloc.steps import base, certificates, domain
 
 from .conftest import CA_PEM, NEW_DOMAIN, PULL_SECRET, SITE_AUTH, Relocation, add_legacy_named_certificate, site_config
 
@@ -231,7 +232,30 @@ def test_unhealthy_cluster_is_refused_before_any_change(relocation: Relocation) 
     with pytest.raises(errors.UnavailableError, match="etcd"):
         relocation.run()
     assert relocation.client.writes == writes
-    assert relocation.status()["steps"]["preflight"]["error"]["hint"].startswith("Wait for the cluster")
+    error = relocation.status()["steps"]["preflight"]["error"]
+    assert error["hint"].startswith("Wait for the cluster")
+    assert "preflight: waited 1800s for every ClusterOperator Available" in error["message"]
+
+
+MACHINECONFIGS = kube.Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False)
+
+
+@pytest.mark.simonly  # on a real node the MachineConfig would mean a drain and a reboot, twice with its removal
+def test_preflight_waits_for_a_cluster_still_settling_after_boot(relocation: Relocation) -> None:
+    role = {"machineconfiguration.openshift.io/role": "master"}
+    config = {"ignition": {"version": "3.2.0"}}
+    relocation.client.create(
+        MACHINECONFIGS, {"metadata": {"name": "99-boot", "labels": role}, "spec": {"config": config}}
+    )
+    operator = kube.Ref(kube.CLUSTEROPERATORS, "machine-config")
+    deadline = time.monotonic() + 30
+    while base.conditions(relocation.get(operator)).get("Progressing", {}).get("status") != "True":
+        assert time.monotonic() < deadline, "the machine-config operator never started its rollout"
+        time.sleep(0.01)
+    result = relocation.run(step="preflight")
+    assert result.actions["preflight"] == "ran"
+    assert base.conditions(relocation.get(operator))["Progressing"]["status"] == "False"
+    assert relocation.status()["steps"]["preflight"]["state"] == "done"
 
 
 def test_plan_shows_changes_and_writes_nothing(relocation: Relocation) -> None:

@@ -23,11 +23,19 @@ FINISHED = (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
 
 
 def wait_until_up(sim: simulator.Simulator, seconds: float = 30.0) -> None:
-    """Block (bounded) until no outage window is open: a technician re-runs once the API answers again."""
+    """Block (bounded) until the API answers and the master pool is not mid-update: a technician re-runs once the
+    node is back. A pool still updating may yet drain and reboot, which on a real node would kill the run anyway."""
     deadline = time.monotonic() + seconds
-    while sim.cluster.availability.down() is not None:
-        assert time.monotonic() < deadline, f"the simulated API stayed down for {seconds} s"
+    while sim.cluster.availability.down() is not None or _pool_updating(sim):
+        assert time.monotonic() < deadline, f"the simulated node was not back within {seconds} s"
         time.sleep(0.05)
+
+
+def _pool_updating(sim: simulator.Simulator) -> bool:
+    pools = sim.cluster.types["machineconfigpools.machineconfiguration.openshift.io"]
+    pool = sim.cluster.store.find(pools, "master", "") or {}
+    found = {c.get("type"): c.get("status") for c in (pool.get("status") or {}).get("conditions") or []}
+    return found.get("Updating") == "True"
 
 
 def client_for(sim: simulator.Simulator, *, read_timeout: float = 30.0) -> kube.Client:

@@ -1,8 +1,9 @@
 """Preflight: refuse to start on a cluster that is not healthy, and learn the facts the other steps rely on.
 
 A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must
-be Available, not Progressing and not Degraded before we change anything (`--ignore-preflight` overrides, for
-the technician who knows why). The factory domain and the version come from the cluster, not from input. A
+be Available, not Progressing and not Degraded before we change anything; after a cold boot they take minutes to
+get there, so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight`
+overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from input. A
 site-config the cluster's version cannot express (tag mirrors before 4.13) is refused here, before any change,
 whatever --ignore-preflight says: it is the site-config that must change. DNS that does not yet point at this
 node is only a warning: the cluster steps do not need it, people do.
@@ -10,12 +11,15 @@ node is only a warning: the cluster steps do not need it, people do.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.steps import base, cluster_config, context
+
+LOG = logging.getLogger(__name__)
 
 
 def unhealthy_operators(ctx: context.Context) -> list[str]:
@@ -47,6 +51,32 @@ def dns_warnings(ctx: context.Context) -> list[str]:
     return warnings
 
 
+HEALTHY = "every ClusterOperator Available, not Progressing, not Degraded"
+
+
+def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str]) -> list[str]:
+    """After a cold boot at the site the operators take minutes to report healthy again, so wait for them (bounded
+    by `timeouts.settle`) before refusing; a unit that refused at once would spend its restarts in those minutes.
+    Returns [] once healthy; refuses with the operators still unhealthy at the end."""
+    last = [unhealthy]
+    LOG.info("%s: waiting up to %ss for %s: %s", step, ctx.site.timeouts.settle, HEALTHY, "; ".join(unhealthy))
+
+    def healthy() -> bool | None:
+        last[0] = unhealthy_operators(ctx)
+        return True if not last[0] else None
+
+    try:
+        base.wait_for(ctx, step, HEALTHY, float(ctx.site.timeouts.settle), healthy)
+    except errors.WaitTimeout as exc:
+        raise errors.UnavailableError(
+            f"{step}: waited {exc.seconds:.0f}s for {HEALTHY}; the cluster is not healthy, so nothing was changed. "
+            "ClusterOperators not ready: " + "; ".join(last[0]),
+            hint="Wait for the cluster to settle (`oc get clusteroperators`) and run again, "
+            "or pass --ignore-preflight if you know why they are not ready.",
+        ) from exc
+    return []
+
+
 class Preflight:
     name = "preflight"
     description = "checking the cluster is healthy and reading its factory facts"
@@ -73,12 +103,7 @@ class Preflight:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         unhealthy = list(plan.data.get("unhealthy", []))
         if unhealthy and not ctx.settings.ignore_preflight:
-            raise errors.UnavailableError(
-                "the cluster is not healthy, so nothing was changed. ClusterOperators not ready: "
-                + "; ".join(unhealthy),
-                hint="Wait for the cluster to settle (`oc get clusteroperators`) and run again, "
-                "or pass --ignore-preflight if you know why they are not ready.",
-            )
+            unhealthy = wait_until_healthy(ctx, self.name, unhealthy)
         warnings = dns_warnings(ctx)
         if unhealthy:
             warnings.append("preflight ignored: " + "; ".join(unhealthy))
