@@ -371,7 +371,8 @@ def _timeouts() -> dict[str, Any]:
         "siteConfig": "waiting for the site-config medium to appear",
         "networkProbe": "probing gateway, DNS and API after the network change before rolling it back",
         "api": "waiting for the Kubernetes API after kubelet starts",
-        "settle": "waiting for cluster operators and rollouts to settle",
+        "settle": "waiting for cluster operators and rollouts to settle, and, before any change, for a freshly "
+        "booted cluster to become healthy",
     }
     properties = {}
     for key, (low, high) in TIMEOUT_BOUNDS.items():
