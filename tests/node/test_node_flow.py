@@ -1,5 +1,8 @@
 """The whole node flow (discovery -> validation -> network -> kubelet -> API -> cluster steps -> finish) against
-the simulator over HTTPS, with the host on fakes and a temporary root: what the systemd unit runs at the site."""
+the simulator over HTTPS, with the host on fakes and a temporary root: what the systemd unit runs at the site.
+
+These are `simonly`: they use the demo's site-config, which is written for the simulator's seed (its node name,
+factory mirror and signers). Against a real cluster the same cluster steps run in `tests/cluster`."""
 
 from __future__ import annotations
 
