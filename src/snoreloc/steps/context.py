@@ -7,7 +7,7 @@ the small Protocols declared here (the engine implements them; tests may pass fa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -29,6 +29,9 @@ class Backups(Protocol):
 
     def save(self, ref: kube.Ref, original: Obj | None) -> None:
         """Record `original` (None: the object did not exist, we create it) unless one is already kept."""
+
+    def save_many(self, originals: Sequence[tuple[kube.Ref, Obj | None]]) -> None:
+        """`save` for many objects at once, durably, before the first write to any of them."""
 
 
 class Rollouts(Protocol):

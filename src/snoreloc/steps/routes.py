@@ -13,7 +13,10 @@ under the old apps domain is kept and handled by kind:
 - console, downloads and oauth-openshift are moved by componentRoutes (the domain step) and are left alone;
 - anything outside the old apps domain is untouched.
 
-Patches run on a bounded thread pool, so thousands of routes take seconds. Each route is backed up first.
+Patches run on a bounded thread pool, so thousands of routes take seconds. The routes' originals are saved as one
+backup batch before the first patch. Each patch is written from the route as the list returned it, guarded by
+its resourceVersion (no GET per route); a route changed since is read again and rewritten only if its host is
+still the old one.
 """
 
 from __future__ import annotations
@@ -76,27 +79,47 @@ def classify(route: kube.Obj, old: str, new: str) -> RouteInfo:
 
 
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
+    old, _routes, infos = _listed(ctx)
+    return old, infos
+
+
+def _listed(ctx: context.Context) -> tuple[str, list[kube.Obj], list[RouteInfo]]:
+    """The old apps domain, every route (one list), and how each is handled, in the same order."""
     old = base.factory_apps_domain(ctx)
-    return old, [classify(route, old, ctx.site.apps_domain) for route in ctx.kube.list(kube.ROUTES)]
+    routes = ctx.kube.list(kube.ROUTES)
+    return old, routes, [classify(route, old, ctx.site.apps_domain) for route in routes]
 
 
-def _host_setter(new_host: str) -> Any:
-    def mutate(route: kube.Obj) -> kube.Obj:
-        route.setdefault("spec", {})["host"] = new_host
+def _host_setter(old_host: str, new_host: str) -> Any:
+    """The route's change: its host, if it is still `old_host` (re-applied to a fresh read after a 409)."""
+
+    def mutate(route: kube.Obj) -> kube.Obj | None:
+        spec = route.setdefault("spec", {})
+        if spec.get("host") != old_host:
+            return None
+        spec["host"] = new_host
         return route
 
     return mutate
 
 
+def _rewrite(info: RouteInfo, route: kube.Obj) -> base.Change:
+    """The change of one route, without copying the whole object (there may be thousands)."""
+    after = {**route, "spec": {**(route.get("spec") or {}), "host": info.new_host}}
+    mutate = _host_setter(info.host, info.new_host)
+    return base.Change(info.ref, base.Action.UPDATE, route, after, mutate, why=f"{info.host} -> {info.new_host}")
+
+
 def _patch_route(ctx: context.Context, change: base.Change) -> str:
-    """Back up and patch one route; returns the route's result for the table."""
-    ctx.backups.save(change.ref, change.before)
-    host = (change.after or {}).get("spec", {}).get("host")
+    """Patch one route (its original is already saved); returns the route's result for the table."""
+    assert change.before is not None and change.mutate is not None
+    wanted = (change.after or {}).get("spec", {}).get("host")
     try:
-        ctx.kube.patch(change.ref, {"spec": {"host": host}})
+        result = ctx.kube.patch_from(change.ref, change.before, change.mutate)
     except kube.NotFound:
         return "gone"
-    return "migrated"
+    host = (result.get("spec") or {}).get("host")
+    return "migrated" if host == wanted else f"skipped: changed meanwhile to {host or 'no host'}"
 
 
 class Routes:
@@ -107,17 +130,12 @@ class Routes:
         return {"domain": ctx.site.domain}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        _old, infos = survey(ctx)
-        routes = {(r["metadata"].get("namespace"), r["metadata"]["name"]): r for r in ctx.kube.list(kube.ROUTES)}
-        changes = []
-        for info in infos:
-            if info.handling is Handling.REWRITE and (info.namespace, info.name) in routes:
-                before = routes[(info.namespace, info.name)]
-                change = base.update(
-                    info.ref, before, _host_setter(info.new_host), why=f"{info.host} -> {info.new_host}"
-                )
-                if change is not None:
-                    changes.append(change)
+        _old, routes, infos = _listed(ctx)
+        changes = [
+            _rewrite(info, route)
+            for info, route in zip(infos, routes, strict=True)
+            if info.handling is Handling.REWRITE
+        ]
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
@@ -136,7 +154,10 @@ class Routes:
     def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
         results: dict[kube.Ref, str] = {}
         temporary: list[errors.TemporaryError] = []
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(ctx.settings.route_workers, 1)) as pool:
+        ctx.backups.save_many([(change.ref, change.before) for change in plan.changes])
+        # more workers than pooled connections would only open connections to throw them away after one request
+        workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(_patch_route, ctx, change): change.ref for change in plan.changes}
             for future in concurrent.futures.as_completed(futures):
                 ref = futures[future]
@@ -182,7 +203,7 @@ class Routes:
         warnings = tuple(
             f"route {row['namespace']}/{row['name']}: {row['result']}"
             for row in table
-            if row["result"].startswith(("failed", "not regenerated"))
+            if row["result"].startswith(("failed", "skipped", "not regenerated"))
         )
         changed = tuple(f"update {c.ref}" for c in plan.changes if results.get(c.ref) == "migrated")
         return base.Outcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})

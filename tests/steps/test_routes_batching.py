@@ -1,0 +1,245 @@
+"""Route migration at scale: one backup batch before the first patch, no GET per route, 409s re-read, one pooled
+connection per worker, and a rollback that puts every route back exactly. Against the simulator over HTTPS."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.config import kube_config
+
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
+from snoreloc.engine import backups, journal
+from snoreloc.siteconfig import model
+from snoreloc.steps import context, routes
+
+NEW_DOMAIN = "site-9.edge.example.net"
+ROUTE_COUNT = 300
+ELSEWHERE = "elsewhere.example.org"
+
+
+def _client(sim: Any, pool_size: int = 32) -> kube.Client:
+    policy = kube.Policy(pool_size=pool_size)
+    return kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=policy)
+
+
+def _key(route: kube.Obj) -> str:
+    return f"{route['metadata']['namespace']}/{route['metadata']['name']}"
+
+
+def _user_routes(client: kube.Client) -> dict[str, kube.Obj]:
+    return {_key(r): r for r in client.list(kube.ROUTES) if not r["metadata"]["namespace"].startswith("openshift")}
+
+
+def _but_host(route: kube.Obj) -> dict[str, Any]:
+    return {k: v for k, v in route["spec"].items() if k != "host"}
+
+
+def _ref(route: kube.Obj) -> kube.Ref:
+    return kube.Ref(kube.ROUTES, route["metadata"]["name"], route["metadata"]["namespace"])
+
+
+@dataclass
+class WatchedBackups:
+    """The real backup store, plus what the cluster looked like at each batch and a hook run after it."""
+
+    store: backups.Store
+    client: kube.Client
+    old_suffix: str
+    batches: list[int] = field(default_factory=list)
+    stale_at_batch: list[int] = field(default_factory=list)
+    after_batch: Any = None
+
+    def save(self, ref: kube.Ref, original: kube.Obj | None) -> None:
+        self.store.save(ref, original)
+
+    def save_many(self, originals: Sequence[tuple[kube.Ref, kube.Obj | None]]) -> None:
+        self.store.save_many(originals)
+        self.batches.append(len(originals))
+        stale = [r for r in _user_routes(self.client).values() if r["spec"].get("host", "").endswith(self.old_suffix)]
+        self.stale_at_batch.append(len(stale))
+        if self.after_batch is not None:
+            self.after_batch()
+
+
+@dataclass
+class Setup:
+    client: kube.Client
+    ctx: context.Context
+    watched: WatchedBackups
+    old_domain: str
+
+
+@pytest.fixture
+def setup(sim: Any, tmp_path: Path) -> Setup:
+    clock = clock_mod.SystemClock()
+    client = _client(sim)
+    old_domain = client.get(kube.Ref(kube.INGRESSES, "cluster"))["spec"]["domain"]
+    store = backups.Store(tmp_path / "backups", clock)
+    watched = WatchedBackups(store, client, "." + old_domain)
+    ctx = context.Context(
+        site=model.SiteConfig(name="site9", domain=NEW_DOMAIN),
+        kube=client,
+        clock=clock,
+        backups=watched,
+        rollouts=journal.Journal(tmp_path / "status.json", clock),
+        # no domain step ran, so operators never regenerate their routes: do not wait long for them
+        settings=context.Settings(route_workers=16, operator_regen_timeout=0.2, poll_interval=0.1),
+    )
+    return Setup(client, ctx, watched, old_domain)
+
+
+def _migrate(setup: Setup) -> dict[str, dict[str, str]]:
+    step = routes.Routes()
+    outcome = step.apply(setup.ctx, step.plan(setup.ctx))
+    return {f"{row['namespace']}/{row['name']}": row for row in outcome.details["routes"]}
+
+
+@pytest.mark.parametrize("sim", [{"routes": ROUTE_COUNT}], indirect=True)
+def test_many_routes_one_backup_batch_before_any_patch_and_rollback_restores_all(setup: Setup) -> None:
+    before = _user_routes(setup.client)
+    old_suffix = "." + setup.old_domain
+    to_move = {key for key, r in before.items() if r["spec"].get("host", "").endswith(old_suffix)}
+    assert len(to_move) >= ROUTE_COUNT
+    requests = setup.client.requests
+
+    rows = _migrate(setup)
+
+    assert setup.watched.batches == [len(to_move)]
+    assert setup.watched.stale_at_batch == [len(to_move)], "a route changed before its original was saved"
+    files = sorted(p.name for p in setup.watched.store.directory.iterdir())
+    assert len(files) == 1 and files[0].startswith("batch.")
+    assert (setup.watched.store.directory / files[0]).stat().st_mode & 0o777 == 0o600
+    made = setup.client.requests - requests
+    assert len(to_move) <= made < len(to_move) + 30  # + lists and polls; a GET per route would add 300 more
+    after = _user_routes(setup.client)
+    for key in to_move:
+        assert rows[key]["result"] == "migrated", rows[key]
+        assert (
+            after[key]["spec"]["host"] == before[key]["spec"]["host"][: -len(setup.old_domain)] + "apps." + NEW_DOMAIN
+        )
+        assert _but_host(after[key]) == _but_host(before[key])  # TLS, target, port: untouched
+
+    result = backups.rollback(setup.client, setup.watched.store)
+
+    assert len(result.restored) == len(to_move)
+    restored = _user_routes(setup.client)
+    assert {key: r["spec"] for key, r in restored.items()} == {key: r["spec"] for key, r in before.items()}
+    assert list(setup.watched.store.directory.iterdir()) == []
+
+
+@pytest.mark.parametrize("sim", [{"routes": 40}], indirect=True)
+def test_a_route_changed_after_the_list_is_reread_not_clobbered(setup: Setup) -> None:
+    moving = sorted(k for k, r in _user_routes(setup.client).items() if r["spec"]["host"].endswith(setup.old_domain))
+    annotated, rehosted = (_user_routes(setup.client)[key] for key in moving[:2])
+
+    def meanwhile() -> None:  # another writer, after our list and backup, before our patches
+        setup.client.patch(_ref(annotated), {"metadata": {"annotations": {"team": "blue"}}})
+        setup.client.patch(_ref(rehosted), {"spec": {"host": f"shop.{ELSEWHERE}"}})
+
+    setup.watched.after_batch = meanwhile
+    rows = _migrate(setup)
+
+    assert rows[_key(annotated)]["result"] == "migrated"
+    now = setup.client.get(_ref(annotated))
+    assert now["metadata"]["annotations"]["team"] == "blue"
+    assert now["spec"]["host"].endswith("apps." + NEW_DOMAIN)
+    assert rows[_key(rehosted)]["result"] == f"skipped: changed meanwhile to shop.{ELSEWHERE}"
+    assert setup.client.get(_ref(rehosted))["spec"]["host"] == f"shop.{ELSEWHERE}"
+    assert all(rows[key]["result"] == "migrated" for key in moving[2:])
+
+
+@pytest.mark.parametrize("sim", [{"routes": 5}], indirect=True)
+def test_patch_from_writes_once_from_a_fresh_object_and_rereads_a_stale_one(sim: Any) -> None:
+    client = _client(sim)
+    route = next(iter(_user_routes(client).values()))
+
+    def label(value: str) -> Any:
+        def mutate(obj: kube.Obj) -> kube.Obj:
+            obj["metadata"].setdefault("labels", {})["moved"] = value
+            return obj
+
+        return mutate
+
+    start = client.requests
+    fresh = client.patch_from(_ref(route), route, label("once"))
+    assert client.requests - start == 1  # one PATCH, no GET
+    assert fresh["metadata"]["labels"]["moved"] == "once"
+
+    client.patch(_ref(route), {"metadata": {"annotations": {"by": "someone-else"}}})
+    start = client.requests
+    result = client.patch_from(_ref(route), route, label("twice"))  # `route` is now two versions old
+    assert client.requests - start == 3  # PATCH (409), GET, PATCH
+    assert result["metadata"]["annotations"]["by"] == "someone-else"
+    assert result["metadata"]["labels"]["moved"] == "twice"
+
+    start = client.requests
+    client.patch_from(_ref(route), route, label("twice"))  # stale, but the fresh read already says so
+    assert client.requests - start == 2  # PATCH (409), GET, and no write
+
+
+def test_merge_patch_is_the_difference() -> None:
+    old = {"metadata": {"name": "a", "labels": {"x": "1", "y": "2"}}, "spec": {"host": "a", "to": {"name": "s"}}}
+    new = {"metadata": {"name": "a", "labels": {"x": "1", "z": "3"}}, "spec": {"host": "b", "to": {"name": "s"}}}
+    assert kube.merge_patch(old, new) == {"metadata": {"labels": {"y": None, "z": "3"}}, "spec": {"host": "b"}}
+    assert kube.merge_patch(old, old) == {}
+
+
+@pytest.mark.parametrize("sim", [{"routes": 5}], indirect=True)
+def test_sixteen_workers_reuse_pooled_connections(sim: Any, caplog: pytest.LogCaptureFixture) -> None:
+    client = _client(sim, pool_size=32)
+    pool = client._api.rest_client.pool_manager.connection_from_url(client._api.configuration.host)
+    assert pool.pool.maxsize == 32  # Policy.pool_size reached urllib3 (its default would be 5 per core)
+    with caplog.at_level(logging.WARNING, logger="urllib3"):
+        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as workers:
+            list(workers.map(lambda _: client.list(kube.ROUTES, "default"), range(400)))
+    assert 1 <= pool.num_connections <= 16  # one per worker at most, each reused
+    assert not [r for r in caplog.records if "pool is full" in r.getMessage()]  # a smaller pool discards some
+
+
+def test_a_batch_skips_what_is_saved_and_later_saves_skip_the_batch(tmp_path: Path) -> None:
+    clock = clock_mod.FakeClock()
+    store = backups.Store(tmp_path / "b", clock)
+    refs = [kube.Ref(kube.ROUTES, f"r{i}", "default") for i in range(3)]
+    original = [{"metadata": {"name": ref.name, "namespace": "default"}, "spec": {"host": "old"}} for ref in refs]
+    store.save(refs[0], original[0])
+    store.save_many(list(zip(refs, [{**o, "spec": {"host": "changed"}} for o in original], strict=True)))
+    store.save_many([(refs[1], {"spec": "again"})])
+    store.save(refs[2], {"spec": "again"})
+    reopened = backups.Store(tmp_path / "b", clock)
+    by_name = {entry.ref.name: entry.original for entry in reopened.entries()}
+    assert by_name["r0"] == original[0]  # the first original wins
+    assert by_name["r1"] == {**original[1], "spec": {"host": "changed"}}
+    assert by_name["r2"] == {**original[2], "spec": {"host": "changed"}}
+    batch = next((tmp_path / "b").glob("batch.*.json"))
+    assert [d["ref"]["name"] for d in json.loads(batch.read_text())["batch"]] == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("sim", [{"routes": 5}], indirect=True)
+def test_the_token_refresh_hook_runs_once_per_interval_not_per_request(
+    sim: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    applied: list[int] = []
+    original = kube_config.KubeConfigLoader._set_config
+
+    def counting(self: Any, configuration: Any) -> None:
+        applied.append(1)
+        original(self, configuration)
+
+    monkeypatch.setattr(kube_config.KubeConfigLoader, "_set_config", counting)
+    clock = clock_mod.FakeClock()
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock)
+    loaded = len(applied)
+    for _ in range(20):
+        client.server_version()
+    assert len(applied) - loaded == 1  # the first request checks the token; the next 19 do not
+    clock.advance(kube.TOKEN_RECHECK)
+    client.server_version()
+    assert len(applied) - loaded == 2  # and it is checked again after the interval
