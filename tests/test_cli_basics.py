@@ -68,3 +68,16 @@ def test_light_commands_do_not_import_kubernetes(argv: list[str], code: int) -> 
     )
     assert result.returncode == code, result.stderr
     assert "HEAVY:\n" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["run", "--route-workers", "0"], ["run", "--route-workers", "many"], ["status", "--no-such-flag"], ["frobnicate"]],
+    ids=["workers-zero", "workers-word", "unknown-flag", "unknown-command"],
+)
+def test_a_usage_error_exits_64_not_argparses_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == int(errors.ExitCode.USAGE) == 64
+    err = capsys.readouterr().err
+    assert "usage:" in err and "error:" in err

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from types import ModuleType
-from typing import Protocol, cast
+from typing import NoReturn, Protocol, cast
 
 import snoreloc
 from snoreloc import errors, logs, redact
@@ -72,8 +72,17 @@ def _commands() -> list[tuple[str, CommandModule]]:
     return builtin + sorted(_plugin_commands(), key=lambda item: item[0])
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error; ours is 64 (EX_USAGE), since 2 means "done with warnings" to the
+    scripts that read `snoreloc status`. Subcommand parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(int(errors.ExitCode.USAGE), f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="snoreloc",
         description="Relocate a pre-installed Single Node OpenShift cluster to its edge site.",
         epilog=_exit_code_epilog(),

@@ -27,6 +27,15 @@ def _endpoint(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+MAX_ROUTE_WORKERS = 32  # the kube client's connection pool: more workers would only churn connections
+
+
+def _route_workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_ROUTE_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_ROUTE_WORKERS}, got {text!r}")
+    return int(text)
+
+
 def add_common(parser: argparse.ArgumentParser) -> None:
     """Arguments shared by run, plan, rollback and status: where the cluster and the state are."""
     parser.add_argument("--kubeconfig", default=DEFAULT_KUBECONFIG, help="kubeconfig (default: the node-local one)")
@@ -50,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="run steps even if their inputs did not change")
     parser.add_argument("--dry-run", action="store_true", help="print the plan; change nothing")
     parser.add_argument("--ignore-preflight", action="store_true", help="start even if operators are not healthy")
-    parser.add_argument("--route-workers", type=int, default=16, help="concurrent route updates (default 16)")
+    parser.add_argument(
+        "--route-workers", type=_route_workers, default=16, help="concurrent route updates, 1-32 (default 16)"
+    )
     parser.add_argument("--poll-interval", type=float, default=5.0, help="seconds between checks while waiting")
 
 
