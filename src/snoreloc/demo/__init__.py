@@ -14,7 +14,7 @@ HELP = "relocate a simulated factory SNO end to end on this machine (host steps 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=20.0, help="how much faster than a real SNO (default 20)")
-    parser.add_argument("--seed", choices=("4.14", "4.16"), default="4.16", help="factory cluster version")
+    parser.add_argument("--seed", choices=("4.12", "4.14", "4.16"), default="4.16", help="factory cluster version")
     parser.add_argument("--routes", type=int, default=8, help="extra user routes on the cluster (default 8)")
     parser.add_argument("--keep", metavar="DIR", help="keep the demo's host root and state in DIR")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
