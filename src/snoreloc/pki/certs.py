@@ -290,6 +290,44 @@ def _subject(names: Sequence[str]) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, first)])
 
 
+_KEY_USAGE_BITS = (
+    "digital_signature",
+    "key_encipherment",
+    "content_commitment",
+    "data_encipherment",
+    "key_agreement",
+    "key_cert_sign",
+    "crl_sign",
+    "encipher_only",
+    "decipher_only",
+)
+
+
+def _key_usage(**allowed: bool) -> x509.KeyUsage:
+    """A KeyUsage extension with only the `allowed` bits set (the constructor wants all nine spelled out)."""
+    return x509.KeyUsage(**{bit: allowed.get(bit, False) for bit in _KEY_USAGE_BITS})
+
+
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    public: rsa.RSAPublicKey | ec.EllipticCurvePublicKey,
+    now: dt.datetime,
+    not_after: dt.datetime,
+) -> x509.CertificateBuilder:
+    """What every certificate we make shares: names, key, a random serial, validity from an hour ago (clock skew)."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public)
+        .serial_number(secrets.randbits(128) | 1)
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(not_after)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
+    )
+
+
 def _serving_builder(
     ca: x509.Certificate,
     public: rsa.RSAPublicKey | ec.EllipticCurvePublicKey,
@@ -298,31 +336,13 @@ def _serving_builder(
     now: dt.datetime,
 ) -> x509.CertificateBuilder:
     not_after = min(now + dt.timedelta(days=days), ca.not_valid_after_utc)  # never outlive the signer
-    is_rsa = isinstance(public, rsa.RSAPublicKey)
-    usage = x509.KeyUsage(
-        digital_signature=True,
-        key_encipherment=is_rsa,
-        content_commitment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=False,
-        crl_sign=False,
-        encipher_only=False,
-        decipher_only=False,
-    )
+    usage = _key_usage(digital_signature=True, key_encipherment=isinstance(public, rsa.RSAPublicKey))
     return (
-        x509.CertificateBuilder()
-        .subject_name(_subject(names))
-        .issuer_name(ca.subject)
-        .public_key(public)
-        .serial_number(secrets.randbits(128) | 1)
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(not_after)
+        _builder(_subject(names), ca.subject, public, now, not_after)
         .add_extension(x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(usage, critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
         .add_extension(_authority_key_id(ca), critical=False)
     )
 
@@ -340,28 +360,11 @@ def _ca_builder(
     common_name: str, public: rsa.RSAPublicKey | ec.EllipticCurvePublicKey, days: int, now: dt.datetime
 ) -> x509.CertificateBuilder:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    usage = x509.KeyUsage(
-        digital_signature=True,
-        key_encipherment=False,
-        content_commitment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=True,
-        crl_sign=True,
-        encipher_only=False,
-        decipher_only=False,
-    )
+    usage = _key_usage(digital_signature=True, key_cert_sign=True, crl_sign=True)
     return (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(public)
-        .serial_number(secrets.randbits(128) | 1)
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=days))
+        _builder(name, name, public, now, now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(usage, critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
     )
 
 
