@@ -62,6 +62,7 @@ def site_config(**overrides: Any) -> model.SiteConfig:
 UNRELATED_HOST = "legacy.example.org"
 USER_NAMESPACES = ("edge-app", "edge-data")
 FACTORY_MIRROR = "factory-mirror"
+NAMESPACES = kube.Resource("", "v1", "namespaces", "Namespace", False)
 SETTLE_SECONDS = 2400.0  # cluster seconds: a real cluster rolling back several operators at once
 
 
@@ -169,8 +170,11 @@ def real_cluster_left_as_found() -> Iterator[None]:
         return
     client, _clock = make_client(pytest_plugin.real_target(kubeconfig))
     before = footprint(client)
+    ours = [kube.Ref(NAMESPACES, n) for n in USER_NAMESPACES if client.find(kube.Ref(NAMESPACES, n)) is None]
     yield
     after = footprint(client)
+    for namespace in ours:
+        client.delete(namespace)
     assert after.keys() == before.keys()
     changed = [name for name, value in before.items() if not contains(after[name], value)]
     assert changed == [], f"the suite left these changed on the cluster: {changed}"
@@ -287,15 +291,13 @@ def read_facts(client: kube.Client) -> Facts:
     )
 
 
-NAMESPACES = kube.Resource("", "v1", "namespaces", "Namespace", False)
-
-
 def prepare(r: Relocation) -> None:
     """Make sure the objects the scenarios rely on exist, creating (and scheduling the removal of) any that a real
     cluster lacks. The simulator's seed has them all, so there this only reads."""
     apps = r.get(kube.Ref(kube.INGRESSES, "cluster"))["spec"]["domain"]
-    for namespace in USER_NAMESPACES:
-        ensure(r, kube.Ref(NAMESPACES, namespace), {"metadata": {"name": namespace}})
+    for namespace in USER_NAMESPACES:  # kept for the session: a deleted namespace lingers while it terminates
+        if r.client.find(kube.Ref(NAMESPACES, namespace)) is None:
+            r.client.create(NAMESPACES, {"metadata": {"name": namespace}})
     for body in user_routes(apps):
         meta = body["metadata"]
         ensure(r, kube.Ref(kube.ROUTES, meta["name"], meta["namespace"]), body)
