@@ -170,6 +170,14 @@ def write_result(name: str, payload: Mapping[str, Any], directory: Path | None =
     return path
 
 
+def publish(name: str, payload: Mapping[str, Any], directory: Path | None, report: str) -> Path:
+    """Write the result file, then print the report and where the result went: every benchmark's last step."""
+    path = write_result(name, payload, directory)
+    print(report)
+    print(f"wrote {path}")
+    return path
+
+
 def target(measured: float, limit: float, *, at_most: bool) -> dict[str, Any]:
     """A target and whether the measured figure meets it (`at_most`: measured <= limit, else >= limit)."""
     met = measured <= limit if at_most else measured >= limit

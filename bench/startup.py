@@ -120,9 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     payload = measure(args.repetitions, relocation_routes=args.relocation_routes)
-    path = common.write_result(NAME, payload, args.output_dir)
-    print(_report(payload))
-    print(f"wrote {path}")
+    common.publish(NAME, payload, args.output_dir, _report(payload))
     return 0
 
 
