@@ -30,8 +30,8 @@ _MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
 _VARIABLES = frozenset({"self", "oldSelf", "format"})
 # Runtime errors kube-apiserver reports too (data-dependent); anything else is our evaluator's limit.
 _KUBE_RUNTIME_ERRORS = ("no such member", "no such key", "index out of", "division by zero", "modulus by zero")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 @dataclass(frozen=True)
@@ -103,28 +103,22 @@ class _FormatLibrary:
     """The value bound to the CEL identifier `format`."""
 
 
-def _dns1123_subdomain_errors(text: str) -> list[str]:
-    errors = []
-    if len(text) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.fullmatch(text):
-        errors.append(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
+def _dns1123_errors(text: str, pattern: re.Pattern[str], limit: int, rule: str) -> list[str]:
+    """apimachinery's messages for an RFC 1123 name: its length bound, then its shape (`rule` says which)."""
+    errors = [f"must be no more than {limit} characters"] if len(text) > limit else []
+    if not pattern.fullmatch(text):
+        errors.append(f"{rule}, and must start and end with an alphanumeric character")
     return errors
+
+
+def _dns1123_subdomain_errors(text: str) -> list[str]:
+    rule = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'"
+    return _dns1123_errors(text, DNS1123_SUBDOMAIN, 253, rule)
 
 
 def _dns1123_label_errors(text: str) -> list[str]:
-    errors = []
-    if len(text) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.fullmatch(text):
-        errors.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-            "and must start and end with an alphanumeric character"
-        )
-    return errors
+    rule = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'"
+    return _dns1123_errors(text, DNS1123_LABEL, 63, rule)
 
 
 def _validate(fmt: _Format, text: str) -> _Optional:

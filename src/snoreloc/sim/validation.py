@@ -49,8 +49,6 @@ _BLOCKING_MESSAGE = (
     "some validation rules were not checked because the object was invalid; correct the existing errors to "
     "complete validation"
 )
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _SUBDOMAIN_MESSAGE = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start "
     "and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
@@ -727,9 +725,9 @@ def name_errors(info: CrdInfo, obj: Obj) -> list[FieldError]:
     if not isinstance(name, str):
         return [FieldError(Reason.INVALID, "metadata.name", name, "must be a string")]
     if info.name_check == "label":
-        if len(name) > 63 or not _DNS1123_LABEL.fullmatch(name):
+        if len(name) > 63 or not cel.DNS1123_LABEL.fullmatch(name):
             return [FieldError(Reason.INVALID, "metadata.name", name, _LABEL_MESSAGE)]
-    elif info.name_check == "subdomain" and (len(name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(name)):
+    elif info.name_check == "subdomain" and (len(name) > 253 or not cel.DNS1123_SUBDOMAIN.fullmatch(name)):
         return [FieldError(Reason.INVALID, "metadata.name", name, _SUBDOMAIN_MESSAGE)]
     return []
 
