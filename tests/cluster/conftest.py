@@ -1,7 +1,7 @@
 """Helpers for scenario tests: a site-config, a relocation run, and facts read from the cluster under test.
 
 Every scenario runs against the simulator, or against a real cluster when `SNORELOC_TEST_KUBECONFIG` is set (see
-`snoreloc.sim.pytest_plugin`). So what a test checks comes from the API, never from the simulator's seed: the
+`snoreloc_sim.pytest_plugin`). So what a test checks comes from the API, never from the simulator's seed: the
 factory apps domain, the signers, the version. The objects a scenario needs that a real cluster may lack (user
 routes, a factory mirror set) are created by `prepare`; on a real cluster each test rolls back and removes them
 afterwards, so the next one starts from the factory state again. Runs use a `ScaledClock` at the target's speed,
@@ -24,10 +24,10 @@ import pytest
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import paths, pipeline, runner
-from snoreloc.sim import certs as sim_certs
-from snoreloc.sim import pytest_plugin
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
+from snoreloc_sim import certs as sim_certs
+from snoreloc_sim import pytest_plugin
 
 NEW_DOMAIN = "edge7.example.net"
 MIRROR = "mirror.edge7.example.net:5000"

@@ -16,8 +16,8 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc.engine import pipeline
-from snoreloc.sim import simulator
 from snoreloc.siteconfig import model
+from snoreloc_sim import simulator
 
 from .conftest import Relocation, site_config
 

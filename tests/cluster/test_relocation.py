@@ -15,9 +15,9 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import plan
 from snoreloc.pki import certs
-from snoreloc.sim import certs as sim_certs
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, certificates, domain
+from snoreloc_sim import certs as sim_certs
 
 from .conftest import CA_PEM, NEW_DOMAIN, PULL_SECRET, SITE_AUTH, Relocation, add_legacy_named_certificate, site_config
 

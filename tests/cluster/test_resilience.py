@@ -18,7 +18,7 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
-from snoreloc.sim.pytest_plugin import ClusterTarget
+from snoreloc_sim.pytest_plugin import ClusterTarget
 
 from .conftest import (
     NEW_DOMAIN,

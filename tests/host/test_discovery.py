@@ -10,7 +10,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs
-from snoreloc.steps import discovery
+from snoreloc.siteconfig import discovery
 
 SITE_CONFIG = """\
 apiVersion: snoreloc.io/v1alpha1

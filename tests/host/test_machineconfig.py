@@ -10,7 +10,7 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import command
 from snoreloc.cli import render_machineconfig
-from snoreloc.steps import machineconfig
+from snoreloc.factory import machineconfig
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 V4 = ipaddress.ip_interface("192.168.127.10/24")

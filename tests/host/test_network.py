@@ -8,7 +8,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.adapters import clock, nmstate, probe
-from snoreloc.steps import network
+from snoreloc.host import network
 
 DESIRED: dict[str, Any] = {
     "interfaces": [

@@ -14,7 +14,8 @@ from cryptography.x509.oid import NameOID
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, fs
-from snoreloc.steps import kubelet, machineconfig, seal
+from snoreloc.factory import machineconfig, seal
+from snoreloc.host import kubelet
 
 OPTIONS = machineconfig.FactoryOptions(
     internal_ips=(ipaddress.ip_interface("192.168.127.10/24"), ipaddress.ip_interface("fd00:127::10/64")),

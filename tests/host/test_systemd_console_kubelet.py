@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import socket
@@ -10,7 +11,7 @@ import pytest
 
 from snoreloc import errors, redact
 from snoreloc.adapters import clock, command, console, fs, systemd
-from snoreloc.steps import kubelet
+from snoreloc.host import kubelet
 
 
 @pytest.fixture
@@ -101,7 +102,9 @@ def test_start_kubelet_only_when_not_running(runner: command.FakeRunner) -> None
     assert runner.commands().count(("systemctl", "start", "--no-block", "kubelet.service")) == 1
 
 
-def test_wait_for_api_reports_progress_and_tolerates_errors(clk: clock.FakeClock) -> None:
+def test_wait_for_api_reports_progress_and_tolerates_errors(
+    clk: clock.FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
     answers = iter([ConnectionRefusedError("refused")] * 30 + [False] * 10 + [True])
 
     def api_ready() -> bool:
@@ -110,20 +113,21 @@ def test_wait_for_api_reports_progress_and_tolerates_errors(clk: clock.FakeClock
             raise answer
         return answer
 
-    messages: list[str] = []
-    waited = kubelet.wait_for_api(api_ready, clk, policy=kubelet.ApiWait(timeout=600, poll=5), progress=messages.append)
+    with caplog.at_level(logging.INFO, logger="snoreloc.progress"):
+        waited = kubelet.wait_for_api(api_ready, clk, budget=600, poll=5)
     assert waited == 200
-    assert [m for m in messages if "waiting" in m] == [
-        "kubelet: waiting for the API (60s of at most 600s)",
-        "kubelet: waiting for the API (120s of at most 600s)",
-        "kubelet: waiting for the API (180s of at most 600s)",
+    assert [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()] == [
+        "api: waiting for the API on the node-local kubeconfig: 0s of at most 10m 00s",
+        "api: waiting for the API on the node-local kubeconfig: 1m 00s of at most 10m 00s",
+        "api: waiting for the API on the node-local kubeconfig: 2m 00s of at most 10m 00s",
+        "api: waiting for the API on the node-local kubeconfig: 3m 00s of at most 10m 00s",
     ]
 
 
 def test_wait_for_api_is_bounded(clk: clock.FakeClock) -> None:
     with pytest.raises(errors.WaitTimeout) as caught:
-        kubelet.wait_for_api(lambda: False, clk, policy=kubelet.ApiWait(timeout=120), progress=lambda _m: None)
-    assert caught.value.step == "kubelet" and "API" in caught.value.waited_for
+        kubelet.wait_for_api(lambda: False, clk, budget=120)
+    assert caught.value.step == "api" and "API" in caught.value.waited_for
     assert clk.monotonic() == 120
 
 
@@ -137,5 +141,5 @@ def test_finish_enables_kubelet_and_disarms(host: fs.HostFS, runner: command.Fak
 
 def test_unit_file_copy_is_the_packaged_one() -> None:
     repo = pathlib.Path(__file__).resolve().parents[2]
-    packaged = repo / "src/snoreloc/steps/data/snoreloc.service"
+    packaged = repo / "src/snoreloc/factory/data/snoreloc.service"
     assert (repo / "systemd/snoreloc.service").read_text() == packaged.read_text()

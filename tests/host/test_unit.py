@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from snoreloc.adapters import command
-from snoreloc.steps import machineconfig
+from snoreloc.factory import machineconfig
 
 ANALYZE = shutil.which("systemd-analyze")
 

@@ -16,10 +16,11 @@ import yaml
 
 from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, probe
-from snoreloc.demo import flow as demo
 from snoreloc.engine import node, paths, runner
-from snoreloc.sim import simulator
-from snoreloc.steps import context, kubelet
+from snoreloc.host import kubelet
+from snoreloc.steps import context
+from snoreloc_sim import simulator
+from snoreloc_sim.demo import flow as demo
 
 
 def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
@@ -106,7 +107,7 @@ def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostF
     demo.write_site(root, sim)
     svc = _services(root, sim)
     failing = node.Services(
-        host=node.host.Host(
+        host=node.HostServices(
             fs=svc.host.fs, nmstate=svc.host.nmstate, prober=probe.FakeProber(failing={"10.42.0.1"}),
             units=svc.host.units,
         ),

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import journal, paths, pipeline, runner
-from snoreloc.sim import simulator
 from snoreloc.siteconfig import model
 from snoreloc.steps import context
+from snoreloc_sim import simulator
 
 Hook = Callable[[str, str], None]
 STEPS = ("preflight", "certificates", "cluster-config", "domain", "settle", "routes", "csr", "final-settle")

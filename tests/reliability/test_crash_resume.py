@@ -26,8 +26,8 @@ import pytest
 from snoreloc import errors
 from snoreloc.engine import paths
 from snoreloc.pki import certs
-from snoreloc.sim import server, simulator
 from snoreloc.siteconfig import loader
+from snoreloc_sim import server, simulator
 
 from . import figures, harness, inprocess, state
 

@@ -19,7 +19,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.pki import certs
-from snoreloc.sim import faults, simulator
+from snoreloc_sim import faults, simulator
 
 from . import figures, harness, inprocess, state
 

@@ -23,9 +23,8 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs
-from snoreloc.sim import simulator
-from snoreloc.siteconfig import loader
-from snoreloc.steps import discovery
+from snoreloc.siteconfig import discovery, loader
+from snoreloc_sim import simulator
 
 from . import figures, harness
 

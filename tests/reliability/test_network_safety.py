@@ -26,7 +26,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, nmstate, probe
-from snoreloc.steps import network
+from snoreloc.host import network
 
 from . import figures
 
@@ -212,7 +212,7 @@ elif sys.argv[1] == "apply":
 AGENT = """
 import json, sys, time
 from snoreloc.adapters import clock, command, fs, nmstate, probe
-from snoreloc.steps import network
+from snoreloc.host import network
 
 class Hanging:
     def check(self, target):

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from snoreloc.sim import simulator
+from snoreloc_sim import simulator
 
 from . import figures, harness
 

@@ -13,7 +13,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from snoreloc.sim import simulator
+from snoreloc_sim import simulator
 
 
 @dataclass(frozen=True)

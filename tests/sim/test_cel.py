@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from snoreloc.sim import cel, model, validation
+from snoreloc_sim import cel, model, validation
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from snoreloc.sim import faults, simulator
+from snoreloc_sim import faults, simulator
 
 from .conftest import Call, call, tls_context
 

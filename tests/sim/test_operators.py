@@ -20,7 +20,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client, config
 
-from snoreloc.sim import certs, controllers, model, registry, seeds, simulator, validation
+from snoreloc_sim import certs, controllers, model, registry, seeds, simulator, validation
 
 pytestmark = pytest.mark.simonly
 

@@ -21,7 +21,7 @@ import yaml
 from kubernetes.client import exceptions
 from kubernetes.dynamic import DynamicClient
 
-from snoreloc.sim import certs, cli, model, simulator
+from snoreloc_sim import certs, cli, model, simulator
 
 from .conftest import Call, api_client
 
@@ -247,7 +247,7 @@ def test_kubectl_works_unmodified(sim: simulator.Simulator, args: list[str]) -> 
 def _serve_command(*extra: str) -> list[str]:
     program = (
         "import argparse, sys\n"
-        "from snoreloc.sim import cli\n"
+        "from snoreloc_sim import cli\n"
         "parser = argparse.ArgumentParser()\n"
         "cli.add_arguments(parser)\n"
         "sys.exit(cli.run(parser.parse_args(sys.argv[1:])))\n"

@@ -13,7 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client, config
 
-from snoreloc.sim import certs, model, registry, seeds, simulator, validation
+from snoreloc_sim import certs, model, registry, seeds, simulator, validation
 
 from .conftest import Call
 

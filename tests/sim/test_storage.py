@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes.client import exceptions
 
-from snoreloc.sim import model, patch, server
+from snoreloc_sim import model, patch, server
 
 from .conftest import Call
 

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from snoreloc.sim import model, validation
+from snoreloc_sim import model, validation
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CRDS = REPO.parent / "shared" / "openshift-crds"

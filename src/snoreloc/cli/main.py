@@ -37,6 +37,13 @@ BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
     ("collect-logs", "snoreloc.cli.collect_logs"),
 )
 
+# Verbs of the separate `snoreloc-sim` distribution: absent from `--help` on a plain install, and explained (exit 69,
+# not "invalid choice") if asked for anyway.
+OPTIONAL_COMMANDS: dict[str, str] = {
+    "sim": "the OpenShift simulator",
+    "demo": "the demo (it runs the OpenShift simulator)",
+}
+
 
 class CommandModule(Protocol):
     HELP: str
@@ -112,7 +119,23 @@ def _report(exc: errors.SnorelocError) -> None:
         sys.stderr.write(f"hint: {redact.redact(exc.hint)}\n")
 
 
+def _missing_optional(argv: Sequence[str]) -> str | None:
+    """The optional verb the command line asks for when its distribution is not installed, else None."""
+    verb = next((arg for arg in argv if not arg.startswith("-")), None)
+    if verb not in OPTIONAL_COMMANDS:
+        return None
+    return None if verb in {name for name, _module in _plugin_commands()} else verb
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    missing = _missing_optional(argv)
+    if missing is not None:
+        sys.stderr.write(
+            f"error: `snoreloc {missing}` needs {OPTIONAL_COMMANDS[missing]}, which is not installed: "
+            "install the snoreloc-sim package (`pip install ./sim` from the source tree)\n"
+        )
+        return int(errors.ExitCode.UNAVAILABLE)
     parser = build_parser()
     args = parser.parse_args(argv)
     logs.setup(args.verbose)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from snoreloc.steps import machineconfig
+from snoreloc.factory import machineconfig
 
 HELP = "print the factory MachineConfig (internal IP dispatcher, kubelet/CRI-O drop-ins, the snoreloc unit)"
 

@@ -35,7 +35,8 @@ def _confirm(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from snoreloc.adapters import clock, command, fs, kube  # noqa: PLC0415 (heavy: the kubernetes client)
-    from snoreloc.steps import kubelet, seal  # noqa: PLC0415
+    from snoreloc.factory import seal  # noqa: PLC0415
+    from snoreloc.host import kubelet  # noqa: PLC0415
 
     _confirm(args)
     node = seal.Node(

@@ -18,8 +18,10 @@ from snoreloc import errors
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import paths, pipeline, report, runner
-from snoreloc.siteconfig import loader, model
-from snoreloc.steps import base, context, discovery, host, kubelet
+from snoreloc.host import kubelet
+from snoreloc.host.services import HostServices
+from snoreloc.siteconfig import discovery, loader, model
+from snoreloc.steps import api_wait, base, context, kubelet_start, site_network
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +44,7 @@ class NodeRequest:
 class Services:
     """What the node flow acts through: real adapters on a node, fakes in tests and the demo."""
 
-    host: host.Host
+    host: HostServices
     devices: blockdev.BlockDevices
     banner: console.Banner
     client_factory: ClientFactory
@@ -88,9 +90,14 @@ def find_site_config(req: NodeRequest, svc: Services, say: Reporter) -> model.Si
     return loader.load(str(found.path))
 
 
+def node_steps(host: HostServices) -> list[base.Step]:
+    """The host steps, in the order they run before the cluster steps."""
+    return [site_network.SiteNetwork(host), kubelet_start.StartKubelet(host), api_wait.WaitForApi()]
+
+
 def relocate(req: NodeRequest, svc: Services) -> runner.Result:
     """Run the whole relocation; on success kubelet is enabled again and the seal marker is removed."""
-    steps = host.node_steps(svc.host) + pipeline.cluster_steps()
+    steps = node_steps(svc.host) + pipeline.cluster_steps()
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
@@ -151,7 +158,7 @@ def host_services(root: str, client_factory: ClientFactory, clock: clock_mod.Clo
     """The real adapters of a node (the agent in its container enters the host's namespaces for commands)."""
     runner_ = command.SubprocessRunner(enter_host=command.in_container())
     host_fs = fs.HostFS(root)
-    node_host = host.Host(
+    node_host = HostServices(
         fs=host_fs,
         nmstate=_LazyNmstate(runner_, host_fs),
         prober=probe.NetworkProber(runner_),

@@ -1,0 +1,39 @@
+"""The simulated OpenShift operators: each reacts to store changes with a realistic, speed-scaled rollout.
+
+`start(cluster)` wires them all to a cluster whose seed is loaded (see `seeds.load`). One module per operator:
+`routes` (host generation and router status), `openshift_apiserver` (routing subdomain), `kube_apiserver`
+(revisions, outages, served API certificates), `ingress` (router default certificate), `component_routes`
+(console and authentication), `machine_config` (pool updates, reboots), `kubelet` (CSRs and their signer).
+"""
+
+from __future__ import annotations
+
+from snoreloc_sim import model
+from snoreloc_sim.controllers import (
+    base,
+    component_routes,
+    ingress,
+    kube_apiserver,
+    kubelet,
+    machine_config,
+    openshift_apiserver,
+    routes,
+)
+
+
+def start(cluster: model.Cluster) -> None:
+    """Subscribe every operator to the cluster's store (call once, after the seed is loaded)."""
+    routing = routes.Routing(routes.effective_domain(base.find(cluster, base.INGRESSES, "cluster")))
+    route_controller = routes.RouteController(cluster, routing)
+    route_controller.install()
+    operators: tuple[base.Operator, ...] = (
+        route_controller,
+        openshift_apiserver.OpenShiftAPIServerOperator(cluster, routing),
+        kube_apiserver.KubeAPIServerOperator(cluster),
+        ingress.IngressOperator(cluster),
+        component_routes.ConsoleOperator(cluster),
+        component_routes.AuthenticationOperator(cluster),
+        machine_config.MachineConfigOperator(cluster),
+        kubelet.CSRSigner(cluster),
+    )
+    cluster.store.subscribe(base.fan_out(operators))

@@ -1,0 +1,144 @@
+"""kube-apiserver operator: a new revision per APIServer change, with the API outage SNO pays for each one.
+
+On a single node there is one kube-apiserver, so each revision means minutes of rollout and about a minute with
+no API at all: that cost is why the agent batches APIServer changes. The named certificates are served (by SNI)
+only once the new revision is up. A referenced secret that is missing or not a key pair makes the new revision
+crash-loop ("failed to load SNI cert and key"); the single-node startup monitor falls back to the last good
+revision, so the API comes back with the old certificates and the operator stays Degraded until someone fixes
+the secret or the APIServer.
+
+Timeline of a revision (cluster seconds): 0 installer starts (Progressing=True), 90 five seconds of 503, 95 the
+old server stops (connections refused for 60 s), 155 the new server answers (new certificates served, a few
+seconds of 503 while it warms up), 240 the installer reports done (Progressing=False).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from snoreloc_sim import certs, model
+from snoreloc_sim.controllers import base, conditions
+
+Obj = model.Obj
+
+OPERATOR = "kube-apiserver"
+CONFIG_NAMESPACE = "openshift-config"
+LB_SECRET = ("openshift-kube-apiserver", "external-loadbalancer-serving-certkey")
+FIRST_REVISION = 12
+
+INSTALLER_SECONDS = 90.0
+WARN_SECONDS = 5.0
+DOWN_SECONDS = 60.0
+SETTLE_SECONDS = 85.0  # from the new server answering to the installer reporting done
+
+
+def named_certificates(apiserver: Obj | None) -> list[Obj]:
+    spec = (apiserver or {}).get("spec") or {}
+    return list((spec.get("servingCerts") or {}).get("namedCertificates") or [])
+
+
+def referenced_secrets(apiserver: Obj | None) -> set[str]:
+    return {str((n.get("servingCertificate") or {}).get("name", "")) for n in named_certificates(apiserver)}
+
+
+class KubeAPIServerOperator:
+    def __init__(self, cluster: model.Cluster) -> None:
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self._revision = FIRST_REVISION  # the revision the node runs
+        self._latest = FIRST_REVISION  # the newest revision created (a failed one stays counted)
+        self._served: set[str] = set()
+        self._serial = base.Serial(cluster, OPERATOR, self._plan)
+
+    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
+        if rtype.key == base.APISERVERS and new is not None and new["metadata"]["name"] == "cluster":
+            generation = new["metadata"].get("generation")
+            if old is None or generation != old["metadata"].get("generation"):
+                self._serial.request(f"apiservers.config.openshift.io/cluster generation {generation}")
+        elif rtype.key == base.SECRETS:
+            self._secret_changed(old, new)
+
+    def _secret_changed(self, old: Obj | None, new: Obj | None) -> None:
+        meta = (new or old or {}).get("metadata") or {}
+        if meta.get("namespace") != CONFIG_NAMESPACE:
+            return
+        if (old or {}).get("data") == (new or {}).get("data"):
+            return
+        apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
+        if meta.get("name") in referenced_secrets(apiserver):
+            self._serial.request(f"secret {CONFIG_NAMESPACE}/{meta.get('name')} changed")
+
+    def _plan(self, trigger: str) -> list[base.Step]:
+        with self._lock:
+            self._latest += 1
+            current, target = self._revision, self._latest
+        apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
+        try:
+            table = self._serving_table(apiserver)
+        except base.BadSecret as exc:
+            return self._failing_plan(current, target, str(exc), apiserver)
+        message = (
+            f"NodeInstallerProgressing: 1 node is at revision {current}; 0 nodes have achieved new revision {target}"
+        )
+        return [
+            (0.0, lambda: self._report(conditions.progressing("NodeInstaller", message))),
+            (INSTALLER_SECONDS, self._stop_old_server),
+            (WARN_SECONDS + DOWN_SECONDS, lambda: self._new_server_up(table)),
+            (SETTLE_SECONDS, lambda: self._done(target)),
+        ]
+
+    def _serving_table(self, apiserver: Obj | None) -> dict[str, model.ServedCert]:
+        """SNI name -> certificate for a revision: the load-balancer cert, overridden by named certificates."""
+        lb = self._lb_cert()
+        table = {name.lower(): lb for name in certs.first_cert_names(lb.cert_pem)} if lb else {}
+        for named in named_certificates(apiserver):
+            secret = str((named.get("servingCertificate") or {}).get("name", ""))
+            cert = base.load_tls(self._cluster, CONFIG_NAMESPACE, secret)
+            names = named.get("names") or certs.first_cert_names(cert.cert_pem)
+            table.update(dict.fromkeys((str(n).lower() for n in names), cert))
+        return table
+
+    def _lb_cert(self) -> model.ServedCert | None:
+        try:
+            return base.load_tls(self._cluster, LB_SECRET[0], LB_SECRET[1])
+        except base.BadSecret:
+            return None
+
+    def _report(self, updates: list[conditions.Condition]) -> None:
+        conditions.set_operator(self._cluster, OPERATOR, updates)
+
+    def _stop_old_server(self) -> None:
+        wall = self._cluster.timeline.scaled
+        self._cluster.availability.outage(wall(WARN_SECONDS), "503")
+        self._cluster.availability.outage(wall(DOWN_SECONDS), "refuse", start_in=wall(WARN_SECONDS))
+
+    def _new_server_up(self, table: dict[str, model.ServedCert]) -> None:
+        self._cluster.availability.outage(self._cluster.timeline.scaled(WARN_SECONDS), "503")
+        with self._lock:
+            stale, self._served = self._served - set(table), set(table)
+        for name in stale:
+            self._cluster.serving.remove("api", name)
+        for name, cert in table.items():
+            self._cluster.serving.set("api", name, cert)
+
+    def _done(self, target: int) -> None:
+        with self._lock:
+            self._revision = target
+        message = f"NodeInstallerProgressing: 1 node is at revision {target}"
+        self._report([*conditions.settled(message)])
+
+    def _failing_plan(self, current: int, target: int, problem: str, apiserver: Obj | None) -> list[base.Step]:
+        names = sorted(n for named in named_certificates(apiserver) for n in named.get("names") or [])
+        progress = (
+            f"NodeInstallerProgressing: 1 node is at revision {current}; 0 nodes have achieved new revision {target}"
+        )
+        crash = (
+            f'StaticPodsDegraded: pod/kube-apiserver container "kube-apiserver" is waiting: CrashLoopBackOff: '
+            f"revision {target}: failed to load SNI cert and key for {names}: {problem}; "
+            f"the startup monitor fell back to revision {current}"
+        )
+        return [
+            (0.0, lambda: self._report(conditions.progressing("NodeInstaller", progress))),
+            (INSTALLER_SECONDS, self._stop_old_server),
+            (WARN_SECONDS + DOWN_SECONDS, lambda: self._report(conditions.degraded("StaticPods_Error", crash))),
+        ]

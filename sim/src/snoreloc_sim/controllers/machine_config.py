@@ -1,0 +1,159 @@
+"""Machine-config operator: node-level configuration changes become one MachineConfigPool `master` update.
+
+Inputs: the pull secret (`openshift-config/pull-secret`), image mirroring objects (ICSP, IDMS, ITMS: create,
+update or delete), Image `cluster` spec, the `openshift-config` ConfigMap that `additionalTrustedCA` names, and
+MachineConfigs. An update takes ~120 s on SNO; it needs a reboot (API refused for ~240 s in the middle) only
+when a MachineConfig changed. Pull secret, mirrors and registry CA are applied live, as MCO does from 4.13 for
+IDMS/ITMS and the pull secret; ICSP on 4.14 is treated the same (no reboot): the simulator chooses the
+drain-free path for every registries.conf change, so a relocation never pays a reboot for mirrors.
+
+Coalescing rule: the first change opens a 5 s (cluster time) window; every change inside it joins the same
+update. A change during an update queues exactly one follow-up update, which starts when the current one ends
+and carries every change that arrived meanwhile. So two changes 1 s apart give one update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import threading
+
+from snoreloc_sim import model
+from snoreloc_sim.controllers import base, conditions
+
+Obj = model.Obj
+
+OPERATOR = "machine-config"
+POOL = "master"
+CONFIG_NAMESPACE = "openshift-config"
+PULL_SECRET = "pull-secret"  # noqa: S105 (a secret's name)
+DEBOUNCE_SECONDS = 5.0
+UPDATE_SECONDS = 120.0
+DRAIN_SECONDS = 30.0
+REBOOT_SECONDS = 240.0
+AFTER_REBOOT_SECONDS = 30.0
+MIRROR_KEYS = frozenset({base.ICSPS, base.IDMS, base.ITMS})
+ANNOTATION = "machineconfiguration.openshift.io/"
+
+
+def rendered_name(serial: int) -> str:
+    return "rendered-master-" + hashlib.sha256(f"sim-{serial}".encode()).hexdigest()[:32]
+
+
+def pool_counts(updated: bool) -> Obj:
+    one, done = 1, int(updated)
+    return {
+        "machineCount": one,
+        "updatedMachineCount": done,
+        "readyMachineCount": done,
+        "unavailableMachineCount": one - done,
+        "degradedMachineCount": 0,
+    }
+
+
+def pool_conditions(existing: list[Obj], updated: bool, target: str, now: str) -> list[Obj]:
+    if updated:
+        message = f"All nodes are updated with MachineConfig {target}"
+        updates = [conditions.Condition("Updated", "True", "", message), conditions.Condition("Updating", "False")]
+    else:
+        message = f"All nodes are updating to MachineConfig {target}"
+        updates = [conditions.Condition("Updated", "False"), conditions.Condition("Updating", "True", "", message)]
+    return conditions.merge(existing, updates, now)
+
+
+class MachineConfigOperator:
+    def __init__(self, cluster: model.Cluster) -> None:
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self._reboot = False
+        self._renders = itertools.count(2)
+        self._serial = base.Serial(cluster, OPERATOR, self._plan, debounce=DEBOUNCE_SECONDS)
+
+    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
+        trigger = self._trigger(rtype.key, old, new)
+        if trigger is None:
+            return
+        if rtype.key == base.MACHINECONFIGS:
+            with self._lock:
+                self._reboot = True
+        self._serial.request(trigger)
+
+    def _trigger(self, key: str, old: Obj | None, new: Obj | None) -> str | None:
+        """What changed, if it is an MCO input (None otherwise)."""
+        obj = new or old or {}
+        meta = obj.get("metadata") or {}
+        if key in MIRROR_KEYS or key == base.MACHINECONFIGS:
+            if old is None or new is None or _spec(old) != _spec(new):
+                return f"{key}/{meta.get('name')}"
+        elif key == base.IMAGES and meta.get("name") == "cluster" and _spec(old) != _spec(new):
+            return "images.config.openshift.io/cluster"
+        elif key in (base.SECRETS, base.CONFIGMAPS) and meta.get("namespace") == CONFIG_NAMESPACE:
+            return self._config_trigger(key, meta.get("name"), old, new)
+        return None
+
+    def _config_trigger(self, key: str, name: object, old: Obj | None, new: Obj | None) -> str | None:
+        if _payload(old) == _payload(new):
+            return None
+        if key == base.SECRETS and name == PULL_SECRET:
+            return f"secret {CONFIG_NAMESPACE}/{PULL_SECRET}"
+        image = base.find(self._cluster, base.IMAGES, "cluster")
+        trusted = (((image or {}).get("spec") or {}).get("additionalTrustedCA") or {}).get("name")
+        if key == base.CONFIGMAPS and trusted and name == trusted:
+            return f"configmap {CONFIG_NAMESPACE}/{name}"
+        return None
+
+    def _plan(self, trigger: str) -> list[base.Step]:
+        with self._lock:
+            reboot, self._reboot = self._reboot, False
+        target = rendered_name(next(self._renders))
+        begin = (0.0, lambda: self._begin(target, trigger))
+        if not reboot:
+            return [begin, (UPDATE_SECONDS, lambda: self._finish(target))]
+        return [
+            begin,
+            (DRAIN_SECONDS, self._reboot_node),
+            (REBOOT_SECONDS + AFTER_REBOOT_SECONDS, lambda: self._finish(target)),
+        ]
+
+    def _begin(self, target: str, trigger: str) -> None:
+        self._write_pool(updated=False, target=target)
+        self._annotate_node({"desiredConfig": target, "state": "Working"})
+        message = f"Working towards {target} (pool {POOL} updating for {trigger})"
+        conditions.set_operator(self._cluster, OPERATOR, conditions.progressing("PoolUpdating", message))
+
+    def _reboot_node(self) -> None:
+        self._cluster.availability.outage(self._cluster.timeline.scaled(REBOOT_SECONDS), "refuse")
+
+    def _finish(self, target: str) -> None:
+        self._write_pool(updated=True, target=target)
+        self._annotate_node({"currentConfig": target, "desiredConfig": target, "state": "Done"})
+        conditions.set_operator(self._cluster, OPERATOR, conditions.settled())
+
+    def _write_pool(self, *, updated: bool, target: str) -> None:
+        pool = base.find(self._cluster, base.MACHINECONFIGPOOLS, POOL)
+        if pool is None:
+            return
+        status = pool.setdefault("status", {})
+        status.update(pool_counts(updated))
+        status["conditions"] = pool_conditions(status.get("conditions") or [], updated, target, base.timestamp())
+        status["observedGeneration"] = pool["metadata"].get("generation", 1)
+        if updated:
+            status["configuration"] = {"name": target}
+        base.write_status(self._cluster, base.MACHINECONFIGPOOLS, pool)
+
+    def _annotate_node(self, values: dict[str, str]) -> None:
+        nodes = base.rtype(self._cluster, base.NODES)
+        for node in self._cluster.store.list(nodes):
+            annotations = node["metadata"].setdefault("annotations", {})
+            annotations.update({ANNOTATION + k: v for k, v in values.items()})
+            self._cluster.store.update(nodes, node, check_rv=False)
+
+
+def _payload(obj: Obj | None) -> object:
+    if obj is None:
+        return None
+    return (obj.get("data"), obj.get("binaryData"))
+
+
+def _spec(obj: Obj | None) -> object:
+    return (obj or {}).get("spec")

@@ -1,0 +1,26 @@
+"""`snoreloc demo`: a whole relocation end to end on this machine, in under a minute, changing nothing here.
+
+This package sits outside the product layers: it is the only code that imports both the agent and the simulator.
+The command module stays light (the kubernetes client and the simulator load only when the demo runs), so that
+`snoreloc --version` and `snoreloc validate` start fast; the work is in `snoreloc_sim.demo.flow`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--speed", type=float, default=20.0, help="how much faster than a real SNO (default 20)")
+    parser.add_argument("--seed", choices=("4.12", "4.14", "4.16"), default="4.16", help="factory cluster version")
+    parser.add_argument("--routes", type=int, default=8, help="extra user routes on the cluster (default 8)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the demo's host root and state in DIR")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    from snoreloc_sim.demo import flow  # noqa: PLC0415 (lazy: the simulator and the kubernetes client are heavy)
+
+    return flow.run(args)

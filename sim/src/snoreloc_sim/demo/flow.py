@@ -1,0 +1,175 @@
+"""The demo's flow: a whole relocation, end to end, on this machine, in under a minute, changing nothing here.
+
+It starts the OpenShift simulator with the 4.16 factory seed (durations are real SNO figures sped up), writes a
+site-config for an imaginary site into a temporary host root, and runs the same node flow as the systemd unit:
+discovery, validation, network, kubelet, API wait and every cluster step. The host side acts on fakes (an
+in-memory NetworkManager, a scripted systemctl) and says so; the cluster side talks HTTPS to the simulator
+through the official kubernetes client, exactly as it would to a node's kube-apiserver.
+
+This module sits outside the product layers: it is the only code that imports both the agent and the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
+from snoreloc.engine import node, paths, runner
+from snoreloc.host.services import HostServices
+from snoreloc.pki import certs as pki
+from snoreloc.steps import context
+from snoreloc_sim import simulator
+
+SITE_DOMAIN = "store042.edge.example.net"
+FACTORY_NETWORK: dict[str, Any] = {
+    "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}],
+}
+
+
+class MemoryNetwork:
+    """NetworkManager as nmstate sees it, in memory: apply keeps a checkpoint until commit or rollback."""
+
+    def __init__(self, current: dict[str, Any]) -> None:
+        self.current = copy.deepcopy(current)
+        self._saved: dict[str, Any] | None = None
+
+    def show(self) -> dict[str, Any]:
+        return copy.deepcopy(self.current)
+
+    def apply(self, desired: dict[str, Any], *, commit: bool, rollback_timeout: int) -> nmstate.Checkpoint | None:
+        self._saved = copy.deepcopy(self.current)
+        by_name = {i["name"]: i for i in self.current.get("interfaces", [])}
+        by_name.update({i["name"]: copy.deepcopy(i) for i in desired.get("interfaces", [])})
+        self.current = {**self.current, **copy.deepcopy(desired), "interfaces": list(by_name.values())}
+        return None if commit else nmstate.Checkpoint(f"/org/freedesktop/NetworkManager/Checkpoint/{rollback_timeout}")
+
+    def commit(self, checkpoint: nmstate.Checkpoint) -> None:
+        self._saved = None
+
+    def rollback(self, checkpoint: nmstate.Checkpoint) -> None:
+        if self._saved is not None:
+            self.current, self._saved = self._saved, None
+
+
+def fake_systemctl() -> command.FakeRunner:
+    """systemctl and agetty as a freshly sealed node answers them: kubelet disabled until we start it."""
+    runner_ = command.FakeRunner()
+    state = {"kubelet": False}
+
+    def start(argv: Any, _input: Any) -> command.Result:
+        state["kubelet"] = True
+        return command.Result(0)
+
+    def is_active(argv: Any, _input: Any) -> command.Result:
+        return command.Result(0 if state["kubelet"] else 3)
+
+    runner_.on(["systemctl", "start"], start)
+    runner_.on(["systemctl", "is-active"], is_active)
+    runner_.on(["systemctl", "enable"], command.Result(0))
+    runner_.on(["agetty", "--reload"], command.Result(0))
+    return runner_
+
+
+def _site_config(sim: simulator.Simulator) -> dict[str, Any]:
+    return {
+        "apiVersion": "snoreloc.io/v1alpha1",
+        "kind": "SiteConfig",
+        "metadata": {"name": "store-042"},
+        "spec": {
+            "domain": SITE_DOMAIN,
+            "network": {
+                "interfaces": [
+                    {
+                        "name": "eno1.120",
+                        "type": "vlan",
+                        "state": "up",
+                        "vlan": {"base-iface": "eno1", "id": 120},
+                        "ipv4": {
+                            "enabled": True,
+                            "dhcp": False,
+                            "address": [{"ip": "10.42.0.10", "prefix-length": 24}],
+                        },
+                    }
+                ],
+                "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "10.42.0.1"}]},
+                "dns-resolver": {"config": {"server": ["10.42.0.53"]}},
+            },
+            "pullSecret": {"file": "pull-secret.json", "mode": "merge"},
+            "imageDigestMirrors": [
+                {
+                    "source": "quay.io/openshift-release-dev/ocp-release",
+                    "mirrors": ["registry.store042.example.net:5000/ocp4/release"],
+                }
+            ],
+            "registryCA": [
+                {"registry": "registry.store042.example.net:5000", "certificate": {"file": "registry-ca.crt"}}
+            ],
+        },
+    }
+
+
+def write_site(root: fs.HostFS, sim: simulator.Simulator) -> Path:
+    """The site-config and its files where a technician's node would have them: /etc/snoreloc/."""
+    auth = {"auths": {"registry.store042.example.net:5000": {"auth": "ZGVtby11c2VyOmRlbW8tcGFzc3dvcmQ=", "email": ""}}}
+    ca_pem, _key = pki.issue_ca("store042 registry CA", now=datetime.datetime.now(datetime.UTC))
+    root.mkdir("/etc/snoreloc", 0o700)
+    root.write_text("/etc/snoreloc/pull-secret.json", json.dumps(auth), mode=0o600)
+    root.write_bytes("/etc/snoreloc/registry-ca.crt", ca_pem, mode=0o644)
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(_site_config(sim), sort_keys=False), mode=0o600)
+    return root.path("/etc/snoreloc/site-config.yaml")
+
+
+def services(root: fs.HostFS, sim: simulator.Simulator, clk: clock.Clock) -> node.Services:
+    runner_ = fake_systemctl()
+    node_host = HostServices(
+        fs=root, nmstate=MemoryNetwork(FACTORY_NETWORK), prober=probe.FakeProber(), units=systemd.Systemd(runner_)
+    )
+    return node.Services(
+        host=node_host,
+        devices=blockdev.BlockDevices(runner_, root),
+        banner=console.Banner(root, runner_),
+        client_factory=lambda: kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clk),
+        clock=clk,
+        echo=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+    )
+
+
+def _relocate(args: argparse.Namespace, workdir: Path) -> int:
+    say = sys.stderr.write
+    say(f"snoreloc demo: starting the simulated factory SNO ({args.seed}, {args.speed:g}x real time) ...\n")
+    with simulator.Simulator(args.seed, args.speed, routes=args.routes, workdir=workdir / "sim") as sim:
+        say(f"  cluster up in {sim.startup_seconds:.2f}s: {sim.api_url}\n")
+        say("  host steps act on fakes (in-memory NetworkManager, scripted systemctl): nothing here changes\n")
+        root = fs.HostFS(workdir / "root")
+        write_site(root, sim)
+        clk = clock.ScaledClock(args.speed)
+        req = node.NodeRequest(
+            paths=paths.Paths.under(root.path("/")),
+            options=runner.Options(),
+            settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+        )
+        started = time.monotonic()
+        node.relocate(req, services(root, sim, clk))
+        say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
+        report_text = req.paths.report.read_text(encoding="utf-8")
+        sys.stdout.write(report_text if args.output == "json" else node.summary(req))
+        say(f"\nconsole banner ({root.path(console.ISSUE_FILE)}):\n{root.read_text(console.ISSUE_FILE)}\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.keep:
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+        return _relocate(args, Path(args.keep))
+    with tempfile.TemporaryDirectory(prefix="snoreloc-demo-") as workdir:
+        return _relocate(args, Path(workdir))
