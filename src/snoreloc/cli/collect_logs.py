@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 
 from snoreloc import redact
+from snoreloc.cli import common
 
 HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
-STATE_DIR = "var/lib/snoreloc"
 JOURNAL_UNITS: tuple[tuple[str, int], ...] = (("snoreloc", 5000), ("kubelet", 2000))
 JOURNAL_TIMEOUT = 60.0
 _SECRET_NAMES = frozenset({"key", "pullsecret", "auth", "auths", "dockerconfigjson", "data", "stringdata"})
@@ -34,15 +34,14 @@ _SECRET_PARTS = ("password", "secret", "token", "psk", "privatekey")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", default="/", help="host root (default /; /host in the container)")
-    parser.add_argument("--state-dir", help="state directory (default: <root>/var/lib/snoreloc)")
+    common.add_state(parser)
     parser.add_argument("--output", help="tarball to write (default: ./snoreloc-logs-<host>-<time>.tar.gz)")
 
 
 def run(args: argparse.Namespace) -> int:
     from snoreloc.adapters import command  # noqa: PLC0415 (kept off the import path of other commands)
 
-    state = pathlib.Path(args.state_dir or pathlib.Path(args.root, STATE_DIR))
+    state = common.make_paths(args).state_dir
     output = pathlib.Path(
         args.output or f"snoreloc-logs-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz"
     )
