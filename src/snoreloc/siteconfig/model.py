@@ -1,8 +1,9 @@
 """The site-config as the rest of snoreloc sees it: frozen, typed, already validated.
 
 The loader turns a YAML document into these values only after the schema and every semantic check have passed,
-so steps never re-check input. Secret material (keys, pull secrets) is held as bytes and never appears in
-`repr`, so an accidental log line shows a placeholder instead.
+so steps never re-check or re-parse input: the pull secret arrives parsed, CA bundles cleaned, certificate pairs
+checked for the names in `served_names`. Secret material (keys, the pull secret) is kept out of `repr`, so an
+accidental log line shows a placeholder instead, and out of step fingerprints, which hash such fields whole.
 """
 
 from __future__ import annotations
