@@ -162,7 +162,7 @@ def test_rerun_with_the_same_config_makes_no_writes(relocation: Relocation) -> N
 def test_changed_pull_secret_reruns_only_cluster_config(relocation: Relocation) -> None:
     relocation.run()
     other = json.dumps({"auths": {"other.example.net": {"auth": base64.b64encode(b"o:p-9876").decode()}}}).encode()
-    changed = site_config(pull_secret=model.PullSecret(other))
+    changed = site_config(pull_secret=model.PullSecret(json.loads(other)))
     writes = relocation.client.writes
     result = relocation.run(changed)
     assert result.actions["cluster-config"] == "ran"
@@ -177,7 +177,7 @@ def test_changed_pull_secret_reruns_only_cluster_config(relocation: Relocation) 
 def test_merge_mode_keeps_the_factory_registries(relocation: Relocation) -> None:
     secret = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
     factory = json.loads(base64.b64decode(relocation.get(secret)["data"][".dockerconfigjson"]))["auths"]
-    relocation.run(site_config(pull_secret=model.PullSecret(PULL_SECRET, model.PullSecretMode.MERGE)))
+    relocation.run(site_config(pull_secret=model.PullSecret(json.loads(PULL_SECRET), model.PullSecretMode.MERGE)))
     merged = json.loads(base64.b64decode(relocation.get(secret)["data"][".dockerconfigjson"]))["auths"]
     assert merged == {**factory, **json.loads(PULL_SECRET)["auths"]}
 

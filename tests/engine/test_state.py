@@ -80,9 +80,9 @@ def test_restored_puts_back_spec_data_and_labels_not_status() -> None:
 
 
 def test_fingerprint_is_stable_and_hides_bytes() -> None:
-    one = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{}}'))
-    two = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{}}'))
-    other = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{"x":{}}}'))
+    one = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {}}))
+    two = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {}}))
+    other = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {"x": {}}}))
     assert fingerprint.of(one) == fingerprint.of(two) != fingerprint.of(other)
     assert "auths" not in fingerprint.canonical(one)
 

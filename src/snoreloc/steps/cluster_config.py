@@ -17,7 +17,7 @@ from typing import Any
 
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import model, schema
 from snoreloc.steps import base, context
 
 PULL_SECRET = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
@@ -31,33 +31,23 @@ _MCO = (base.MCP_MASTER,)
 # --- pull secret ----------------------------------------------------------------------------------------------------
 
 
-def _parse_auths(raw: bytes, where: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise errors.ConfigError(f"{where} is not valid JSON") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("auths"), dict):
-        raise errors.ConfigError(f"{where} has no 'auths' object")
-    for entry in doc["auths"].values():
-        for key in ("auth", "password", "identitytoken"):
-            if isinstance(entry, dict) and entry.get(key):
-                redact.register_secret(str(entry[key]))
-    return doc
-
-
 def _current_pull_secret(secret: kube.Obj) -> dict[str, Any]:
+    """The cluster's pull secret, its credentials registered as secrets; a broken one reads as empty (and is
+    replaced, after a backup, like any other)."""
     encoded = (secret.get("data") or {}).get(".dockerconfigjson", "")
     try:
-        return _parse_auths(base64.b64decode(encoded), "the cluster's pull secret")
-    except errors.ConfigError:
-        return {"auths": {}}  # a broken cluster pull secret is replaced (and backed up) like any other
+        doc = json.loads(base64.b64decode(encoded))
+    except ValueError:
+        return {"auths": {}}
+    redact.register_fields(doc, schema.AUTH_SECRET_FIELDS)
+    return doc if isinstance(doc, dict) and isinstance(doc.get("auths"), dict) else {"auths": {}}
 
 
 def desired_pull_secret(site: model.PullSecret, current: dict[str, Any]) -> dict[str, Any]:
-    wanted = _parse_auths(site.dockerconfigjson, "the site-config's pull secret")
+    """The site's document (already checked by the loader), or the cluster's with the site's registries merged in."""
     if site.mode is model.PullSecretMode.REPLACE:
-        return wanted
-    return {**current, "auths": {**current.get("auths", {}), **wanted["auths"]}}
+        return dict(site.document)
+    return {**current, "auths": {**current.get("auths", {}), **site.auths}}
 
 
 def pull_secret_change(ctx: context.Context) -> base.Change | None:

@@ -60,7 +60,7 @@ def wanted_component_routes(ctx: context.Context) -> list[dict[str, Any]]:
 
 
 def _apiserver(ctx: context.Context) -> base.Change | None:
-    names = [ctx.site.api_host]
+    names = list(ctx.site.names_for("api").required)  # the names the API serves by SNI with our certificate
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         serving = obj.setdefault("spec", {}).setdefault("servingCerts", {})
@@ -104,8 +104,8 @@ def _ingresscontroller(ctx: context.Context) -> base.Change | None:
 
 def check_secrets(ctx: context.Context) -> None:
     """Refuse to reference a secret that is missing or does not hold a usable pair for its names."""
-    api_names = (ctx.site.api_host,)
-    ingress_names = (f"*.{ctx.site.apps_domain}",)
+    api_names = ctx.site.names_for("api").required
+    ingress_names = ctx.site.names_for("ingress").required
     for ref, names in (
         (API_SECRET, api_names),
         (INGRESS_SECRET_CONFIG, ingress_names),
