@@ -106,12 +106,15 @@ class Journal:
         text = redact.redact(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
         write_atomic(self.path, text + "\n")
 
-    def begin_run(self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str) -> None:
+    def begin_run(
+        self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str, site_path: str | None = None
+    ) -> None:
+        """`site_path` is the file the site-config was loaded from (`collect-logs` includes it, redacted)."""
         with self._lock:
             self.doc.update(
                 version=FORMAT_VERSION,
                 state=RunState.RUNNING.value,
-                site_config={"name": site_name, "fingerprint": site_fingerprint},
+                site_config={"name": site_name, "fingerprint": site_fingerprint, "path": site_path},
                 order=order,
                 run={"pid": os.getpid(), "started": _iso(self._clock.now()), "finished": None, "mode": mode},
                 error=None,
