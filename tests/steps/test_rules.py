@@ -30,7 +30,20 @@ def test_component_routes_merge_by_namespace_and_name() -> None:
     other = {"namespace": "openshift-console", "name": "console-extra", "hostname": "x.example.org"}
     old = {"namespace": "openshift-console", "name": "console", "hostname": "c.old.example.org"}
     new = {"namespace": "openshift-console", "name": "console", "hostname": "c.new.example.org"}
-    assert domain.merged_component_routes([other, old], [new]) == [other, new]
+    assert domain.merged_component_routes([other, old], [new], "old.example.org") == [other, new]
+
+
+def test_a_component_route_on_the_users_own_domain_is_kept_and_ours_is_replaced() -> None:
+    theirs = {"namespace": "openshift-console", "name": "downloads", "hostname": "downloads.mycorp.example.com",
+              "servingCertKeyPairSecret": {"name": "mycorp-downloads"}}  # fmt: skip
+    ours = {"namespace": "openshift-authentication", "name": "oauth-openshift", "hostname": "o.elsewhere.example",
+            "servingCertKeyPairSecret": {"name": "snoreloc-ingress-cert"}}  # fmt: skip
+    wanted = [
+        {"namespace": "openshift-console", "name": "downloads", "hostname": "d.new.example.org"},
+        {"namespace": "openshift-authentication", "name": "oauth-openshift", "hostname": "o.new.example.org"},
+    ]
+    assert domain.merged_component_routes([theirs, ours], wanted, "old.example.org") == [theirs, wanted[1]]
+    assert domain.users_component_routes([theirs, ours], "old.example.org") == [theirs]
 
 
 @pytest.mark.parametrize(

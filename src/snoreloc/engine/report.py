@@ -21,6 +21,7 @@ def build(site: model.SiteConfig, doc: dict[str, Any], extra_warnings: list[str]
     changed = [item for name in order for item in steps.get(name, {}).get("changed") or []]
     warnings = [w for name in order for w in steps.get(name, {}).get("warnings") or []] + list(extra_warnings or [])
     routes = steps.get("routes", {}).get("details", {}).get("routes", [])
+    kept = [item for name in order for item in (steps.get(name, {}).get("details") or {}).get("kept") or []]
     timings = [
         {
             "step": name,
@@ -43,6 +44,7 @@ def build(site: model.SiteConfig, doc: dict[str, Any], extra_warnings: list[str]
         },
         "changed": changed,
         "routes": routes,
+        "kept": kept,  # users' own settings we left as they were, and why
         "steps": timings,
         "warnings": sorted(set(warnings), key=warnings.index),
         "error": doc.get("error"),
@@ -67,5 +69,6 @@ def render(rep: dict[str, Any]) -> str:
     if rep["routes"]:
         lines.append(f"routes ({len(rep['routes'])}):")
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
+    lines += [f"kept: {k}" for k in rep.get("kept") or []]
     lines += [f"warning: {w}" for w in rep["warnings"]]
     return redact.redact("\n".join(lines) + "\n")

@@ -1,0 +1,128 @@
+"""Users' own objects on a cluster that is not pristine: kept, reported, and put back exactly by rollback.
+
+Each scenario sets up what a factory or a user might have left (a componentRoute on their own domain, a router
+certificate that already serves the site), relocates, checks what was kept and what the report says, then rolls
+back and compares every watched object, route annotations included, with the state before the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from snoreloc.adapters import kube
+from snoreloc.engine import pipeline
+from snoreloc_sim import certs as sim_certs
+
+from .conftest import (
+    NEW_DOMAIN,
+    WATCHED,
+    Relocation,
+    contains,
+    progressing,
+    tls_secret,
+    wait_rollout,
+)
+
+APPS = f"apps.{NEW_DOMAIN}"
+INGRESS = kube.Ref(kube.INGRESSES, "cluster")
+CONTROLLER = kube.Ref(kube.INGRESSCONTROLLERS, "default", "openshift-ingress-operator")
+MYCORP_HOST = "downloads.mycorp.example.com"
+
+
+def snapshot(r: Relocation) -> dict[str, Any]:
+    """Every watched object, and each user route's spec, labels and annotations (rollback restores them all)."""
+    found: dict[str, Any] = {}
+    for ref in WATCHED:
+        obj = r.get(ref)
+        meta = obj.get("metadata", {})
+        found[str(ref)] = {
+            "spec": obj.get("spec"),
+            "data": obj.get("data"),
+            "labels": meta.get("labels"),
+            "annotations": meta.get("annotations"),
+        }
+    for route in r.client.list(kube.ROUTES):
+        meta = route["metadata"]
+        if not meta["namespace"].startswith("openshift-"):  # operators put their own routes' hosts back
+            found[f"route {meta['namespace']}/{meta['name']}"] = {
+                "spec": route["spec"],
+                "labels": meta.get("labels"),
+                "annotations": meta.get("annotations"),
+            }
+    return found
+
+
+def roll_back_and_compare(r: Relocation, before: dict[str, Any]) -> None:
+    pipeline.rollback(r.paths, r.client, r.clock)
+    after = snapshot(r)
+    assert after.keys() == before.keys()
+    for name, original in before.items():
+        assert contains(after[name], original), name
+        assert after[name]["annotations"] == original["annotations"], name
+
+
+def add_secret(r: Relocation, name: str, namespace: str, names: list[str]) -> None:
+    pair = sim_certs.issue(sim_certs.make_ca(f"{name}-ca"), names)
+    ref = kube.Ref(kube.SECRETS, name, namespace)
+    r.client.create(kube.SECRETS, tls_secret(ref, pair.cert_pem, pair.key_pem))
+    r.undo.append(lambda: r.client.delete(ref))
+
+
+def patch_and_wait(r: Relocation, ref: kube.Ref, body: dict[str, Any], operator: str, undo: dict[str, Any]) -> None:
+    before = progressing(r, operator)
+    r.client.patch(ref, body)
+    r.undo.append(lambda: r.client.patch(ref, undo))
+    wait_rollout(r, operator, before)
+
+
+def add_mycorp_downloads(r: Relocation) -> dict[str, Any]:
+    """The factory moved the downloads route to the customer's own domain, with its own certificate."""
+    add_secret(r, "mycorp-downloads", "openshift-config", [MYCORP_HOST])
+    entry = {
+        "namespace": "openshift-console",
+        "name": "downloads",
+        "hostname": MYCORP_HOST,
+        "servingCertKeyPairSecret": {"name": "mycorp-downloads"},
+    }
+    factory = r.get(INGRESS)["spec"].get("componentRoutes")
+    body = {"spec": {"componentRoutes": [entry]}}
+    patch_and_wait(r, INGRESS, body, "console", {"spec": {"componentRoutes": factory}})
+    return entry
+
+
+def test_a_component_route_on_the_users_own_domain_survives(relocation: Relocation) -> None:
+    entry = add_mycorp_downloads(relocation)
+    before = snapshot(relocation)
+    relocation.run()
+    routes = {(c["namespace"], c["name"]): c for c in relocation.get(INGRESS)["spec"]["componentRoutes"]}
+    assert routes[("openshift-console", "downloads")] == entry
+    assert routes[("openshift-console", "console")]["hostname"] == f"console-openshift-console.{APPS}"
+    assert routes[("openshift-authentication", "oauth-openshift")]["hostname"] == f"oauth-openshift.{APPS}"
+    kept = relocation.report()["kept"]
+    assert any("openshift-console/downloads" in k and MYCORP_HOST in k for k in kept), kept
+    result = relocation.run()
+    assert result.actions["domain"] == "skipped"
+    roll_back_and_compare(relocation, before)
+
+
+def test_a_router_certificate_that_already_serves_the_site_is_kept(relocation: Relocation) -> None:
+    add_secret(relocation, "site-apps", "openshift-ingress", [f"*.{APPS}", APPS])
+    factory = relocation.get(CONTROLLER)["spec"].get("defaultCertificate")
+    body = {"spec": {"defaultCertificate": {"name": "site-apps"}}}
+    patch_and_wait(relocation, CONTROLLER, body, "ingress", {"spec": {"defaultCertificate": factory}})
+    before = snapshot(relocation)
+    relocation.run()
+    assert relocation.get(CONTROLLER)["spec"]["defaultCertificate"] == {"name": "site-apps"}
+    assert any("site-apps" in k for k in relocation.report()["kept"])
+    roll_back_and_compare(relocation, before)
+
+
+def test_a_router_certificate_for_the_factory_domain_is_replaced_and_put_back(relocation: Relocation) -> None:
+    add_secret(relocation, "factory-apps", "openshift-ingress", [f"*.{relocation.facts.apps_domain}"])
+    factory = relocation.get(CONTROLLER)["spec"].get("defaultCertificate")
+    body = {"spec": {"defaultCertificate": {"name": "factory-apps"}}}
+    patch_and_wait(relocation, CONTROLLER, body, "ingress", {"spec": {"defaultCertificate": factory}})
+    before = snapshot(relocation)
+    relocation.run()
+    assert relocation.get(CONTROLLER)["spec"]["defaultCertificate"] == {"name": "snoreloc-ingress-cert"}
+    assert relocation.report()["kept"] == []
+    roll_back_and_compare(relocation, before)
