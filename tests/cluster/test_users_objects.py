@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
+from snoreloc.engine import plan as plan_mod
+from snoreloc.siteconfig import model
 from snoreloc_sim import certs as sim_certs
 
 from .conftest import (
@@ -18,6 +22,7 @@ from .conftest import (
     Relocation,
     contains,
     progressing,
+    site_config,
     tls_secret,
     wait_rollout,
 )
@@ -125,4 +130,36 @@ def test_a_router_certificate_for_the_factory_domain_is_replaced_and_put_back(re
     relocation.run()
     assert relocation.get(CONTROLLER)["spec"]["defaultCertificate"] == {"name": "snoreloc-ingress-cert"}
     assert relocation.report()["kept"] == []
+    roll_back_and_compare(relocation, before)
+
+
+SHOP = kube.Ref(kube.ROUTES, "shop", "edge-app")  # an edge route with its own certificate for shop.<factory apps>
+
+
+def shop_warning(lines: list[str] | tuple[str, ...], r: Relocation) -> list[str]:
+    return [line for line in lines if "edge-app/shop" in line and f"shop.{r.facts.apps_domain}" in line]
+
+
+@pytest.mark.parametrize("own", list(model.OwnCertificates), ids=[o.value for o in model.OwnCertificates])
+def test_a_route_whose_own_certificate_misses_its_new_host_is_named(
+    relocation: Relocation, own: model.OwnCertificates
+) -> None:
+    site = site_config(routes=model.Routes(own_certificates=own))
+    old_host = relocation.get(SHOP)["spec"]["host"]
+    planned = relocation.run(site, dry_run=True)
+    assert shop_warning(plan_mod.render(planned.plans).splitlines(), relocation)
+    before = snapshot(relocation)
+    relocation.run(site)
+    report = relocation.report()
+    assert len(shop_warning(report["warnings"], relocation)) == 1
+    [row] = [row for row in report["routes"] if (row["namespace"], row["name"]) == ("edge-app", "shop")]
+    assert row["certificate"] == f"own certificate for {old_host}"
+    host = relocation.get(SHOP)["spec"]["host"]
+    if own is model.OwnCertificates.KEEP_HOST:
+        assert host == old_host and row["result"].startswith("kept on its host")
+    else:
+        assert host == f"shop.{APPS}" and row["result"] == "migrated"
+    writes = relocation.client.writes
+    assert relocation.run(site).actions["routes"] == "skipped"
+    assert relocation.client.writes == writes
     roll_back_and_compare(relocation, before)

@@ -12,7 +12,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from snoreloc.siteconfig import model
 from snoreloc.steps import cluster_config, csr, domain, routes, settle
+from snoreloc_sim import certs as sim_certs
 
 OLD = "apps.sno1.factory.example.com"
 NEW = "apps.edge.example.net"
@@ -68,6 +70,28 @@ def test_route_classification(
     assert info.handling is handling
     if new_host is not None:
         assert info.new_host == new_host
+
+
+@pytest.mark.parametrize(
+    ("sans", "own", "handling", "warned"),
+    [
+        ([f"shop.{OLD}"], model.OwnCertificates.MOVE_AND_WARN, routes.Handling.REWRITE, True),
+        ([f"shop.{OLD}"], model.OwnCertificates.KEEP_HOST, routes.Handling.KEEP, True),
+        ([f"shop.{OLD}", f"*.{NEW}"], model.OwnCertificates.KEEP_HOST, routes.Handling.REWRITE, False),
+    ],
+    ids=["move-and-warn", "keep-host", "covers-the-new-host"],
+)
+def test_a_route_with_its_own_certificate_is_never_moved_silently(
+    sans: list[str], own: model.OwnCertificates, handling: routes.Handling, warned: bool
+) -> None:
+    pair = sim_certs.issue(sim_certs.make_ca("route-ca"), sans)
+    tls = {"termination": "edge", "certificate": pair.cert_pem.decode(), "key": pair.key_pem.decode()}
+    route = {"metadata": {"namespace": "edge-app", "name": "shop"}, "spec": {"host": f"shop.{OLD}", "tls": tls}}
+    info = routes.classify(route, OLD, NEW, own)
+    assert info.handling is handling
+    assert (info.certificate_warning is not None) == warned
+    if warned:
+        assert f"shop.{OLD}" in str(info.certificate_warning) and f"shop.{NEW}" in str(info.certificate_warning)
 
 
 def test_registry_ca_key_uses_double_dot_for_the_port() -> None:

@@ -141,6 +141,11 @@ def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[m
     return tuple(out)
 
 
+def _routes(values: Mapping[str, Any]) -> model.Routes:
+    default = model.Routes().own_certificates.value
+    return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
+
+
 def _timeouts(values: Mapping[str, int]) -> model.Timeouts:
     return model.Timeouts(**{schema.TIMEOUT_FIELDS[key]: value for key, value in values.items()})
 
@@ -163,5 +168,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         registry_ca=_registry_cas(spec, checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
+        routes=_routes(spec.get("routes") or {}),
         source_path=source,
     )
