@@ -163,3 +163,81 @@ def test_a_route_whose_own_certificate_misses_its_new_host_is_named(
     assert relocation.run(site).actions["routes"] == "skipped"
     assert relocation.client.writes == writes
     roll_back_and_compare(relocation, before)
+
+
+def test_an_unknown_remove_mirrors_name_is_a_warning_naming_the_close_one(relocation: Relocation) -> None:
+    site = site_config(remove_mirrors=("factory-mirrors",))  # the seeded set is factory-mirror
+    planned = plan_mod.render(relocation.run(site, dry_run=True).plans)
+    assert "removeMirrors[0]: no ImageContentSourcePolicy" in planned and "did you mean factory-mirror?" in planned
+    before = snapshot(relocation)
+    relocation.run(site)
+    assert relocation.factory_mirror is not None and relocation.client.find(relocation.factory_mirror) is not None
+    [warning] = [w for w in relocation.report()["warnings"] if "removeMirrors" in w]
+    assert "factory-mirrors" in warning and "did you mean factory-mirror?" in warning
+    roll_back_and_compare(relocation, before)
+
+
+def test_remove_mirrors_naming_our_own_set_leaves_it_and_converges(relocation: Relocation) -> None:
+    before = snapshot(relocation)
+    relocation.run()
+    ours = kube.Ref(kube.IDMS if not relocation.facts.legacy_mirrors else kube.ICSP, "snoreloc-digest-mirrors")
+    site = site_config(remove_mirrors=("factory-mirror", "snoreloc-digest-mirrors"))
+    relocation.run(site)
+    assert relocation.client.find(ours) is not None
+    assert any("snoreloc-digest-mirrors" in w and "not removed" in w for w in relocation.report()["warnings"])
+    writes = relocation.client.writes
+    relocation.run(site, force=True)
+    assert relocation.client.writes == writes  # no create-and-delete in turn
+    roll_back_and_compare(relocation, before)
+
+
+@pytest.mark.simonly  # the user's mirror set would roll the node's machine config on a real cluster
+def test_a_users_mirror_set_with_our_name_is_not_deleted(relocation: Relocation) -> None:
+    theirs = kube.Ref(kube.IDMS, "snoreloc-digest-mirrors")
+    mirror = {"source": "registry.mycorp.example.com/apps", "mirrors": ["cache.mycorp.example.com/apps"]}
+    relocation.client.create(kube.IDMS, {"metadata": {"name": theirs.name}, "spec": {"imageDigestMirrors": [mirror]}})
+    before = snapshot(relocation)
+    relocation.run(site_config(image_digest_mirrors=(), image_tag_mirrors=()))
+    assert relocation.get(theirs)["spec"]["imageDigestMirrors"] == [mirror]
+    roll_back_and_compare(relocation, before)
+    assert relocation.get(theirs)["spec"]["imageDigestMirrors"] == [mirror]
+
+
+def test_objects_we_create_carry_our_label(relocation: Relocation) -> None:
+    relocation.run()
+    created = [kube.Ref(kube.CONFIGMAPS, "snoreloc-registry-ca", "openshift-config")]
+    created += [kube.Ref(kube.SECRETS, "snoreloc-api-cert", "openshift-config")]
+    created += [kube.Ref(kube.IDMS if not relocation.facts.legacy_mirrors else kube.ICSP, "snoreloc-digest-mirrors")]
+    for ref in created:
+        assert relocation.get(ref)["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "snoreloc", ref
+
+
+def test_a_named_certificate_shared_with_another_name_loses_only_ours(relocation: Relocation) -> None:
+    apiserver = kube.Ref(kube.APISERVERS, "cluster")
+    add_secret(relocation, "shared-cert", "openshift-config", ["legacy.example.org", f"api.{NEW_DOMAIN}"])
+    shared = {"names": [f"api.{NEW_DOMAIN}", "legacy.example.org"], "servingCertificate": {"name": "shared-cert"}}
+    factory = (relocation.get(apiserver)["spec"].get("servingCerts") or {}).get("namedCertificates")
+    body = {"spec": {"servingCerts": {"namedCertificates": [shared]}}}
+    undo = {"spec": {"servingCerts": {"namedCertificates": factory}}}
+    patch_and_wait(relocation, apiserver, body, "kube-apiserver", undo)
+    before = snapshot(relocation)
+    relocation.run()
+    named = relocation.get(apiserver)["spec"]["servingCerts"]["namedCertificates"]
+    assert named == [
+        {"names": ["legacy.example.org"], "servingCertificate": {"name": "shared-cert"}},
+        {"names": [f"api.{NEW_DOMAIN}"], "servingCertificate": {"name": "snoreloc-api-cert"}},
+    ]
+    roll_back_and_compare(relocation, before)
+
+
+def test_a_site_domain_inside_the_factory_apps_domain_converges(relocation: Relocation) -> None:
+    inner = f"edge.{relocation.facts.apps_domain}"
+    site = site_config(domain=inner)
+    before = snapshot(relocation)
+    relocation.run(site)
+    assert relocation.get(SHOP)["spec"]["host"] == f"shop.apps.{inner}"
+    writes = relocation.client.writes
+    relocation.run(site, force=True)
+    assert relocation.get(SHOP)["spec"]["host"] == f"shop.apps.{inner}"
+    assert relocation.client.writes == writes
+    roll_back_and_compare(relocation, before)

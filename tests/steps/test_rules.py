@@ -28,6 +28,23 @@ def test_named_certificates_keep_others_and_replace_ours() -> None:
     assert merged == [theirs, {"names": ["api.edge.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}}]
 
 
+def test_a_named_certificate_shared_with_someone_else_loses_only_our_name() -> None:
+    shared = {"names": ["api.edge.example.net", "legacy.example.org"], "servingCertificate": {"name": "legacy"}}
+    merged = domain.merged_named_certificates([shared], ["api.edge.example.net"], "snoreloc-api-cert")
+    assert merged == [
+        {"names": ["legacy.example.org"], "servingCertificate": {"name": "legacy"}},
+        {"names": ["api.edge.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}},
+    ]
+
+
+def test_a_new_apps_domain_inside_the_old_one_is_not_moved_twice() -> None:
+    inner = f"apps.edge.{OLD}"
+    route = {"metadata": {"namespace": "edge-app", "name": "shop"}, "spec": {"host": f"shop.{inner}"}}
+    assert routes.classify(route, OLD, inner).handling is routes.Handling.ARRIVED
+    route["spec"]["host"] = f"shop.{OLD}"
+    assert routes.classify(route, OLD, inner).new_host == f"shop.{inner}"
+
+
 def test_component_routes_merge_by_namespace_and_name() -> None:
     other = {"namespace": "openshift-console", "name": "console-extra", "hostname": "x.example.org"}
     old = {"namespace": "openshift-console", "name": "console", "hostname": "c.old.example.org"}

@@ -34,13 +34,18 @@ COMPONENT_ROUTES = (
 
 
 def merged_named_certificates(current: list[Any], names: list[str], secret: str) -> list[Any]:
-    """Keep every entry that is not ours; ours (same secret, or serving any of our names) is replaced."""
-    kept = [
-        entry
-        for entry in current
-        if (entry.get("servingCertificate") or {}).get("name") != secret
-        and not set(entry.get("names") or []) & set(names)
-    ]
+    """Ours (our secret) is replaced; another entry that also lists one of our names loses only those names (and
+    goes when none is left), everything else in it stays."""
+    kept = []
+    for entry in current:
+        if (entry.get("servingCertificate") or {}).get("name") == secret:
+            continue
+        listed = entry.get("names") or []
+        rest = [name for name in listed if name not in names]
+        if rest == listed:
+            kept.append(entry)
+        elif rest:
+            kept.append({**entry, "names": rest})
     return [*kept, {"names": names, "servingCertificate": {"name": secret}}]
 
 

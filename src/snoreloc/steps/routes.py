@@ -96,11 +96,12 @@ def classify(
     meta = route["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
     host = str((route.get("spec") or {}).get("host") or "")
-    under_old = host.endswith("." + old)
+    arrived = host.endswith("." + new)  # checked first: the new apps domain may lie inside the old one
+    under_old = host.endswith("." + old) and not arrived
     new_host = host[: -len(old)] + new if under_old else host
     generated = (meta.get("annotations") or {}).get(GENERATED) == "true"
     if not under_old:
-        handling = Handling.ARRIVED if host.endswith("." + new) else Handling.UNTOUCHED
+        handling = Handling.ARRIVED if arrived else Handling.UNTOUCHED
     elif (namespace, name) in COMPONENT:
         handling = Handling.COMPONENT
     elif generated and _operator_owned(namespace):
