@@ -104,15 +104,17 @@ class SiteRef:
 
     name: str
     fingerprint: str
+    path: str | None = None  # the file it was loaded from (`collect-logs` includes it, redacted)
 
     def to_storage(self) -> dict[str, Any]:
-        return {"name": self.name, "fingerprint": self.fingerprint}
+        return {"name": self.name, "fingerprint": self.fingerprint, "path": self.path}
 
     @classmethod
     def from_storage(cls, data: object) -> SiteRef | None:
         if not isinstance(data, Mapping):
             return None
-        return cls(str(data.get("name", "")), str(data.get("fingerprint", "")))
+        path = data.get("path")
+        return cls(str(data.get("name", "")), str(data.get("fingerprint", "")), None if path is None else str(path))
 
 
 @dataclass(frozen=True)
@@ -372,11 +374,14 @@ class Journal:
         text = redact.redact(json.dumps(self._doc.to_storage(), indent=2, sort_keys=True, default=str))
         write_atomic(self.path, text + "\n")
 
-    def begin_run(self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str) -> None:
+    def begin_run(
+        self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str, site_path: str | None = None
+    ) -> None:
+        """`site_path` is the file the site-config was loaded from (`collect-logs` includes it, redacted)."""
         with self._lock:
             doc = self._doc
             doc.state, doc.order, doc.error, doc.waiting = RunState.RUNNING, list(order), None, None
-            doc.site = SiteRef(site_name, site_fingerprint)
+            doc.site = SiteRef(site_name, site_fingerprint, site_path)
             doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode)
             for name in order:
                 doc.steps.setdefault(name, StepRecord())

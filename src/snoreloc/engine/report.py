@@ -30,6 +30,9 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
         },
         "changed": changed,
         "routes": doc.record("routes").details.get("routes", []),
+        "kept": [
+            item for rec in records for item in rec.details.get("kept") or []
+        ],  # users' settings left as they were
         "steps": [row.as_json() for row in journal.timings(doc)],
         "warnings": sorted(set(warnings), key=warnings.index),
         "error": None if doc.error is None else doc.error.to_storage(),
@@ -54,5 +57,6 @@ def render(rep: dict[str, Any]) -> str:
     if rep["routes"]:
         lines.append(f"routes ({len(rep['routes'])}):")
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
+    lines += [f"kept: {k}" for k in rep.get("kept") or []]
     lines += [f"warning: {w}" for w in rep["warnings"]]
     return redact.redact("\n".join(lines) + "\n")

@@ -12,6 +12,7 @@ import enum
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from snoreloc import errors, waits
 from snoreloc.engine import fingerprint, journal
@@ -126,6 +127,7 @@ class Runner:
         self.journal.begin_run(
             site_name=self.ctx.site.name,
             site_fingerprint=fingerprint.of(self.ctx.site),
+            site_path=self.ctx.site.source_path and str(Path(self.ctx.site.source_path).resolve()),
             order=[s.name for s in self.steps],
             mode=self.options.mode,
         )

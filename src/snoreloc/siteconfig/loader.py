@@ -89,7 +89,7 @@ def validate_bytes(raw: bytes, *, base_dir: str, source: str, now: dt.datetime |
     problems = [_problem(doc.locate(f.path), f) for f in found] + [_problem(m, f) for f, m in doc.issues]
     errs = _sorted([p for p in problems if p.severity == findings.Severity.ERROR.value])
     warns = _sorted([p for p in problems if p.severity != findings.Severity.ERROR.value])
-    config = _build(doc.data, checked) if checked is not None and not errs else None
+    config = _build(doc.data, checked, source) if checked is not None and not errs else None
     spans = tuple(doc.spans[p] for p in schema.SECRET_PATHS if p in doc.spans)
     return Report(source, errs, warns, config, raw.decode("utf-8"), spans)
 
@@ -131,6 +131,11 @@ def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[m
     return tuple(out)
 
 
+def _routes(values: Mapping[str, Any]) -> model.Routes:
+    default = model.Routes().own_certificates.value
+    return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
+
+
 def _timeouts(values: Mapping[str, int]) -> model.Timeouts:
     return model.Timeouts(**{schema.TIMEOUT_FIELDS[k]: v for k, v in values.items() if k in schema.TIMEOUT_FIELDS})
 
@@ -139,7 +144,7 @@ def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
     return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
 
 
-def _build(data: Mapping[str, Any], checked: semantic.Checked) -> model.SiteConfig:
+def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
         name=data["metadata"]["name"],
@@ -153,4 +158,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked) -> model.SiteConf
         registry_ca=_registry_cas(spec, checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
+        routes=_routes(spec.get("routes") or {}),
+        source_path=source,
     )

@@ -113,6 +113,20 @@ class Kubelet:
     approve_csrs: bool = True
 
 
+class OwnCertificates(enum.Enum):
+    """What to do with a route whose own certificate (`spec.tls.certificate`) would not cover its new host."""
+
+    MOVE_AND_WARN = "move-and-warn"  # move it like the others; a warning names it (exit 2)
+    KEEP_HOST = "keep-host"  # leave it on its factory host; a warning names it (exit 2)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """How user routes are moved to the new apps domain."""
+
+    own_certificates: OwnCertificates = OwnCertificates.MOVE_AND_WARN
+
+
 @dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
@@ -128,6 +142,8 @@ class SiteConfig:
     registry_ca: tuple[RegistryCA, ...] = ()
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
+    routes: Routes = Routes()
+    source_path: str | None = None
 
     @property
     def api_host(self) -> str:

@@ -439,6 +439,24 @@ def _kubelet() -> dict[str, Any]:
     )
 
 
+def _routes() -> dict[str, Any]:
+    return _prop(
+        "How user routes move to the new apps domain.",
+        [{"ownCertificates": "keep-host"}],
+        **_obj(
+            {
+                "ownCertificates": _prop(
+                    "A route with its own certificate (spec.tls.certificate) that would not cover its new host: "
+                    "`move-and-warn` (default) moves it and warns; `keep-host` leaves it on its factory host and "
+                    "warns. Either way `plan` and the report name it.",
+                    ["keep-host"],
+                    enum=[choice.value for choice in model.OwnCertificates],
+                ),
+            }
+        ),
+    )
+
+
 def _mirror_list(kind: str, crd: str) -> dict[str, Any]:
     before_413 = (
         "an ImageContentSourcePolicy on clusters before 4.13"
@@ -503,6 +521,7 @@ def _spec() -> dict[str, Any]:
                 ),
                 "timeouts": _timeouts(),
                 "kubelet": _kubelet(),
+                "routes": _routes(),
             },
             ("domain",),
         ),

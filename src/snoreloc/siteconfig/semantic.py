@@ -338,6 +338,30 @@ def _bundle(run: _Run, path: findings.Path, bundle: bytes) -> list[x509.Certific
     return chain
 
 
+def _has_credentials(registries: list[str], mirror: str) -> bool:
+    """Whether a pull-secret `auths` key serves `mirror` (a key is a host[:port], optionally with a path prefix)."""
+    return any(mirror == key or mirror.startswith(key.rstrip("/") + "/") for key in registries)
+
+
+def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
+    """A replace-mode pull secret becomes the cluster's only one: warn for each mirror it has no credentials for."""
+    secret = spec.get("pullSecret")
+    if run.pull_secret is None or not isinstance(secret, Mapping) or secret.get("mode", "replace") != "replace":
+        return
+    registries = [str(key) for key in run.pull_secret["auths"]]
+    for key in ("imageDigestMirrors", "imageTagMirrors"):
+        for path, entry in _entries(spec, key):
+            mirrors = entry.get("mirrors") if run.sound(path) else None
+            for position, mirror in enumerate(mirrors if isinstance(mirrors, list) else ()):
+                if not _has_credentials(registries, str(mirror)):
+                    host = str(mirror).split("/", 1)[0]
+                    run.warn(
+                        (*path, "mirrors", position),
+                        f"the pull secret (mode replace) has no credentials for {host}: the cluster will pull "
+                        f"from it anonymously; add an auths entry for {host}, or use mode: merge",
+                    )
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -373,6 +397,7 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageDigestMirrors")
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
+        _mirror_credentials(run, spec)
         _timeouts(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)
