@@ -37,16 +37,25 @@ class SiteNetwork:
             return base.Plan(self.name, notes=("the site-config has no network section: the node keeps its own",))
         if network.matches(desired, self.host.nmstate.show()):
             return base.Plan(self.name, notes=("the node's network already matches the site-config",))
-        targets = ", ".join(f"{t.kind.value} {t.address}" for t in network.probe_targets(desired))
-        return base.Plan(self.name, notes=(f"apply the nmstate state, then probe: {targets or 'nothing to probe'}",))
+        probes = ctx.site.network_probes
+        targets = ", ".join(str(t) for t in network.probe_targets(desired, probes))
+        if not probes.enabled:
+            targets = "nothing (networkProbes: none)"
+        return base.Plan(self.name, notes=(f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}",))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         if ctx.site.network is None:
             return base.Outcome()
         outcome = network.converge(
-            self.host.nmstate, self.host.prober, ctx.clock, ctx.site.network, policy=self.policy, progress=LOG.info
+            self.host.nmstate,
+            self.host.prober,
+            ctx.clock,
+            ctx.site.network,
+            probes=ctx.site.network_probes,
+            policy=self.policy,
+            progress=LOG.info,
         )
-        checks = [f"{c.target.kind.value} {c.target.address}: {'ok' if c.ok else 'failed'}" for c in outcome.checks]
+        checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]
         return base.Outcome(details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks})
 
     def verify(self, ctx: context.Context) -> None:
