@@ -1,7 +1,8 @@
 """Step `network`: the site's nmstate network as an engine step, journalled and skipped on a re-run when done.
 
 The transaction itself (apply without commit, probe, commit or roll back) lives in `snoreloc.host.network`; this
-module only fits it to the step contract.
+module only fits it to the step contract. The desired state is the site's, plus the node's internal addresses on
+the interface that carries them (`snoreloc.host.internal_ip` says why).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors
-from snoreloc.host import network
+from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
 from snoreloc.steps import base, context
 
@@ -31,8 +32,14 @@ class SiteNetwork:
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"network": ctx.site.network}
 
+    def desired(self, ctx: context.Context) -> dict[str, Any] | None:
+        """The site's network with the internal addresses kept; None when the site-config has no network."""
+        if ctx.site.network is None:
+            return None
+        return internal_ip.with_internal(ctx.site.network, internal_ip.read(self.host.fs))
+
     def plan(self, ctx: context.Context) -> base.Plan:
-        desired = ctx.site.network
+        desired = self.desired(ctx)
         if desired is None:
             return base.Plan(self.name, notes=("the site-config has no network section: the node keeps its own",))
         if network.matches(desired, self.host.nmstate.show()):
@@ -44,13 +51,14 @@ class SiteNetwork:
         return base.Plan(self.name, notes=(f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}",))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        if ctx.site.network is None:
+        desired = self.desired(ctx)
+        if desired is None:
             return base.Outcome()
         outcome = network.converge(
             self.host.nmstate,
             self.host.prober,
             ctx.clock,
-            ctx.site.network,
+            desired,
             probes=ctx.site.network_probes,
             policy=self.policy,
             progress=LOG.info,
@@ -59,6 +67,6 @@ class SiteNetwork:
         return base.Outcome(details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks})
 
     def verify(self, ctx: context.Context) -> None:
-        desired = ctx.site.network
+        desired = self.desired(ctx)
         if desired is not None and not network.matches(desired, self.host.nmstate.show()):
             raise errors.TemporaryError("network: the node's network does not match the site-config")
