@@ -109,13 +109,13 @@ def _progress(step: str, what: str) -> None:
     sys.stderr.flush()
 
 
-def _print_plans(args: argparse.Namespace, result: Any) -> None:
+def print_plans(args: argparse.Namespace, plans: Any) -> None:
     from snoreloc.engine import plan  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
     if args.output == "json":
-        sys.stdout.write(json.dumps(plan.as_json(result.plans), indent=2) + "\n")
+        sys.stdout.write(json.dumps(plan.as_json(plans), indent=2) + "\n")
     else:
-        sys.stdout.write(plan.render(result.plans))
+        sys.stdout.write(plan.render(plans))
 
 
 def _print_report(args: argparse.Namespace, req: Any) -> None:
@@ -149,7 +149,7 @@ def execute(args: argparse.Namespace, *, dry_run: bool) -> int:
     finally:
         client.close()
     if dry_run:
-        _print_plans(args, result)
+        print_plans(args, result.plans)
         return 0
     _print_report(args, req)
     return int(errors.ExitCode.DONE_WITH_WARNINGS) if result.state is journal.RunState.DONE_WITH_WARNINGS else 0

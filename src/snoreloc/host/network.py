@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -263,3 +264,41 @@ def _scalar(value: Any) -> str:
         return str(ipaddress.ip_interface(text)) if "/" in text else str(ipaddress.ip_address(text))
     except ValueError:
         return text
+
+
+def describe(desired: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What applying `desired` would change on `current`, one line per interface, plus routes and DNS (for `plan`)."""
+    lines = [line for iface in desired.get("interfaces") or [] for line in _interface_lines(iface, current)]
+    routes = (desired.get("routes") or {}).get("config") or []
+    held = (current.get("routes") or {}).get("config") or []
+    lines += [f"route {_short(route)}: {_route_verb(route)}" for route in routes if not _held(route, held)]
+    dns = (desired.get("dns-resolver") or {}).get("config")
+    shown = (current.get("dns-resolver") or {}).get("config") or {}
+    if dns is not None and not matches(dns, shown):
+        lines.append(f"dns-resolver: {_short(shown)} -> {_short(dns)}")
+    return lines
+
+
+def _interface_lines(iface: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    name = iface.get("name")
+    existing = [c for c in current.get("interfaces") or [] if isinstance(c, dict) and c.get("name") == name]
+    if iface.get("state") == "absent":
+        gone = _held(dict(iface), existing)
+        return [] if gone else [f"interface {name}: remove"]
+    if not existing:
+        return [f"interface {name}: add {_short({k: v for k, v in iface.items() if k != 'name'})}"]
+    before = existing[0]
+    return [
+        f"interface {name}: {key}: {_short(before.get(key))} -> {_short(value)}"
+        for key, value in iface.items()
+        if key != "name" and not (key in before and matches(value, before[key]))
+    ]
+
+
+def _route_verb(route: Mapping[str, Any]) -> str:
+    return "remove" if route.get("state") == "absent" else "add"
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(", ", ": ")) if value is not None else "(none)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -14,6 +14,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
+from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -39,16 +40,24 @@ class SiteNetwork:
         return internal_ip.with_internal(ctx.site.network, internal_ip.read(self.host.fs))
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        desired = self.desired(ctx)
+        return self.plan_for(ctx.site)
+
+    def plan_for(self, site: model.SiteConfig) -> base.Plan:
+        """The plan for `site`, with what would change per interface (needs no cluster)."""
+        desired = (
+            None if site.network is None else internal_ip.with_internal(site.network, internal_ip.read(self.host.fs))
+        )
         if desired is None:
             return base.Plan(self.name, notes=("the site-config has no network section: the node keeps its own",))
-        if network.matches(desired, self.host.nmstate.show()):
+        current = self.host.nmstate.show()
+        if network.matches(desired, current):
             return base.Plan(self.name, notes=("the node's network already matches the site-config",))
-        probes = ctx.site.network_probes
+        probes = site.network_probes
         targets = ", ".join(str(t) for t in network.probe_targets(desired, probes))
         if not probes.enabled:
             targets = "nothing (networkProbes: none)"
-        return base.Plan(self.name, notes=(f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}",))
+        probe_note = f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}"
+        return base.Plan(self.name, notes=(*network.describe(desired, current), probe_note))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         desired = self.desired(ctx)
