@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 from snoreloc import errors
-from snoreloc.adapters import clock, fs, nmstate, probe
+from snoreloc.adapters import clock, command, fs, nmstate, probe, systemd
 from snoreloc.host import internal_ip, network
+from snoreloc.host.services import HostServices
+from snoreloc.siteconfig import model
+from snoreloc.steps import site_network
 
 BR_EX: dict[str, Any] = {
     "interfaces": [
@@ -98,3 +101,26 @@ def test_read_takes_the_factory_config(tmp_path: Any) -> None:
         internal_ip.CONFIG_PATH, 'SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS="fd00:127::10/64 192.168.127.10/24"\n'
     )
     assert internal_ip.read(host) == INTERNAL
+
+
+def test_a_site_subnet_overlapping_an_internal_address_is_found() -> None:
+    state = copy.deepcopy(BR_EX)
+    state["interfaces"][0]["ipv4"]["address"] = [{"ip": "192.168.127.50", "prefix-length": 16}]
+    assert internal_ip.conflicts(state, INTERNAL) == [
+        "br-ex: 192.168.127.50/16 overlaps the node's internal address 192.168.127.10/24"
+    ]
+    assert internal_ip.conflicts(BR_EX, INTERNAL) == []
+    assert internal_ip.conflicts(internal_ip.with_internal(BR_EX, INTERNAL), INTERNAL) == []
+
+
+def test_the_network_step_refuses_an_overlap_before_touching_anything(tmp_path: Any) -> None:
+    host = fs.HostFS(tmp_path)
+    host.write_text(internal_ip.CONFIG_PATH, 'SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS="192.168.127.10/24"\n')
+    state = copy.deepcopy(BR_EX)
+    state["interfaces"][0]["ipv4"]["address"] = [{"ip": "192.168.127.50", "prefix-length": 24}]
+    backend = DispatcherNmstate()
+    services = HostServices(host, backend, probe.FakeProber(), systemd.Systemd(command.FakeRunner()))
+    site = model.SiteConfig(name="s", domain="d.example.com", network=state)
+    with pytest.raises(errors.ConfigError, match="overlaps the node's internal address") as caught:
+        site_network.SiteNetwork(services).plan_for(site)
+    assert caught.value.exit_code == 65 and backend.current["interfaces"][0].get("ipv4") is None

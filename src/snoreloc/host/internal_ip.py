@@ -78,3 +78,32 @@ def _key(entry: dict[str, Any]) -> tuple[Any, Any]:
         return ipaddress.ip_address(str(entry.get("ip"))), entry.get("prefix-length")
     except ValueError:
         return entry.get("ip"), entry.get("prefix-length")
+
+
+def conflicts(desired: dict[str, Any], internal: Internal) -> list[str]:
+    """Site addresses whose subnet overlaps an internal address's subnet: the node would route its own node IP
+    traffic out to the site (or the site's to itself)."""
+    found = []
+    for iface in desired.get("interfaces") or []:
+        if not isinstance(iface, dict) or iface.get("state") == "absent":
+            continue
+        for entry in _static(iface):
+            for address in internal.addresses:
+                if entry.version == address.version and entry.network.overlaps(address.network) and entry != address:
+                    found.append(
+                        f"{iface.get('name')}: {entry.with_prefixlen} overlaps the node's internal address "
+                        f"{address.with_prefixlen}"
+                    )
+    return found
+
+
+def _static(iface: dict[str, Any]) -> list[Address]:
+    out = []
+    for version in (4, 6):
+        section = iface.get(f"ipv{version}")
+        for entry in (section.get("address") or []) if isinstance(section, dict) else []:
+            try:
+                out.append(ipaddress.ip_interface(f"{entry['ip']}/{entry['prefix-length']}"))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out

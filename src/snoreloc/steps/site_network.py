@@ -35,18 +35,28 @@ class SiteNetwork:
 
     def desired(self, ctx: context.Context) -> dict[str, Any] | None:
         """The site's network with the internal addresses kept; None when the site-config has no network."""
-        if ctx.site.network is None:
+        return self.desired_for(ctx.site)
+
+    def desired_for(self, site: model.SiteConfig) -> dict[str, Any] | None:
+        """As `desired`; ConfigError (nothing touched) when a site subnet overlaps an internal address."""
+        if site.network is None:
             return None
-        return internal_ip.with_internal(ctx.site.network, internal_ip.read(self.host.fs))
+        internal = internal_ip.read(self.host.fs)
+        overlaps = internal_ip.conflicts(site.network, internal)
+        if overlaps:
+            raise errors.ConfigError(
+                "network: " + "; ".join(overlaps),
+                hint="Choose site addresses outside the internal subnet the factory MachineConfig set "
+                f"({internal_ip.CONFIG_PATH}).",
+            )
+        return internal_ip.with_internal(site.network, internal)
 
     def plan(self, ctx: context.Context) -> base.Plan:
         return self.plan_for(ctx.site)
 
     def plan_for(self, site: model.SiteConfig) -> base.Plan:
         """The plan for `site`, with what would change per interface (needs no cluster)."""
-        desired = (
-            None if site.network is None else internal_ip.with_internal(site.network, internal_ip.read(self.host.fs))
-        )
+        desired = self.desired_for(site)
         if desired is None:
             return base.Plan(self.name, notes=("the site-config has no network section: the node keeps its own",))
         current = self.host.nmstate.show()
