@@ -24,7 +24,7 @@ escape=yes
 if [[ "$1" == -e ]]; then escape="$2"; shift 2; fi
 if [[ "$1" == --get-values ]]; then
     values="$(cat "$FAKE_STATE/nm-${2%%.*}" 2>/dev/null || true)"
-    if [[ "$escape" == yes ]]; then values="${values//:/\\:}"; fi
+    if [[ "$escape" == yes ]]; then values="${values//:/\\\\:}"; fi
     echo "$values"
 fi
 if [[ "$1 $2" == "connection modify" && -e "$FAKE_STATE/modify-fails" ]]; then

@@ -243,3 +243,11 @@ class TestFileReferences:
         (tmp_path / "d").mkdir()
         with pytest.raises(files.RefError, match="not a regular file"):
             files.read(str(tmp_path), "d")
+
+
+@pytest.mark.parametrize("field", ["hostname", "clusterName"])
+def test_new_host_or_cluster_name_is_not_supported_online(tmp_path: pathlib.Path, field: str) -> None:
+    report = loader.validate(str(_write(tmp_path, f"{field}: store2\n")))
+    assert [(p.path, p.message.split(":")[0]) for p in report.problems] == [
+        (f"spec.{field}", "is not supported by a running cluster")
+    ]
