@@ -30,3 +30,13 @@ def test_collect_logs_through_the_entry_point(tmp_path: pathlib.Path, capsys: py
     assert main.main(["collect-logs", "--root", str(tmp_path), "--output", str(output)]) == 0
     with tarfile.open(output) as tar:
         assert "snoreloc-logs/status.json" in tar.getnames()
+
+
+def test_render_machineconfig_requires_an_internal_ip_or_the_explicit_opt_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main.main(["render-machineconfig", "--image", "x"]) == 64
+    assert "--no-internal-ip" in capsys.readouterr().err
+    assert main.main(["render-machineconfig", "--image", "x", "--no-internal-ip"]) == 0
+    assert "30-snoreloc-internal-ip" not in capsys.readouterr().out
+    assert main.main(["render-machineconfig", "--image", "x", "--no-internal-ip", "--internal-ip", "10.9.0.2/24"]) == 64

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import shutil
@@ -19,11 +20,17 @@ metadata: {name: store-042}
 spec:
   domain: store042.example.com
   pullSecret: {file: secrets/pull-secret.json}
-  certificates:
-    api: {certificate: {file: api.crt}, key: {file: api.key}}
+  network: {file: network.yaml}
+"""
+NETWORK = "dns-resolver: {config: {server: [10.0.0.53]}}\n"
+PULL_SECRET = '{"auths": {"mirror:5000": {"auth": "dXNlcjpwYXNz"}}}'
+UNSAFE = (
+    SITE_CONFIG
+    + """\
   registryCA:
     - {registry: "mirror:5000", certificate: {file: ../outside.pem}}
 """
+)
 
 
 class FakeStick:
@@ -53,10 +60,14 @@ class FakeStick:
         return command.Result(0)
 
 
-def _script(runner: command.FakeRunner, stick: FakeStick, *, blkid_misses: int = 0) -> None:
+BLKID = "DEVNAME=/dev/sda1\nLABEL=boot\n\nDEVNAME=/dev/sr0\nLABEL={label}\n"
+
+
+def _script(
+    runner: command.FakeRunner, stick: FakeStick, *, blkid_misses: int = 0, label: str = "relocation-config"
+) -> None:
     misses = [command.Result(2)] * blkid_misses
-    runner.on(["blkid", "-L", "relocation-config"], *misses, command.Result(0, "/dev/sr0\n"))
-    runner.on(["blkid", "-L", "cluster-config"], command.Result(2))
+    runner.on(blockdev.BLKID_LABELS, *misses, command.Result(0, BLKID.format(label=label)))
     runner.on(["mount"], stick.mount)
     runner.on(["umount"], stick.umount)
 
@@ -64,9 +75,8 @@ def _script(runner: command.FakeRunner, stick: FakeStick, *, blkid_misses: int =
 def _stick(host: fs.HostFS) -> FakeStick:
     files = {
         "site-config.yaml": SITE_CONFIG,
-        "secrets/pull-secret.json": '{"auths": {}}',
-        "api.crt": "CERT",
-        "api.key": "KEY",
+        "secrets/pull-secret.json": PULL_SECRET,
+        "network.yaml": NETWORK,
         "unreferenced.txt": "not copied",
     }
     return FakeStick(host, files)
@@ -83,12 +93,11 @@ def test_device_found_by_blkid_is_copied_into_the_state_dir(
     assert found.path.read_text() == SITE_CONFIG
     copy = host.path("/var/lib/snoreloc/site-config")
     assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()) == [
-        "api.crt",
-        "api.key",
+        "network.yaml",
         "secrets/pull-secret.json",
         "site-config.yaml",
     ]
-    assert found.skipped == ("../outside.pem",)
+    assert found.skipped == ()
     for path in copy.rglob("*"):
         assert stat.S_IMODE(path.stat().st_mode) == (0o700 if path.is_dir() else 0o600)
     assert stat.S_IMODE(copy.stat().st_mode) == 0o700
@@ -100,6 +109,7 @@ def test_udev_label_link_is_used_before_blkid(
     host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
 ) -> None:
     host.write_text("/dev/disk/by-label/relocation-config", "")
+    host.write_text("/dev/disk/by-label/boot", "")
     stick = _stick(host)
     runner.on(["mount"], stick.mount).on(["umount"], stick.umount)
     found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
@@ -119,18 +129,19 @@ def test_unmounts_even_when_the_device_has_no_site_config(
 
 
 def test_waits_bounded_and_tells_the_console_what_to_insert(
-    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     runner.on(["blkid"], command.Result(2))
     messages: list[str] = []
     policy = discovery.WaitPolicy(timeout=300, poll=5, remind_every=60)
-    with pytest.raises(errors.WaitTimeout) as caught:
+    with caplog.at_level(logging.INFO, logger="snoreloc.progress"), pytest.raises(errors.WaitTimeout) as caught:
         discovery.discover(host, blockdev.BlockDevices(runner, host), clk, policy=policy, progress=messages.append)
-    assert caught.value.step == "discover" and "relocation-config" in caught.value.waited_for
+    assert caught.value.step == "discover" and "relocation-config or RELOCCONFIG" in caught.value.waited_for
     assert clk.monotonic() == 300
-    assert len(messages) == 5
-    assert messages[0].startswith("Insert the USB stick or ISO labelled relocation-config")
-    assert "relocation-config" in caught.value.hint
+    assert messages == [discovery.INSERT_MESSAGE.format(minutes=5)]
+    reports = [r.getMessage() for r in caplog.records if r.name == "snoreloc.progress"]
+    assert len(reports) == 5 and all("of at most 5m 00s" in line for line in reports)
+    assert "relocation-config" in caught.value.hint and "make-media" in caught.value.hint
 
 
 def test_device_inserted_while_waiting_is_picked_up(
@@ -140,7 +151,7 @@ def test_device_inserted_while_waiting_is_picked_up(
     _script(runner, stick, blkid_misses=3)
     found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk, progress=lambda _m: None)
     assert found.device == "/dev/sr0"
-    assert clk.monotonic() == 15
+    assert clk.monotonic() == 10, "looked at once, then at 0s and 5s of the wait"
 
 
 def test_host_file_wins_over_a_device(host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock) -> None:
@@ -165,4 +176,52 @@ def test_alias_bomb_does_not_explode_the_reference_walk() -> None:
     bomb = "a: &a [{file: x.pem}]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(20)
     )
-    assert discovery._references(bomb.encode()) == ["x.pem"]
+    assert discovery.references(bomb.encode()) == ["x.pem"]
+
+
+@pytest.mark.parametrize("label", ["RELOCCONFIG", "relocconfig", "Relocation-Config"])
+def test_fat_label_and_any_case_are_found(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock, label: str
+) -> None:
+    _script(runner, _stick(host), label=label)
+    assert discovery.discover(host, blockdev.BlockDevices(runner, host), clk).device == "/dev/sr0"
+
+
+def test_rerun_without_the_stick_uses_the_saved_copy_and_says_so(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    _script(runner, _stick(host))
+    first = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    runner.on(blockdev.BLKID_LABELS, command.Result(0, "DEVNAME=/dev/sda1\nLABEL=boot\n"))
+    messages: list[str] = []
+    again = discovery.discover(host, blockdev.BlockDevices(runner, host), clk, progress=messages.append)
+    assert (again.source, again.path) == (discovery.Source.SAVED, first.path)
+    assert messages == [f"no site-config medium is present: using the copy saved by an earlier run, {first.path}"]
+    assert clk.monotonic() == 0, "no wait when a saved copy exists"
+
+
+def test_a_newer_stick_with_a_different_site_config_wins_and_says_so(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    _script(runner, stick)
+    discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    stick.files["site-config.yaml"] = SITE_CONFIG.replace("store042", "store043")
+    messages: list[str] = []
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk, progress=messages.append)
+    assert "store043" in found.path.read_text()
+    assert messages == ["the site-config on /dev/sr0 differs from the saved copy: the medium's replaces it"]
+
+
+def test_a_bad_stick_never_replaces_a_good_saved_copy(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    _script(runner, stick)
+    good = discovery.discover(host, blockdev.BlockDevices(runner, host), clk).path
+    stick.files["site-config.yaml"] = UNSAFE
+    with pytest.raises(errors.ConfigError, match=r"not valid; the saved copy .* is kept") as caught:
+        discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert caught.value.exit_code == 65 and caught.value.problems
+    assert good.read_text() == SITE_CONFIG
+    assert not host.exists(discovery.STAGING_DIR)

@@ -17,9 +17,20 @@ V4 = ipaddress.ip_interface("192.168.127.10/24")
 V6 = ipaddress.ip_interface("fd00:127::10/64")
 OPTIONS = machineconfig.FactoryOptions(internal_ips=(V6, V4), image="quay.io/snoreloc/snoreloc:0.1.0")
 
+# Like nmcli: `--get-values` escapes ':' unless `-e no` comes first; `modify` fails when told to.
 FAKE_NMCLI = """#!/bin/bash
 echo "nmcli $*" >> "$FAKE_STATE/calls"
-if [[ "$1" == --get-values ]]; then cat "$FAKE_STATE/nm-${2%%.*}" 2>/dev/null || true; fi
+escape=yes
+if [[ "$1" == -e ]]; then escape="$2"; shift 2; fi
+if [[ "$1" == --get-values ]]; then
+    values="$(cat "$FAKE_STATE/nm-${2%%.*}" 2>/dev/null || true)"
+    if [[ "$escape" == yes ]]; then values="${values//:/\\\\:}"; fi
+    echo "$values"
+fi
+if [[ "$1 $2" == "connection modify" && -e "$FAKE_STATE/modify-fails" ]]; then
+    echo "Error: Failed to modify connection: ipv6.addresses: this property is not allowed for method=disabled" >&2
+    exit 4
+fi
 """
 FAKE_IP = """#!/bin/bash
 echo "ip $*" >> "$FAKE_STATE/calls"
@@ -121,15 +132,33 @@ def test_dispatcher_adds_missing_addresses_on_its_pre_up(tmp_path: pathlib.Path,
     (tmp_path / "state/nm-ipv4").write_text("10.42.0.10/24\n")
     (tmp_path / "state/ip-addr").write_text("7: br-ex    inet 10.42.0.10/24 brd 10.42.0.255 scope global br-ex\n")
     assert _dispatch(tmp_path, fake_bin, "br-ex", "pre-up") == [
-        "nmcli --get-values ipv4.addresses connection show 5fcd-uuid",
-        "nmcli connection modify 5fcd-uuid +ipv4.addresses 192.168.127.10/24",
         "ip -o addr show dev br-ex",
         "ip addr add 192.168.127.10/24 dev br-ex",
-        "nmcli --get-values ipv6.addresses connection show 5fcd-uuid",
-        "nmcli connection modify 5fcd-uuid +ipv6.addresses fd00:127::10/64",
+        "nmcli -e no --get-values ipv4.addresses connection show 5fcd-uuid",
+        "nmcli connection modify 5fcd-uuid +ipv4.addresses 192.168.127.10/24",
         "ip -o addr show dev br-ex",
         "ip addr add fd00:127::10/64 dev br-ex nodad",
+        "nmcli -e no --get-values ipv6.addresses connection show 5fcd-uuid",
+        "nmcli connection modify 5fcd-uuid +ipv6.addresses fd00:127::10/64",
     ]
+
+
+@pytest.mark.allow_subprocess
+def test_dispatcher_adds_to_the_device_even_when_the_profile_refuses(
+    tmp_path: pathlib.Path, fake_bin: pathlib.Path
+) -> None:
+    (tmp_path / "state/modify-fails").write_text("")
+    calls = _dispatch(tmp_path, fake_bin, "br-ex", "pre-up")
+    assert "ip addr add 192.168.127.10/24 dev br-ex" in calls
+    assert "ip addr add fd00:127::10/64 dev br-ex nodad" in calls
+
+
+@pytest.mark.allow_subprocess
+def test_dispatcher_ipv6_primary_comes_first(tmp_path: pathlib.Path, fake_bin: pathlib.Path) -> None:
+    options = machineconfig.FactoryOptions(internal_ips=(V4, V6), ipv6_primary=True, image="x")
+    calls = [c for c in _dispatch(tmp_path, fake_bin, "br-ex", "pre-up", options=options) if " add " in c]
+    assert calls == ["ip addr add fd00:127::10/64 dev br-ex nodad", "ip addr add 192.168.127.10/24 dev br-ex"]
+    assert "KUBELET_NODE_IP=fd00:127::10" in machineconfig.kubelet_dropin(options)
 
 
 @pytest.mark.allow_subprocess
@@ -156,7 +185,7 @@ def test_dispatcher_is_idempotent(tmp_path: pathlib.Path, fake_bin: pathlib.Path
 def test_dispatcher_ipv4_only_does_not_touch_ipv6(tmp_path: pathlib.Path, fake_bin: pathlib.Path) -> None:
     options = machineconfig.FactoryOptions(internal_ips=(V4,), image="x", interface="br-ex")
     calls = _dispatch(tmp_path, fake_bin, "br-ex", "pre-up", options=options)
-    assert calls[-1] == "ip addr add 192.168.127.10/24 dev br-ex" and not any("ipv6" in c for c in calls)
+    assert "ip addr add 192.168.127.10/24 dev br-ex" in calls and not any("ipv6" in c for c in calls)
 
 
 @pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from snoreloc import errors
-from snoreloc.adapters import clock, nmstate, probe
+from snoreloc.adapters import clock, command, nmstate, probe
 from snoreloc.host import network
+from snoreloc.siteconfig import model
 
 DESIRED: dict[str, Any] = {
     "interfaces": [
@@ -165,7 +166,8 @@ def test_probe_targets_include_registry_and_link_local_gateway_interface() -> No
     desired["routes"]["config"].append(
         {"destination": "::/0", "next-hop-address": "fe80::1", "next-hop-interface": "eno1"}
     )
-    targets = network.probe_targets(desired, ("mirror.example.com", 5000))
+    probes = model.NetworkProbes(tcp=(("mirror.example.com", 5000),))
+    targets = network.probe_targets(desired, probes)
     assert [str(t) for t in targets] == [
         "gateway 10.42.0.1",
         "gateway fe80::1",
@@ -187,9 +189,129 @@ def test_policy_refuses_a_rollback_shorter_than_the_probe_window() -> None:
         ({"a": [1, 2]}, {"a": [1, 2], "b": 3}, True),
         ({"a": [1, 2]}, {"a": [2, 1]}, False),
         ({"mac-address": "aa:bb:cc:dd:ee:ff"}, {"mac-address": "AA:BB:CC:DD:EE:FF"}, True),
-        ({"interfaces": [{"name": "x", "state": "absent"}]}, {"interfaces": []}, False),
+        ({"interfaces": [{"name": "x", "state": "absent"}]}, {"interfaces": []}, True),
+        ({"interfaces": [{"name": "x", "state": "absent"}]}, {"interfaces": [{"name": "x", "state": "up"}]}, False),
+        ({"interfaces": [{"name": "x", "state": "absent"}]}, {"interfaces": [{"name": "x", "state": "down"}]}, True),
+        (
+            {"routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-interface": "eno1", "state": "absent"}]}},
+            {"routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-interface": "eno2"}]}},
+            True,
+        ),
+        (
+            {"routes": {"config": [{"next-hop-interface": "eno1", "state": "absent"}]}},
+            {"routes": {"config": [{"destination": "10.0.0.0/8", "next-hop-interface": "eno1"}]}},
+            False,
+        ),
+        ({"ip": "2001:0db8:0000::0010"}, {"ip": "2001:db8::10"}, True),
+        ({"server": ["2001:DB8::53"]}, {"server": ["2001:db8::53"]}, True),
+        ({"ip": "2001:db8::10"}, {"ip": "2001:db8::11"}, False),
         ({"prefix-length": 24}, {"prefix-length": "24"}, True),
     ],
 )
 def test_matches_is_a_subset_comparison(desired: Any, current: Any, expected: bool) -> None:
     assert network.matches(desired, current) is expected
+
+
+def test_a_network_that_removes_the_factory_vlan_converges_and_is_not_reapplied(clk: clock.FakeClock) -> None:
+    desired = copy.deepcopy(DESIRED)
+    desired["interfaces"].append({"name": "eno1.99", "type": "vlan", "state": "absent"})
+    backend = FakeNmstate({"interfaces": [{"name": "eno1.99", "type": "vlan", "state": "up"}]})
+    network.converge(backend, OrderedProber(backend), clk, desired)
+    backend.current["interfaces"] = [i for i in backend.current["interfaces"] if i["state"] != "absent"]
+    backend.events.clear()
+    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Change.UNCHANGED
+    assert backend.events == ["show"]
+
+
+def test_long_hand_ipv6_matches_what_networkmanager_reports(clk: clock.FakeClock) -> None:
+    desired = copy.deepcopy(DESIRED)
+    desired["interfaces"][0]["ipv6"] = {"enabled": True, "address": [{"ip": "fd00:0:0:0::10", "prefix-length": 64}]}
+    current = copy.deepcopy(desired)
+    current["interfaces"][0]["ipv6"]["address"][0]["ip"] = "fd00::10"
+    backend = FakeNmstate(current)
+    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Change.UNCHANGED
+
+
+def test_nothing_to_probe_is_rolled_back_never_committed(clk: clock.FakeClock) -> None:
+    desired = {"interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "mtu": 9000}]}
+    backend = FakeNmstate(copy.deepcopy(OLD))
+    with pytest.raises(errors.TemporaryError, match="nothing to probe") as caught:
+        network.converge(backend, OrderedProber(backend), clk, desired)
+    assert "networkProbes: none" in caught.value.hint
+    assert backend.events[-1].startswith("rollback") and backend.current == OLD
+
+
+def test_probes_none_commits_without_probing(clk: clock.FakeClock) -> None:
+    backend = FakeNmstate(copy.deepcopy(OLD))
+    probes = model.NetworkProbes(enabled=False, gateway=False, dns=False)
+    outcome = network.converge(backend, OrderedProber(backend), clk, DESIRED, probes=probes)
+    assert outcome.checks == ()
+    assert not any(event.startswith("probe") for event in backend.events)
+    assert backend.events[-1].startswith("commit")
+
+
+def test_dhcp_network_probes_the_gateway_and_dns_it_learnt(clk: clock.FakeClock) -> None:
+    desired = {
+        "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}]
+    }
+
+    class Dhcp(FakeNmstate):
+        def show(self) -> dict[str, Any]:
+            state = super().show()
+            if self.pending is not None:
+                state["routes"] = {"running": [{"destination": "0.0.0.0/0", "next-hop-address": "10.1.0.1"}]}
+                state["dns-resolver"] = {"running": {"server": ["10.1.0.53"]}}
+            return state
+
+    backend = Dhcp(copy.deepcopy(OLD))
+    network.converge(backend, OrderedProber(backend), clk, desired)
+    assert [e for e in backend.events if e.startswith("probe")] == ["probe gateway 10.1.0.1", "probe dns 10.1.0.53"]
+    assert backend.events[-1].startswith("commit")
+
+
+def test_only_the_probes_the_site_asks_for_and_its_tcp_targets(clk: clock.FakeClock) -> None:
+    backend = FakeNmstate(copy.deepcopy(OLD))
+    probes = model.NetworkProbes(gateway=False, dns=True, tcp=(("fd00::5", 8443),))
+    network.converge(backend, OrderedProber(backend), clk, DESIRED, probes=probes)
+    probed = [e for e in backend.events if e.startswith("probe")]
+    assert probed == ["probe dns 10.42.0.53", "probe dns 10.42.0.54", "probe tcp [fd00::5]:8443"]
+
+
+def test_probe_failure_message_names_target_what_was_sent_and_what_came_back(clk: clock.FakeClock) -> None:
+    backend = FakeNmstate(copy.deepcopy(OLD))
+    runner = command.FakeRunner().on(
+        ["ip", "-j", "neigh"], command.Result(0, stdout='[{"dst":"10.42.0.1","state":["FAILED"]}]')
+    )
+    prober = probe.NetworkProber(runner, timeout=0.2, trigger=lambda _a, _i: None)
+    probes = model.NetworkProbes(dns=False)
+    with pytest.raises(errors.TemporaryError) as caught:
+        network.converge(backend, prober, clk, DESIRED, probes=probes, policy=network.Policy(probe_window=20))
+    message = caught.value.message
+    assert "gateway 10.42.0.1" in message and "sent a UDP datagram" in message and "FAILED" in message
+    assert backend.events[-1].startswith("rollback")
+
+
+@pytest.mark.parametrize("rcode", [2, 5])
+def test_site_with_internal_resolver_and_icmp_dropping_gateway_is_committed(
+    dns_server: tuple[int, list[int]], rcode: int, clk: clock.FakeClock
+) -> None:
+    """REFUSED/SERVFAIL resolvers and a gateway that never answers ping: the network is kept."""
+    port, rcodes = dns_server
+    rcodes.extend([rcode] * 4)
+    desired = {
+        "interfaces": [
+            {"name": "lo", "type": "loopback", "ipv4": {"address": [{"ip": "127.0.0.5", "prefix-length": 8}]}}
+        ],
+        "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "127.0.0.1"}]},
+        "dns-resolver": {"config": {"server": ["127.0.0.1"]}},
+    }
+    runner = command.FakeRunner().on(
+        ["ip", "-j", "neigh"], command.Result(0, stdout='[{"dst":"127.0.0.1","state":["REACHABLE"]}]')
+    )
+    runner.on(["ping"], command.Result(1))
+    prober = probe.NetworkProber(runner, timeout=2, trigger=lambda _a, _i: None, dns_port=port)
+    backend = FakeNmstate({"interfaces": []})
+    outcome = network.converge(backend, prober, clk, desired)
+    assert [check.ok for check in outcome.checks] == [True, True]
+    assert backend.events[-1].startswith("commit")
+    assert not runner.ran("ping")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from snoreloc import errors
-from snoreloc.adapters import command, fs, nmstate
+from snoreloc.adapters import clock, command, fs, nmstate, probe
+from snoreloc.host import network
 
 DESIRED = {"interfaces": [{"name": "eno1", "type": "ethernet", "state": "up"}]}
 
@@ -103,3 +104,76 @@ def test_select_falls_back_to_nmstatectl_then_gives_up(
     assert isinstance(nmstate.select_backend(runner, host), nmstate.NmstatectlBackend)
     with pytest.raises(errors.UnavailableError, match="neither libnmstate nor nmstatectl"):
         nmstate.select_backend(runner, host)
+
+
+@pytest.mark.parametrize(
+    ("stderr", "retryable"),
+    [
+        ("[ERROR nmstatectl] NmstateError: InvalidArgument: Invalid VLAN ID 5000", False),
+        ("NmstateError: NotSupportedError: OVS bridge is not supported", False),
+        ("NmstateError: PluginFailure: NetworkManager daemon is not running", True),
+        ("NmstateError: Bug: connection activation failed", True),
+        ("libnmstate.error.NmstateValueError: Invalid VLAN ID 5000", False),
+        ("libnmstate.error.NmstateLibnmError: Activation failed", True),
+        ("Error: something nmstate never printed before", True),
+    ],
+)
+def test_nmstatectl_failures_are_classified_by_nmstates_error_kind(
+    host: fs.HostFS, runner: command.FakeRunner, stderr: str, retryable: bool
+) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(1, "", stderr))
+    with pytest.raises(nmstate.ApplyFailed) as caught:
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert caught.value.retryable is retryable
+    assert stderr.rsplit(": ", maxsplit=1)[-1] in caught.value.detail
+
+
+def test_invalid_argument_from_nmstatectl_is_exit_65_after_one_attempt(
+    host: fs.HostFS, runner: command.FakeRunner
+) -> None:
+    runner.on(["nmstatectl", "show"], command.Result(0, json.dumps({"interfaces": []})))
+    runner.on(["nmstatectl", "apply"], command.Result(1, "", "NmstateError: InvalidArgument: Invalid VLAN ID 5000"))
+    backend = nmstate.NmstatectlBackend(runner, host)
+    with pytest.raises(errors.ConfigError, match="Invalid VLAN ID 5000") as caught:
+        network.converge(backend, probe.FakeProber(), clock.FakeClock(), DESIRED)
+    assert caught.value.exit_code == 65
+    assert len([c for c in runner.commands() if c[1] == "apply"]) == 1
+
+
+def test_missing_rights_are_the_hosts_fault_not_the_site_configs(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(1, "", "NmstateError: PermissionError: Access denied"))
+    with pytest.raises(errors.UnavailableError, match="PermissionError"):
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        # nmstate 2.x logs the checkpoint it created on stderr
+        "[2024-05-01T10:00:00Z INFO  nmstate::nm::checkpoint] Created checkpoint "
+        "/org/freedesktop/NetworkManager/Checkpoint/21\n",
+        # nmstate 1.x / 0.3 print it as a plain line
+        "Checkpoint: /org/freedesktop/NetworkManager/Checkpoint/21\n",
+        "checkpoint '/org/freedesktop/NetworkManager/Checkpoint/21' created\n",
+    ],
+)
+def test_checkpoints_in_each_printed_form(host: fs.HostFS, runner: command.FakeRunner, printed: str) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(0, "---\n", printed))
+    checkpoint = nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert checkpoint == nmstate.Checkpoint("/org/freedesktop/NetworkManager/Checkpoint/21")
+
+
+def test_checkpoint_not_printed_is_asked_of_networkmanager(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(0, "---\n", ""))
+    runner.on(["busctl"], command.Result(0, 'ao 1 "/org/freedesktop/NetworkManager/Checkpoint/4"\n'))
+    checkpoint = nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert checkpoint == nmstate.Checkpoint("/org/freedesktop/NetworkManager/Checkpoint/4")
+
+
+def test_no_nameable_checkpoint_is_rolled_back_and_refused(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(0, "---\n", ""))
+    runner.on(["busctl"], command.Result(0, "ao 0\n"))
+    runner.on(["nmstatectl", "rollback"])
+    with pytest.raises(errors.UnavailableError, match="printed no checkpoint"):
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert runner.commands()[-1] == ("nmstatectl", "rollback")

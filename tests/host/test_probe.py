@@ -2,36 +2,10 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
-from collections.abc import Iterator
 
 import pytest
 
 from snoreloc.adapters import command, probe
-
-
-@pytest.fixture
-def dns_server() -> Iterator[tuple[int, list[int]]]:
-    """A UDP server on localhost answering each query with the next RCODE from a list it is given."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.bind(("127.0.0.1", 0))
-    rcodes: list[int] = []
-
-    def serve() -> None:
-        while True:
-            try:
-                data, peer = sock.recvfrom(512)
-            except OSError:
-                return
-            if not rcodes:
-                continue  # stay silent: the client times out
-            query_id, _flags = struct.unpack("!HH", data[:4])
-            sock.sendto(struct.pack("!HHHHHH", query_id, 0x8180 | rcodes.pop(0), 1, 0, 0, 0) + data[12:], peer)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield sock.getsockname()[1], rcodes
-    sock.close()
 
 
 def test_dns_query_is_well_formed() -> None:
@@ -65,15 +39,54 @@ def test_tcp_probe_against_a_listener_and_a_closed_port() -> None:
     assert prober.check(probe.Target(probe.Kind.TCP, "127.0.0.1", port)).ok
     listener.close()
     failed = prober.check(probe.Target(probe.Kind.TCP, "127.0.0.1", port))
-    assert not failed.ok and "connection failed" in failed.detail
+    assert not failed.ok and failed.detail.startswith(f"opened a TCP connection to port {port}; failed")
 
 
-def test_gateway_ping_goes_through_the_runner_with_scope_for_link_local() -> None:
-    runner = command.FakeRunner().on(["ping"], command.Result(0), command.Result(1))
-    prober = probe.NetworkProber(runner, timeout=2)
-    assert prober.check(probe.Target(probe.Kind.GATEWAY, "10.0.0.1")).ok
-    assert not prober.check(probe.Target(probe.Kind.GATEWAY, "fe80::1", interface="eno1")).ok
-    assert runner.commands() == [
-        ("ping", "-c", "1", "-W", "2", "10.0.0.1"),
-        ("ping", "-c", "1", "-W", "2", "fe80::1%eno1"),
-    ]
+NEIGH_OK = '[{"dst":"10.0.0.1","dev":"eno1","lladdr":"52:54:00:12:34:56","state":["REACHABLE"]}]'
+
+
+def test_gateway_is_resolved_by_arp_not_ping() -> None:
+    nudged: list[tuple[str, str | None]] = []
+    runner = command.FakeRunner().on(["ip", "-j", "neigh", "show"], command.Result(0, stdout=NEIGH_OK))
+    prober = probe.NetworkProber(runner, timeout=2, trigger=lambda a, i: nudged.append((a, i)))
+    verdict = prober.check(probe.Target(probe.Kind.GATEWAY, "10.0.0.1", interface="eno1"))
+    assert verdict.ok and "REACHABLE" in verdict.detail
+    assert nudged == [("10.0.0.1", "eno1")]
+    assert runner.commands() == [("ip", "-j", "neigh", "show", "to", "10.0.0.1", "dev", "eno1")]
+    assert not runner.ran("ping")
+
+
+@pytest.mark.parametrize(
+    ("stdout", "seen"),
+    [("[]", "no entry"), ('[{"dst":"10.0.0.1","state":["FAILED"]}]', "FAILED"), ('[{"state":["STALE"]}]', "STALE")],
+)
+def test_gateway_without_a_confirmed_link_layer_answer_fails(stdout: str, seen: str) -> None:
+    runner = command.FakeRunner().on(["ip"], command.Result(0, stdout=stdout))
+    prober = probe.NetworkProber(runner, timeout=2, trigger=lambda _a, _i: None)
+    verdict = prober.check(probe.Target(probe.Kind.GATEWAY, "10.0.0.1"))
+    assert not verdict.ok
+    assert "sent a UDP datagram" in verdict.detail and seen in verdict.detail
+
+
+@pytest.mark.parametrize(("rcode", "name"), [(0, "NOERROR"), (2, "SERVFAIL"), (3, "NXDOMAIN"), (5, "REFUSED")])
+def test_any_dns_answer_proves_the_server_is_reachable(
+    dns_server: tuple[int, list[int]], rcode: int, name: str
+) -> None:
+    port, rcodes = dns_server
+    rcodes.append(rcode)
+    prober = probe.NetworkProber(command.FakeRunner(), timeout=2)
+    verdict = prober.check(probe.Target(probe.Kind.DNS, "127.0.0.1", port))
+    assert verdict.ok, verdict.detail
+    assert verdict.detail == f"sent a query for the root NS records; answered {name}"
+
+
+def test_silent_dns_server_fails_naming_what_was_sent(dns_server: tuple[int, list[int]]) -> None:
+    port, _ = dns_server
+    verdict = probe.NetworkProber(command.FakeRunner(), timeout=0.2).check(
+        probe.Target(probe.Kind.DNS, "127.0.0.1", port)
+    )
+    assert not verdict.ok and verdict.detail.startswith("sent a query for the root NS records; no DNS answer within")
+
+
+def test_nudge_sends_without_raising_on_an_unroutable_address() -> None:
+    probe.nudge("127.0.0.1", None)

@@ -218,3 +218,22 @@ def test_cert_expiry_reads_only_the_certificate(clk: clock.FakeClock) -> None:
     assert seal.kubelet_cert_expiry(bundle).date() == (clk.now() + timedelta(days=10)).date()
     with pytest.raises(ValueError, match="no certificate"):
         seal.kubelet_cert_expiry(bundle.split(b"-----END CERTIFICATE-----")[1])
+
+
+def _without_internal_ips(node: seal.Node) -> None:
+    options = machineconfig.FactoryOptions(image=OPTIONS.image)
+    node.host.write_text(machineconfig.CONFIG_PATH, machineconfig.config_text(options), mode=0o644)
+
+
+def test_seal_refuses_a_node_whose_node_ip_is_not_decoupled(node: seal.Node) -> None:
+    _without_internal_ips(node)
+    with pytest.raises(seal.SealRefused, match="node-ip: kubelet and CRI-O keep the factory node IP"):
+        seal.seal(node, FakeFacts())
+    assert not node.host.exists(kubelet.SEAL_MARKER)
+
+
+def test_seal_ships_it_when_told_and_says_so(node: seal.Node) -> None:
+    _without_internal_ips(node)
+    sealed = seal.seal(node, FakeFacts(), seal.Options(allow_factory_node_ip=True))
+    assert [w.check for w in sealed.warnings] == ["node-ip"]
+    assert node.host.exists(kubelet.SEAL_MARKER)

@@ -133,3 +133,23 @@ def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> Non
 
     report = json.loads(capsys.readouterr().out)
     assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
+
+
+@pytest.mark.simonly
+def test_plan_shows_the_node_before_the_cluster(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = _services(root, sim)
+    before = svc.host.nmstate.show()
+
+    planned = node.plan_node(_request(root, sim), svc)
+
+    assert [p.step for p in planned.plans] == ["site-config", "network", "kubelet"]
+    assert planned.plans[0].notes == (f"{root.path('/etc/snoreloc/site-config.yaml')} (host-file): valid",)
+    network = planned.plans[1].notes
+    assert network[0].startswith('interface eno1.120: add {"ipv4": {"address": [{"ip": "10.42.0.10"')
+    assert any(line.startswith("route ") and "10.42.0.1" in line for line in network)
+    assert any(line.startswith("dns-resolver: ") and "10.42.0.53" in line for line in network)
+    assert network[-1] == "apply the nmstate state, then probe: gateway 10.42.0.1, dns 10.42.0.53"
+    assert planned.plans[2].notes == ("start kubelet (seal stopped it)",) and not planned.kubelet_running
+    assert svc.host.nmstate.show() == before, "plan changes nothing"
+    assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]

@@ -37,8 +37,9 @@ MAPPED = {
     ("spec", "registryCA"): "registry_ca",
     ("spec", "kubelet", "approveCSRs"): "kubelet.approve_csrs",
 }
-# Kept out of the model on purpose: free-form data for fleet tooling, which the agent has no use for.
-UNMODELLED = {("metadata", "labels"), ("metadata", "annotations")}
+# Kept out of the model on purpose: free-form data for fleet tooling, which the agent has no use for; and
+# `networkAccept`, which only changes what validation refuses (the network checks read it before a model exists).
+UNMODELLED = {("metadata", "labels"), ("metadata", "annotations"), ("spec", "networkAccept")}
 # Under these, the schema describes someone else's format (nmstate, a certificate source): one model field holds it.
 OPAQUE = {
     ("spec", "network"): "network",

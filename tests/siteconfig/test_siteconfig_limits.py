@@ -227,4 +227,5 @@ def _vlans() -> str:
     )
     removals = "".join(f"    - factory-mirrors-{n}\n" for n in range(256))
     eno1 = "      - {name: eno1, type: ethernet, state: up}\n"
-    return f"  network:\n    interfaces:\n{eno1}{vlans}  removeMirrors:\n{removals}"
+    dns = "    dns-resolver: {config: {server: [10.0.0.53]}}\n"
+    return f"  network:\n    interfaces:\n{eno1}{vlans}{dns}  removeMirrors:\n{removals}"

@@ -175,7 +175,7 @@ class TestNetwork:
             "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}]
         }
 
-    def test_warnings_for_br_ex_and_an_unreachable_gateway(self) -> None:
+    def test_br_ex_addresses_are_fine_and_an_unreachable_gateway_warns(self) -> None:
         state = {
             "interfaces": [
                 {
@@ -191,10 +191,26 @@ class TestNetwork:
         }
         found = nmstate_check.check(state)
         assert {f.severity.value for f in found} == {"warning"}
-        assert [f.path for f in found] == [
-            ("interfaces", 0, "name"),
-            ("routes", "config", 0, "next-hop-address"),
-        ]
+        assert [f.path for f in found] == [("routes", "config", 0, "next-hop-address")]
+
+    def test_risky_removals_pass_when_the_site_config_accepts_them(self) -> None:
+        state = {
+            "interfaces": [{"name": "br-ex", "type": "ovs-interface", "state": "absent"}],
+            "routes": {"config": [{"destination": "::/0", "state": "absent"}]},
+            "dns-resolver": {"config": {"server": []}},
+        }
+        assert len(nmstate_check.check(state)) == 3
+        assert nmstate_check.check(state, accept=frozenset(nmstate_check.ACCEPT_NAMES)) == []
+
+    def test_nothing_to_probe_passes_with_probes_none_or_a_tcp_target(self, tmp_path: pathlib.Path) -> None:
+        network = "network:\n  interfaces:\n    - {name: eno1, type: ethernet, state: up, mtu: 9000}\n"
+        with pytest.raises(errors.ConfigError):
+            loader.load(str(_write(tmp_path, network)))
+        config = loader.load(str(_write(tmp_path, network + "networkProbes: none\n")))
+        assert not config.network_probes.enabled
+        tcp = network + "networkProbes:\n  gateway: false\n  tcp: ['[fd00::5]:8443', 'hub.example.com:6443']\n"
+        probes = loader.load(str(_write(tmp_path, tcp))).network_probes
+        assert probes.tcp == (("fd00::5", 8443), ("hub.example.com", 6443)) and not probes.gateway and probes.dns
 
     def test_bond_and_vlan_references(self) -> None:
         state = {
@@ -226,3 +242,11 @@ class TestFileReferences:
         (tmp_path / "d").mkdir()
         with pytest.raises(files.RefError, match="not a regular file"):
             files.read(str(tmp_path), "d")
+
+
+@pytest.mark.parametrize("field", ["hostname", "clusterName"])
+def test_new_host_or_cluster_name_is_not_supported_online(tmp_path: pathlib.Path, field: str) -> None:
+    report = loader.validate(str(_write(tmp_path, f"{field}: store2\n")))
+    assert [(p.path, p.message.split(":")[0]) for p in report.problems] == [
+        (f"spec.{field}", "is not supported by a running cluster")
+    ]

@@ -4,6 +4,16 @@ nmstate's transaction is what makes a remote network change safe: `apply(commit=
 NetworkManager checkpoint first, and NetworkManager itself restores the checkpoint after N seconds unless someone
 commits. Two backends speak it: libnmstate (the Python binding, in our container image) and the `nmstatectl` CLI
 (on RHCOS hosts). `select_backend` takes the library when it imports, else the CLI when it answers.
+
+Whose fault a failure is decides what happens next. nmstate names its error kind: nmstate 2.x (RHCOS 4.12-4.16)
+prints `NmstateError: <Kind>: <message>` (kinds from nmstate/nmstate rust/src/lib/error.rs; the prefix from
+rust/src/cli/error.rs), nmstate 0.3/1.x raises `Nmstate<Kind>Error` classes. An invalid desired state is the
+site-config's (not retried: exit 65), missing rights or dependencies are the host's (exit 69), anything else
+(NetworkManager busy, a plugin failure, a verification race at first boot) is retried.
+
+The checkpoint `apply --no-commit` created is read from what nmstatectl printed (every version logs its D-Bus path);
+when it printed none, NetworkManager's own `Checkpoints` property is asked. If that does not name exactly one,
+the pending change is rolled back and the run refuses, rather than commit or roll back a checkpoint it cannot name.
 """
 
 from __future__ import annotations
@@ -55,7 +65,47 @@ class NmstateBackend(Protocol):
     def rollback(self, checkpoint: Checkpoint) -> None: ...
 
 
-_NOT_RETRYABLE = ("NmstateValueError", "NmstateNotSupportedError", "NmstateKernelIntegerRoundedError")
+_INVALID_KINDS = frozenset(
+    {
+        "InvalidArgument",
+        "NotImplementedError",
+        "NotSupportedError",
+        "KernelIntegerRoundedError",
+        "PolicyError",
+        "SrIovOperatorOverlap",
+        "NmstateValueError",
+        "NmstateNotSupportedError",
+        "NmstateNotImplementedError",
+        "NmstateKernelIntegerRoundedError",
+    }
+)
+_HOST_KINDS = frozenset({"PermissionError", "DependencyError", "NmstatePermissionError", "NmstateDependencyError"})
+_KIND_2X = re.compile(r"NmstateError: (\w+):")
+_KIND_1X = re.compile(r"\b(Nmstate\w*Error)\b")
+NM_CHECKPOINTS = [
+    "busctl",
+    "get-property",
+    "org.freedesktop.NetworkManager",
+    "/org/freedesktop/NetworkManager",
+    "org.freedesktop.NetworkManager",
+    "Checkpoints",
+]
+
+
+def error_kind(text: str) -> str:
+    """nmstate's error kind named in `text` (2.x `NmstateError: Kind:` first, then 1.x class names); "" if none."""
+    found = _KIND_2X.search(text) or _KIND_1X.search(text)
+    return found.group(1) if found else ""
+
+
+def failure(kind: str, detail: str) -> errors.SnorelocError:
+    """The error for an nmstate failure of `kind`: retryable ApplyFailed, invalid ApplyFailed, or the host's fault."""
+    if kind in _HOST_KINDS:
+        return errors.UnavailableError(
+            f"nmstate cannot change the network on this host ({kind}): {redact.redact(detail)}",
+            hint="Run snoreloc as root with access to NetworkManager's D-Bus socket (the unit does).",
+        )
+    return ApplyFailed(detail, retryable=kind not in _INVALID_KINDS)
 
 
 class LibnmstateBackend:
@@ -71,7 +121,7 @@ class LibnmstateBackend:
         try:
             checkpoint = self.lib.apply(desired, verify_change=True, commit=commit, rollback_timeout=rollback_timeout)
         except Exception as exc:
-            raise ApplyFailed(str(exc), retryable=type(exc).__name__ not in _NOT_RETRYABLE) from exc
+            raise failure(type(exc).__name__, f"{type(exc).__name__}: {exc}") from exc
         return None if commit else Checkpoint(str(checkpoint or ""))
 
     def commit(self, checkpoint: Checkpoint) -> None:
@@ -101,8 +151,24 @@ class NmstatectlBackend:
         finally:
             self.host.remove(DESIRED_FILE)
         if not result.ok:
-            raise ApplyFailed((result.stderr or result.stdout).strip()[-4000:], retryable=True)
-        return None if commit else parse_checkpoint(result.stdout + "\n" + result.stderr)
+            text = (result.stderr or result.stdout).strip()
+            raise failure(error_kind(text), text[-4000:])
+        if commit:
+            return None
+        return parse_checkpoint(result.stdout + "\n" + result.stderr) or self._pending_checkpoint()
+
+    def _pending_checkpoint(self) -> Checkpoint:
+        """NetworkManager's one checkpoint, when nmstatectl printed none; refuses (after a rollback) otherwise."""
+        shown = self.runner.run(NM_CHECKPOINTS, timeout=SHORT_TIMEOUT, check=False)
+        found = CHECKPOINT_PATTERN.findall(shown.stdout) if shown.ok else []
+        if len(found) == 1:
+            return Checkpoint(found[0])
+        self.runner.run(["nmstatectl", "rollback"], timeout=SHORT_TIMEOUT, check=False)
+        raise errors.UnavailableError(
+            "nmstatectl applied the network but printed no checkpoint, and NetworkManager lists "
+            f"{len(found) or 'no'} checkpoints; the change was rolled back",
+            hint="Use an nmstate version that snoreloc supports (0.3, 1.x or 2.x; RHCOS ships 2.x).",
+        )
 
     def commit(self, checkpoint: Checkpoint) -> None:
         self.runner.run(["nmstatectl", "commit", *_id(checkpoint)], timeout=SHORT_TIMEOUT)
@@ -115,10 +181,10 @@ def _id(checkpoint: Checkpoint) -> list[str]:
     return [checkpoint.id] if checkpoint.id else []
 
 
-def parse_checkpoint(output: str) -> Checkpoint:
-    """The last checkpoint path nmstatectl printed (it logs the one it created); empty when none was printed."""
+def parse_checkpoint(output: str) -> Checkpoint | None:
+    """The last checkpoint path nmstatectl printed (it logs the one it created); None when none was printed."""
     found = CHECKPOINT_PATTERN.findall(output)
-    return Checkpoint(found[-1] if found else "")
+    return Checkpoint(found[-1]) if found else None
 
 
 def select_backend(runner: command.Runner, host: fs.HostFS) -> NmstateBackend:

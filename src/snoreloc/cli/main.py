@@ -35,6 +35,7 @@ BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
     ("schema", "snoreloc.cli.schema"),
     ("render-machineconfig", "snoreloc.cli.render_machineconfig"),
     ("seal", "snoreloc.cli.seal"),
+    ("make-media", "snoreloc.cli.make_media"),
     ("collect-logs", "snoreloc.cli.collect_logs"),
 )
 

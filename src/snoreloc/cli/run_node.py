@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from snoreloc.cli import common
 
@@ -36,3 +36,24 @@ def execute(args: argparse.Namespace) -> runner.Result:
     result = node.relocate(req, svc)
     sys.stdout.write(node.summary(req))
     return result
+
+
+def plan(args: argparse.Namespace) -> list[Any]:
+    """The node's plans (site-config, network per interface, kubelet), then the cluster's when its API is up."""
+    from snoreloc.engine import node, pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.steps import base  # noqa: PLC0415 (lazy, as above)
+
+    clock = common.make_clock(args)
+    req = node.NodeRequest(paths=common.make_paths(args), site_config=args.site_config)
+    svc = node.host_services(args.root, lambda: common.make_client(args, clock), clock, _echo)
+    found = node.plan_node(req, svc)
+    if not found.kubelet_running:
+        note = "the API is down until kubelet starts: run `snoreloc plan` again after the network and kubelet steps"
+        return [*found.plans, base.Plan("cluster", notes=(note,))]
+    args.site_config = found.site_config
+    client = common.make_client(args, clock)
+    try:
+        result = pipeline.execute(common.make_request(args, dry_run=True), client, clock)
+    finally:
+        client.close()
+    return [*found.plans, *result.plans]

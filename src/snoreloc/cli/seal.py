@@ -19,6 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--pool", default="master", help="MachineConfigPool to check (default: master)")
     parser.add_argument("--machineconfig", default="99-master-snoreloc", help="factory MachineConfig name")
+    parser.add_argument(
+        "--allow-factory-node-ip",
+        action="store_true",
+        help="ship a node whose kubelet/CRI-O node IP is the factory one (it is lost at a site on another network)",
+    )
     parser.add_argument("--poweroff", action="store_true", help="power the node off once sealed")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation (required off a terminal)")
 
@@ -46,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
     if not node.host.exists(kubelet.SEAL_MARKER):
         kubeconfig = args.kubeconfig or str(node.host.path(kube.NODE_KUBECONFIG))
         facts = seal.KubeClusterFacts(kube.Client.from_kubeconfig(kubeconfig, clock=node.clk))
-    options = seal.Options(args.shelf_days, args.strict, args.pool, args.machineconfig, args.poweroff)
+    options = seal.Options(
+        args.shelf_days, args.strict, args.pool, args.machineconfig, args.poweroff, args.allow_factory_node_ip
+    )
     sealed = seal.seal(node, facts, options)
     for warning in sealed.warnings:
         sys.stderr.write(f"warning: {warning.render()}\n")

@@ -90,6 +90,35 @@ def find_site_config(req: NodeRequest, svc: Services, say: Reporter) -> model.Si
     return loader.load(str(found.path))
 
 
+@dataclass(frozen=True)
+class NodePlan:
+    """What `run` would do on this node before the cluster steps, and the site-config it would use."""
+
+    site: model.SiteConfig
+    site_config: str
+    plans: tuple[base.Plan, ...]
+    kubelet_running: bool
+
+
+def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
+    """Where the site-config comes from, the network change per interface, whether kubelet would start.
+
+    Nothing on the node changes, except that a medium's site-config is copied into the state directory as `run`
+    would copy it. Discovery looks once and does not wait.
+    """
+    policy = replace(req.discovery, timeout=0)
+    found = discovery.discover(svc.host.fs, svc.devices, svc.clock, explicit=req.site_config, policy=policy)
+    site = loader.load(str(found.path))
+    origin = found.source.value + (f" {found.device}" if found.device else "")
+    running = svc.host.units.is_active(kubelet.KUBELET)
+    plans = (
+        base.Plan("site-config", notes=(f"{found.path} ({origin}): valid",)),
+        site_network.SiteNetwork(svc.host).plan_for(site),
+        base.Plan("kubelet", notes=("kubelet already runs",) if running else ("start kubelet (seal stopped it)",)),
+    )
+    return NodePlan(site, str(found.path), plans, running)
+
+
 def node_steps(host: HostServices) -> list[base.Step]:
     """The host steps, in the order they run before the cluster steps."""
     return [site_network.SiteNetwork(host), kubelet_start.StartKubelet(host), api_wait.WaitForApi()]

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from snoreloc import errors
+from snoreloc.host import internal_ip
 
 IGNITION_VERSION = "3.2.0"
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
@@ -29,7 +30,8 @@ ROLE_LABEL = "machineconfiguration.openshift.io/role"
 DISPATCHER_PATH = "/etc/NetworkManager/dispatcher.d/pre-up.d/30-snoreloc-internal-ip"
 KUBELET_DROPIN = "/etc/systemd/system/kubelet.service.d/30-nodenet.conf"
 CRIO_DROPIN = "/etc/systemd/system/crio.service.d/30-nodenet.conf"
-CONFIG_PATH = "/etc/snoreloc/config"
+CONFIG_PATH = internal_ip.CONFIG_PATH
+parse_config = internal_ip.parse_config
 UNIT_NAME = "snoreloc.service"
 
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
@@ -51,6 +53,7 @@ class FactoryOptions:
     """What `render-machineconfig` was asked for; `check()` refuses what would render a broken node."""
 
     internal_ips: tuple[Address, ...] = ()
+    ipv6_primary: bool = False  # dual stack: the IPv6 address is kubelet's first node IP
     interface: str = "br-ex"
     runtime: Runtime = Runtime.CONTAINER
     image: str | None = None
@@ -96,7 +99,8 @@ def parse_address(text: str, version: int) -> Address:
 
 
 def _ordered(options: FactoryOptions) -> list[Address]:
-    return sorted(options.internal_ips, key=lambda address: address.version)
+    """Primary first: IPv4 unless the node is IPv6-primary (or IPv6-only)."""
+    return sorted(options.internal_ips, key=lambda address: address.version, reverse=options.ipv6_primary)
 
 
 def dispatcher_script(options: FactoryOptions) -> str:
@@ -133,16 +137,6 @@ def config_text(options: FactoryOptions) -> str:
         f'SNORELOC_ARGS="{options.args}"',
     ]
     return "\n".join(lines) + "\n"
-
-
-def parse_config(text: str) -> dict[str, str]:
-    """The KEY=VALUE pairs of `/etc/snoreloc/config` (comments and blank lines ignored, quotes removed)."""
-    values = {}
-    for line in text.splitlines():
-        key, sep, value = line.strip().partition("=")
-        if sep and not key.startswith("#"):
-            values[key.strip()] = value.strip().strip('"')
-    return values
 
 
 def unit_text(runtime: Runtime) -> str:

@@ -91,6 +91,7 @@ class Options:
     pool: str = "master"
     machineconfig: str = "99-master-snoreloc"
     poweroff: bool = False
+    allow_factory_node_ip: bool = False  # ship a node whose kubelet/CRI-O node IP is not decoupled
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ def check_node(node: Node, options: Options) -> list[Finding]:
         missing = f"{machineconfig.CONFIG_PATH} is missing: the factory MachineConfig is not applied to this node"
         return [Finding("machineconfig", missing), *check_kubelet_cert(node, options)]
     findings = check_files(node, config) + check_internal_ips(node, config) + check_image(node, config)
+    findings += check_decoupled(config, options)
     return findings + check_kubelet_cert(node, options)
 
 
@@ -149,6 +151,18 @@ def check_files(node: Node, config: dict[str, str]) -> list[Finding]:
     if dispatcher in wanted and node.host.exists(dispatcher) and not node.host.mode(dispatcher) & 0o100:
         findings.append(Finding("files", f"{dispatcher} is not executable: NetworkManager will not run it"))
     return findings
+
+
+def check_decoupled(config: dict[str, str], options: Options) -> list[Finding]:
+    """A node without internal addresses keeps its factory node IP, which does not exist at another site."""
+    if _addresses(config):
+        return []
+    message = (
+        "kubelet and CRI-O keep the factory node IP (the MachineConfig has no internal address): at a site on "
+        "another network the node loses its node IP. Render it with --internal-ip, or seal with "
+        "--allow-factory-node-ip if the site keeps the factory addressing"
+    )
+    return [Finding("node-ip", message, fatal=not options.allow_factory_node_ip)]
 
 
 def check_internal_ips(node: Node, config: dict[str, str]) -> list[Finding]:

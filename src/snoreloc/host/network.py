@@ -1,8 +1,10 @@
 """The site's network, applied so that a bad one can never strand the node.
 
 The order is nmstate's transaction: apply the desired state *without committing* under a rollback timeout, probe
-what the site needs (default gateway, DNS servers, optionally the registry), then commit; if a probe fails, roll
-back explicitly and fail with what did not answer. Nothing commits before every probe passed.
+what the site says must be reachable (`spec.networkProbes`: by default each default gateway and DNS server, plus
+any TCP targets), then commit; if a probe fails, roll back explicitly and fail with what did not answer. Nothing
+commits before every probe passed, and a change with nothing to probe is never committed unless the site-config
+says `networkProbes: none`. Gateways and DNS servers learnt by DHCP are read from the state after the apply.
 
 If the agent dies between apply and commit (power cut, OOM, kill), NetworkManager restores the checkpoint by itself
 when the rollback timeout expires, so the node is back on the network it had and a re-run starts over. For that to
@@ -11,31 +13,40 @@ hold, the rollback timeout is longer than the whole probe window (enforced by `P
 At first boot NetworkManager can refuse an apply for a while (devices still settling), so an apply that fails in a
 retryable way is tried again a bounded number of times with exponential backoff. An apply that nmstate rejects as
 invalid is the site-config's fault and is not retried. When the current state already contains everything the
-site asks for, nothing is applied at all (a re-run changes nothing).
+site asks for, nothing is applied at all (a re-run changes nothing); "contains" compares the way nmstate's own
+verification does: addresses in canonical form, and an interface or route marked `state: absent` is satisfied by
+its absence.
 """
 
 from __future__ import annotations
 
 import enum
+import ipaddress
+import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc import errors
+from snoreloc import errors, waits
 from snoreloc.adapters import clock, nmstate, probe
+from snoreloc.siteconfig import model, nmstate_check
 
 LOG = logging.getLogger(__name__)
 
-DEFAULT_ROUTES = ("0.0.0.0/0", "::/0")
 PROBE_HINT = (
     "The node is back on its previous network. Check the cabling and VLAN, and the addresses, gateway and DNS "
     "servers in the site-config's `network` section; then run `snoreloc run` again."
 )
 INVALID_HINT = "Fix the `network` section of the site-config (nmstate's message above says what it rejected)."
+NOTHING_HINT = (
+    "Name a default gateway or DNS server in the site-config's `network`, add `networkProbes.tcp` targets, or set "
+    "`networkProbes: none` to commit without checking."
+)
 RETRY_HINT = "NetworkManager kept refusing the change; the node keeps its previous network. Run `snoreloc run` again."
 
 Progress = Callable[[str], None]
+DEFAULT_PROBES = model.NetworkProbes()
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,7 @@ def converge(
     clk: clock.Clock,
     desired: dict[str, Any],
     *,
-    registry: tuple[str, int] | None = None,
+    probes: model.NetworkProbes = DEFAULT_PROBES,
     policy: Policy = Policy(),
     progress: Progress = LOG.info,
 ) -> Outcome:
@@ -83,13 +94,10 @@ def converge(
     if matches(desired, backend.show()):
         progress("network: already as the site-config asks; nothing to apply")
         return Outcome(Change.UNCHANGED)
-    targets = probe_targets(desired, registry)
-    if not targets:
-        LOG.warning("network: the desired state names no default gateway or DNS server; nothing to probe")
     for attempt in range(1, policy.attempts + 1):
         checkpoint = _apply(backend, desired, policy, attempt)
         if checkpoint is not None:
-            checks = _probe_then_commit(backend, prober, clk, checkpoint, targets=targets, policy=policy)
+            checks = _probe_then_commit(backend, prober, clk, checkpoint, desired=desired, probes=probes, policy=policy)
             return Outcome(Change.APPLIED, attempt, checks)
         delay = policy.backoff * 2 ** (attempt - 1)
         progress(
@@ -123,64 +131,110 @@ def _probe_then_commit(
     clk: clock.Clock,
     checkpoint: nmstate.Checkpoint,
     *,
-    targets: list[probe.Target],
+    desired: dict[str, Any],
+    probes: model.NetworkProbes,
     policy: Policy,
 ) -> tuple[probe.Check, ...]:
     try:
-        checks = probe_until_ok(prober, clk, targets, policy)
+        checks = _checked(backend, prober, clk, desired, probes=probes, policy=policy)
     except BaseException:
         backend.rollback(checkpoint)
         raise
-    failed = [check for check in checks if not check.ok]
-    if failed:
-        backend.rollback(checkpoint)
-        summary = "; ".join(f"{check.target}: {check.detail}" for check in failed)
-        raise errors.TemporaryError(
-            f"the site network failed its checks and was rolled back: {summary}", hint=PROBE_HINT
-        )
     backend.commit(checkpoint)
     return checks
+
+
+def _checked(
+    backend: nmstate.NmstateBackend,
+    prober: probe.Prober,
+    clk: clock.Clock,
+    desired: dict[str, Any],
+    *,
+    probes: model.NetworkProbes,
+    policy: Policy,
+) -> tuple[probe.Check, ...]:
+    if not probes.enabled:
+        LOG.warning("network: committing without probes, as the site-config asks (networkProbes: none)")
+        return ()
+    targets = probe_targets(desired, probes, applied=backend.show() if nmstate_check.dynamic(desired) else None)
+    if not targets:
+        raise errors.TemporaryError(
+            "the site network was rolled back: nothing to probe (no default gateway, DNS server or TCP target)",
+            hint=NOTHING_HINT,
+        )
+    return probe_until_ok(prober, clk, targets, policy)
 
 
 def probe_until_ok(
     prober: probe.Prober, clk: clock.Clock, targets: list[probe.Target], policy: Policy
 ) -> tuple[probe.Check, ...]:
-    """Probe every target until all pass or the probe window closes; returns the last round's verdicts."""
-    deadline = clk.monotonic() + policy.probe_window
-    while True:
+    """Probe every target until all pass; TemporaryError naming each failure once the probe window closes."""
+    last: list[tuple[probe.Check, ...]] = []
+
+    def round_() -> tuple[probe.Check, ...] | None:
         checks = tuple(prober.check(target) for target in targets)
-        if all(check.ok for check in checks) or clk.monotonic() >= deadline:
-            return checks
-        clk.sleep(min(policy.probe_interval, max(deadline - clk.monotonic(), 0.0)))
+        last[:] = [checks]
+        failed = [check for check in checks if not check.ok]
+        if failed:
+            raise errors.TemporaryError(_summary(failed))
+        return checks
+
+    what = "the site network to answer: " + ", ".join(str(target) for target in targets)
+    wait = waits.Wait("network", what, policy.probe_window, interval=policy.probe_interval)
+    try:
+        return waits.until(round_, wait, clk)
+    except errors.WaitTimeout as exc:
+        failed = [check for check in (last[0] if last else ()) if not check.ok]
+        raise errors.TemporaryError(
+            f"the site network failed its checks for {policy.probe_window:g}s and was rolled back: "
+            f"{_summary(failed) or exc.message}",
+            hint=PROBE_HINT,
+        ) from exc
 
 
-def probe_targets(desired: dict[str, Any], registry: tuple[str, int] | None = None) -> list[probe.Target]:
-    """Default gateways and DNS servers named in the desired state, plus the registry when given."""
-    targets = list(_gateways(desired))
-    servers = desired.get("dns-resolver", {}).get("config", {}).get("server", []) or []
-    targets += [probe.Target(probe.Kind.DNS, str(server)) for server in servers]
-    if registry is not None:
-        targets.append(probe.Target(probe.Kind.TCP, registry[0], registry[1]))
+def _summary(failed: list[probe.Check]) -> str:
+    return "; ".join(f"{check.target}: {check.detail}" for check in failed)
+
+
+def probe_targets(
+    desired: Mapping[str, Any],
+    probes: model.NetworkProbes = DEFAULT_PROBES,
+    *,
+    applied: Mapping[str, Any] | None = None,
+) -> list[probe.Target]:
+    """What must answer: default gateways and DNS servers (of `desired`, else as learnt in `applied`), TCP targets."""
+    targets: list[probe.Target] = []
+    if probes.gateway:
+        gateways = nmstate_check.default_gateways(desired) or _running_gateways(applied)
+        targets += [probe.Target(probe.Kind.GATEWAY, address, interface=iface) for address, iface in gateways]
+    if probes.dns:
+        servers = nmstate_check.dns_servers(desired) or _running_servers(applied)
+        targets += [probe.Target(probe.Kind.DNS, server) for server in servers]
+    targets += [probe.Target(probe.Kind.TCP, host, port) for host, port in probes.tcp]
     return list(dict.fromkeys(targets))
 
 
-def _gateways(desired: dict[str, Any]) -> Iterator[probe.Target]:
-    for route in desired.get("routes", {}).get("config", []) or []:
-        if (
-            route.get("destination") in DEFAULT_ROUTES
-            and route.get("state") != "absent"
-            and "next-hop-address" in route
-        ):
-            yield probe.Target(
-                probe.Kind.GATEWAY, str(route["next-hop-address"]), interface=route.get("next-hop-interface")
-            )
+def _running_gateways(applied: Mapping[str, Any] | None) -> list[tuple[str, str | None]]:
+    if applied is None:
+        return []
+    return nmstate_check.default_gateways({"routes": {"config": applied.get("routes", {}).get("running") or []}})
+
+
+def _running_servers(applied: Mapping[str, Any] | None) -> list[str]:
+    if applied is None:
+        return []
+    running = applied.get("dns-resolver", {}).get("running") or {}
+    return nmstate_check.dns_servers({"dns-resolver": {"config": running}})
 
 
 def matches(desired: Any, current: Any) -> bool:
-    """True when `current` already holds everything in `desired` (a subset match; list items matched by content)."""
+    """True when `current` already holds everything in `desired`, compared as nmstate's verification compares.
+
+    A subset match: list items are matched by content, addresses in canonical form, and an item marked
+    `state: absent` is satisfied when nothing in `current` matches it (an interface still listed but down or
+    absent counts as gone: nmstate keeps showing a physical NIC whose profile it removed).
+    """
     if isinstance(desired, dict):
-        if desired.get("state") == "absent":
-            return False
         return isinstance(current, dict) and all(
             key in current and matches(value, current[key]) for key, value in desired.items()
         )
@@ -189,9 +243,62 @@ def matches(desired: Any, current: Any) -> bool:
             return False
         if all(not isinstance(item, dict | list) for item in desired):
             return [_scalar(item) for item in desired] == [_scalar(item) for item in current]
-        return all(any(matches(item, candidate) for candidate in current) for item in desired)
+        return all(_held(item, current) for item in desired)
     return _scalar(desired) == _scalar(current)
 
 
+def _held(item: Any, current: list[Any]) -> bool:
+    if not (isinstance(item, dict) and item.get("state") == "absent"):
+        return any(matches(item, candidate) for candidate in current)
+    wanted = {key: value for key, value in item.items() if key != "state"}
+    if "name" in wanted:
+        wanted = {"name": wanted["name"]}
+    return not any(
+        matches(wanted, c) and c.get("state") not in ("absent", "down") for c in current if isinstance(c, dict)
+    )
+
+
 def _scalar(value: Any) -> str:
-    return str(value).lower()
+    text = str(value).lower()
+    try:
+        return str(ipaddress.ip_interface(text)) if "/" in text else str(ipaddress.ip_address(text))
+    except ValueError:
+        return text
+
+
+def describe(desired: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What applying `desired` would change on `current`, one line per interface, plus routes and DNS (for `plan`)."""
+    lines = [line for iface in desired.get("interfaces") or [] for line in _interface_lines(iface, current)]
+    routes = (desired.get("routes") or {}).get("config") or []
+    held = (current.get("routes") or {}).get("config") or []
+    lines += [f"route {_short(route)}: {_route_verb(route)}" for route in routes if not _held(route, held)]
+    dns = (desired.get("dns-resolver") or {}).get("config")
+    shown = (current.get("dns-resolver") or {}).get("config") or {}
+    if dns is not None and not matches(dns, shown):
+        lines.append(f"dns-resolver: {_short(shown)} -> {_short(dns)}")
+    return lines
+
+
+def _interface_lines(iface: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    name = iface.get("name")
+    existing = [c for c in current.get("interfaces") or [] if isinstance(c, dict) and c.get("name") == name]
+    if iface.get("state") == "absent":
+        gone = _held(dict(iface), existing)
+        return [] if gone else [f"interface {name}: remove"]
+    if not existing:
+        return [f"interface {name}: add {_short({k: v for k, v in iface.items() if k != 'name'})}"]
+    before = existing[0]
+    return [
+        f"interface {name}: {key}: {_short(before.get(key))} -> {_short(value)}"
+        for key, value in iface.items()
+        if key != "name" and not (key in before and matches(value, before[key]))
+    ]
+
+
+def _route_verb(route: Mapping[str, Any]) -> str:
+    return "remove" if route.get("state") == "absent" else "add"
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(", ", ": ")) if value is not None else "(none)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,11 +1,14 @@
 """Finding the site-config at the edge, where the technician may know nothing but "plug in the stick".
 
 Order of precedence: an explicit `--site-config PATH`; a file the technician copied to
-`/etc/snoreloc/site-config.yaml`; a block device labelled `relocation-config` (or `cluster-config`, the label
-image-based installs use), found through udev links or `blkid`. A device is mounted read-only, without device files
-or exec, in a private (0700) temporary directory; the YAML and only the files it references are copied into the
-state directory (0700 directory, 0600 files) so a later resume does not need the stick, and the device is always
-unmounted, also when copying fails. The wait for a device is bounded and reminds the console what to insert.
+`/etc/snoreloc/site-config.yaml`; a block device labelled `relocation-config` (ISO9660, ext4 cuts labels at 16 and
+FAT at 11 characters, hence also `RELOCCONFIG`; or `cluster-config`, the label image-based installs use), labels
+matched in any case; then the copy a previous run saved. A device is mounted read-only, without device files or
+exec, in a private (0700) temporary directory; the YAML and only the files it references are copied into a staging
+directory, validated there, and only then replace the saved copy in the state directory (0700 directory, 0600
+files): a bad stick never overwrites a good saved copy, and a re-run without the stick uses the saved one, saying
+so. The device is always unmounted, also when copying fails. The wait for a device is bounded and visible
+(`snoreloc.waits`), and tells the console what to insert.
 """
 
 from __future__ import annotations
@@ -20,26 +23,32 @@ from dataclasses import dataclass
 
 import yaml
 
-from snoreloc import errors
+from snoreloc import errors, waits
 from snoreloc.adapters import blockdev, clock, fs
+from snoreloc.siteconfig import loader
 
 LOG = logging.getLogger(__name__)
 
-LABELS: tuple[str, ...] = ("relocation-config", "cluster-config")
+LABEL = "relocation-config"  # ISO9660 (and any filesystem that holds 17 characters)
+FAT_LABEL = "RELOCCONFIG"  # FAT labels hold 11 characters
+LABELS: tuple[str, ...] = (LABEL, FAT_LABEL, "cluster-config")
 HOST_FILE = "/etc/snoreloc/site-config.yaml"
 STATE_DIR = "/var/lib/snoreloc"
 COPY_DIR = f"{STATE_DIR}/site-config"
+STAGING_DIR = f"{STATE_DIR}/site-config.new"
 MOUNT_PARENT = "/run/snoreloc"
 FILE_NAMES: tuple[str, ...] = ("site-config.yaml", "site-config.yml")
 MAX_FILE_BYTES = 1024 * 1024
 
 INSERT_MESSAGE = (
-    "Insert the USB stick or ISO labelled relocation-config (it holds site-config.yaml), "
+    f"Insert the USB stick or ISO labelled {LABEL} or {FAT_LABEL} (it holds site-config.yaml), "
     f"or copy the file to {HOST_FILE}. Waiting {{minutes}} more minute(s)."
 )
+WAITED_FOR = f"the site-config (a USB stick or ISO labelled {LABEL} or {FAT_LABEL}, or {HOST_FILE})"
 TIMEOUT_HINT = (
-    "Insert the USB stick or ISO labelled relocation-config with site-config.yaml at its top level "
-    f"(or copy the file to {HOST_FILE}), then run `snoreloc run` again or restart snoreloc.service."
+    f"Insert the USB stick or ISO labelled {LABEL} or {FAT_LABEL} with site-config.yaml at its top level "
+    f"(`snoreloc make-media` writes one; or copy the file to {HOST_FILE}), then run `snoreloc run` again or "
+    "restart snoreloc.service."
 )
 
 Progress = Callable[[str], None]
@@ -49,6 +58,7 @@ class Source(enum.Enum):
     ARGUMENT = "argument"
     HOST_FILE = "host-file"
     DEVICE = "device"
+    SAVED = "saved-copy"
 
 
 @dataclass(frozen=True)
@@ -80,23 +90,34 @@ def discover(
     policy: WaitPolicy = WaitPolicy(),
     progress: Progress = LOG.warning,
 ) -> Discovered:
-    """Find the site-config, waiting (bounded) for a labelled device when there is no file."""
+    """Find the site-config: a file or a medium, else the saved copy, else wait (bounded) for a medium."""
     if explicit is not None:
         return _explicit(explicit)
-    deadline = clk.monotonic() + policy.timeout
-    remind_at = clk.monotonic()
-    while True:
-        found = _look(host, devices)
-        if found is not None:
-            return found
-        now = clk.monotonic()
-        if now >= deadline:
-            waited_for = "the site-config (a device labelled relocation-config)"
-            raise errors.WaitTimeout("discover", waited_for, policy.timeout, hint=TIMEOUT_HINT)
-        if now >= remind_at:
-            progress(INSERT_MESSAGE.format(minutes=max(1, round((deadline - now) / 60))))
-            remind_at = now + policy.remind_every
-        clk.sleep(min(policy.poll, deadline - now))
+    found = _look(host, devices, progress)
+    if found is not None:
+        return found
+    saved = saved_copy(host)
+    if saved is not None:
+        progress(f"no site-config medium is present: using the copy saved by an earlier run, {saved.path}")
+        return saved
+    progress(INSERT_MESSAGE.format(minutes=max(1, round(policy.timeout / 60))))
+    wait = waits.Wait(
+        "discover",
+        WAITED_FOR,
+        policy.timeout,
+        interval=policy.poll,
+        report_every=policy.remind_every,
+        hint=TIMEOUT_HINT,
+    )
+    return waits.until(lambda: _look(host, devices, progress), wait, clk)
+
+
+def saved_copy(host: fs.HostFS) -> Discovered | None:
+    """The site-config an earlier run copied from a medium, if there is one."""
+    for name in FILE_NAMES:
+        if host.exists(f"{COPY_DIR}/{name}"):
+            return Discovered(host.path(f"{COPY_DIR}/{name}"), Source.SAVED)
+    return None
 
 
 def _explicit(path: str) -> Discovered:
@@ -106,25 +127,53 @@ def _explicit(path: str) -> Discovered:
     return Discovered(local, Source.ARGUMENT)
 
 
-def _look(host: fs.HostFS, devices: blockdev.BlockDevices) -> Discovered | None:
+def _look(host: fs.HostFS, devices: blockdev.BlockDevices, progress: Progress) -> Discovered | None:
     if host.exists(HOST_FILE):
         return Discovered(host.path(HOST_FILE), Source.HOST_FILE)
     device = devices.find_by_label(LABELS)
     if device is None:
         return None
     LOG.info("site-config device found: %s", device)
-    return copy_from_device(host, devices, device)
+    return copy_from_device(host, devices, device, progress=progress)
 
 
-def copy_from_device(host: fs.HostFS, devices: blockdev.BlockDevices, device: str) -> Discovered:
-    """Mount `device` read-only in a private directory, copy the site-config out, always unmount."""
+def copy_from_device(
+    host: fs.HostFS, devices: blockdev.BlockDevices, device: str, *, progress: Progress = LOG.warning
+) -> Discovered:
+    """Mount `device` read-only in a private directory, copy the site-config out, always unmount; then validate
+    the copy and only then let it replace the saved one."""
     host.mkdir(MOUNT_PARENT, 0o700)
     local = pathlib.Path(tempfile.mkdtemp(prefix="site-config.", dir=host.path(MOUNT_PARENT)))
     try:
         with devices.mounted(device, host.host_path(local)):
-            return _copy_out(host, local, device)
+            staged = _copy_out(host, local, device)
     finally:
         _remove_mountpoint(local)
+    return _replace_saved(host, staged, progress)
+
+
+def _replace_saved(host: fs.HostFS, staged: Discovered, progress: Progress) -> Discovered:
+    report = loader.validate(str(staged.path))
+    previous = saved_copy(host)
+    if not report.valid:
+        host.remove_tree(STAGING_DIR)
+        kept = f"; the saved copy {previous.path} is kept" if previous else ""
+        raise errors.ConfigError(
+            f"{staged.device}: the site-config on the medium is not valid{kept}", problems=report.problems
+        )
+    if previous is not None and not _same_tree(host.path(COPY_DIR), host.path(STAGING_DIR)):
+        progress(f"the site-config on {staged.device} differs from the saved copy: the medium's replaces it")
+    host.remove_tree(COPY_DIR)
+    host.path(STAGING_DIR).rename(host.path(COPY_DIR))
+    name = staged.path.name
+    return Discovered(host.path(f"{COPY_DIR}/{name}"), Source.DEVICE, staged.device, staged.copied, staged.skipped)
+
+
+def _same_tree(left: pathlib.Path, right: pathlib.Path) -> bool:
+    def contents(root: pathlib.Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    return contents(left) == contents(right)
 
 
 def _remove_mountpoint(local: pathlib.Path) -> None:
@@ -140,9 +189,9 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
     if data is None:
         raise errors.ConfigError(f"{device}: {name} is not a regular file of at most {MAX_FILE_BYTES} bytes")
     _fresh_copy_dir(host)
-    host.write_bytes(f"{COPY_DIR}/{name}", data, 0o600)
+    host.write_bytes(f"{STAGING_DIR}/{name}", data, 0o600)
     copied, skipped = [name], []
-    for reference in _references(data):
+    for reference in references(data):
         content = _read_safe(mount, reference)
         if content is None:
             skipped.append(reference)
@@ -151,7 +200,7 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
         copied.append(reference)
     if skipped:
         LOG.warning("not copied from %s (missing, unsafe or too large): %s", device, ", ".join(skipped))
-    return Discovered(host.path(f"{COPY_DIR}/{name}"), Source.DEVICE, device, tuple(copied), tuple(skipped))
+    return Discovered(host.path(f"{STAGING_DIR}/{name}"), Source.DEVICE, device, tuple(copied), tuple(skipped))
 
 
 def _site_config_name(mount: pathlib.Path, device: str) -> str:
@@ -167,15 +216,15 @@ def _site_config_name(mount: pathlib.Path, device: str) -> str:
 
 def _fresh_copy_dir(host: fs.HostFS) -> None:
     host.mkdir(STATE_DIR, 0o700)
-    host.remove_tree(COPY_DIR)
-    host.mkdir(COPY_DIR, 0o700)
+    host.remove_tree(STAGING_DIR)
+    host.mkdir(STAGING_DIR, 0o700)
 
 
 def _write_copy(host: fs.HostFS, reference: str, content: bytes) -> None:
     parts = pathlib.PurePosixPath(reference).parts
     for depth in range(1, len(parts)):
-        host.mkdir(f"{COPY_DIR}/{'/'.join(parts[:depth])}", 0o700)
-    host.write_bytes(f"{COPY_DIR}/{reference}", content, 0o600)
+        host.mkdir(f"{STAGING_DIR}/{'/'.join(parts[:depth])}", 0o700)
+    host.write_bytes(f"{STAGING_DIR}/{reference}", content, 0o600)
 
 
 def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
@@ -191,7 +240,7 @@ def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
     return candidate.read_bytes()
 
 
-def _references(data: bytes) -> list[str]:
+def references(data: bytes) -> list[str]:
     """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse."""
     try:
         document = yaml.safe_load(data)

@@ -144,12 +144,29 @@ def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
     return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
 
 
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def _network_probes(value: Any) -> model.NetworkProbes:
+    if value == schema.PROBE_NONE:
+        return model.NetworkProbes(enabled=False, gateway=False, dns=False)
+    values = value or {}
+    return model.NetworkProbes(
+        gateway=values.get("gateway", True),
+        dns=values.get("dns", True),
+        tcp=tuple(_host_port(target) for target in values.get("tcp") or ()),
+    )
+
+
 def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
         name=data["metadata"]["name"],
         domain=spec["domain"],
         network=checked.network,
+        network_probes=_network_probes(spec.get("networkProbes")),
         certificates=model.Certificates(api=_pair(checked, "api"), ingress=_pair(checked, "ingress")),
         pull_secret=_pull_secret(spec, checked),
         image_digest_mirrors=_mirrors(spec.get("imageDigestMirrors")),

@@ -106,6 +106,16 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
+class NetworkProbes:
+    """What must answer after the network change before it is committed (`spec.networkProbes`)."""
+
+    enabled: bool = True  # False: `networkProbes: none`, commit without checking
+    gateway: bool = True
+    dns: bool = True
+    tcp: tuple[tuple[str, int], ...] = ()  # (host, port); IPv6 hosts without brackets
+
+
+@dataclass(frozen=True)
 class Kubelet:
     """Node facts the agent needs at the site."""
 
@@ -134,6 +144,7 @@ class SiteConfig:
     name: str
     domain: str
     network: dict[str, Any] | None = None  # nmstate desired state
+    network_probes: NetworkProbes = NetworkProbes()
     certificates: Certificates = Certificates()
     pull_secret: PullSecret | None = None
     image_digest_mirrors: tuple[Mirror, ...] = ()

@@ -55,6 +55,16 @@ INTERFACE_TYPES = (
 INTERFACE_STATES = ("up", "down", "absent", "ignore")
 BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
 
+# Fields people ask for that a running cluster cannot change, with why (shown instead of "unknown field").
+NOT_ONLINE: dict[tuple[str | int, ...], str] = {
+    ("spec", "hostname"): "the node's name is in its kubelet certificate, its Node object and etcd's member name; "
+    "renaming it needs a reinstall (set `kubelet.nodeName` only if the host name already differs)",
+    ("spec", "clusterName"): "the cluster name is fixed at install time in the infrastructure name and in "
+    "resources named after it; only the domain can change (`domain: <cluster>.<base domain>`)",
+}
+
+PROBE_NONE = "none"
+
 # Bounds of every timeout override, seconds: (minimum, maximum). Defaults live in model.Timeouts.
 TIMEOUT_BOUNDS: dict[str, tuple[int, int]] = {
     "total": (600, 86400),
@@ -417,6 +427,44 @@ def _timeouts() -> dict[str, Any]:
     return _prop("Overrides of the bounded waits, in seconds.", [{"total": 5400, "settle": 2700}], **_obj(properties))
 
 
+def _network_probes() -> dict[str, Any]:
+    probes = _obj(
+        {
+            "gateway": _prop(
+                "Check that each default gateway answers ARP (IPv4) or neighbour discovery (IPv6); ICMP is not "
+                "needed. Default true.",
+                [True],
+                type="boolean",
+            ),
+            "dns": _prop(
+                "Check that each DNS server answers a query; any answer counts, REFUSED and SERVFAIL included. "
+                "Default true.",
+                [True],
+                type="boolean",
+            ),
+            "tcp": _prop(
+                "host:port targets that must accept a TCP connection (the registry, the hub). IPv6: [addr]:port.",
+                [["registry.site.example.com:8443"]],
+                type="array",
+                uniqueItems=True,
+                maxItems=16,
+                items={
+                    "type": "string",
+                    "pattern": r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):[0-9]{1,5}$",
+                    "x-message": "must be host:port (IPv6: [address]:port)",
+                },
+            ),
+        }
+    )
+    return _prop(
+        "What must be reachable after the network change before it is committed (bounded by "
+        "`timeouts.networkProbe`); `none` commits without checking. Default: gateway and DNS.",
+        [{"gateway": True, "dns": True, "tcp": ["registry.site.example.com:8443"]}, PROBE_NONE],
+        type=["string", "object"],
+        **{"if": {"type": "string"}, "then": {"const": PROBE_NONE}, "else": probes},
+    )
+
+
 def _kubelet() -> dict[str, Any]:
     return _prop(
         "Node settings.",
@@ -518,6 +566,15 @@ def _spec() -> dict[str, Any]:
                     type="array",
                     items=_registry_ca(),
                     maxItems=256,
+                ),
+                "networkProbes": _network_probes(),
+                "networkAccept": _prop(
+                    "Risky network changes the author means: removing the default route, every DNS server, or "
+                    "br-ex. Without them listed here, such a network is an error.",
+                    [["removeDefaultRoute"]],
+                    type="array",
+                    uniqueItems=True,
+                    items={"enum": ["removeDefaultRoute", "removeDNSServers", "removeBrEx"]},
                 ),
                 "timeouts": _timeouts(),
                 "kubelet": _kubelet(),

@@ -150,7 +150,12 @@ def _domain(run: _Run, spec: Mapping[str, Any]) -> str | None:
     return None if problems else str(spec["domain"])
 
 
-def _network_file(run: _Run, ref: str) -> dict[str, Any] | None:
+def _accepted(spec: Mapping[str, Any]) -> frozenset[str]:
+    accept = spec.get("networkAccept")
+    return frozenset(str(name) for name in accept) if isinstance(accept, list) else frozenset()
+
+
+def _network_file(run: _Run, ref: str, accept: frozenset[str]) -> dict[str, Any] | None:
     path = (*SPEC, "network", "file")
     raw = run.read(path, ref, secret=False)
     if raw is None:
@@ -165,7 +170,7 @@ def _network_file(run: _Run, ref: str) -> dict[str, Any] | None:
     if isinstance(doc.data, Mapping) and "file" in doc.data:
         placed.append((findings.error(("file",), "a network file cannot refer to another file"), doc.locate(("file",))))
     if not placed:
-        placed = [(found, doc.locate(found.path)) for found in nmstate_check.check(doc.data)]
+        placed = [(found, doc.locate(found.path)) for found in nmstate_check.check(doc.data, accept=accept)]
     for found, mark in placed:
         where = f" (line {mark.line} of {ref})" if mark else ""
         text = f"{ref}: {findings.render_path(found.path) or '<document>'}: {found.message}{where}"
@@ -181,11 +186,30 @@ def _network(run: _Run, spec: Mapping[str, Any]) -> None:
         return
     if "file" in network:
         if run.sound(path):
-            run.network = _network_file(run, str(network["file"]))
+            run.network = _network_file(run, str(network["file"]), _accepted(spec))
+    else:
+        # nmstate checks tolerate malformed parts, so a typo in one interface does not hide the others' problems
+        run.out += [f for f in nmstate_check.check(network, path, _accepted(spec)) if run.sound(f.path)]
+        run.network = dict(network)
+    broken = any(f.severity is findings.Severity.ERROR and findings.is_under(f.path, path) for f in run.out)
+    if run.network is not None and not broken:
+        _probed(run, spec, run.network)
+
+
+def _probed(run: _Run, spec: Mapping[str, Any], network: Mapping[str, Any]) -> None:
+    """A network change must be checked by something, or say `networkProbes: none`."""
+    probes = spec.get("networkProbes")
+    path = (*SPEC, "networkProbes")
+    for index, target in enumerate(probes.get("tcp") or () if isinstance(probes, Mapping) else ()):
+        _port(run, (*path, "tcp", index), target)
+    if probes == schema.PROBE_NONE or not run.sound(path):
         return
-    # nmstate checks tolerate malformed parts, so a typo in one interface does not hide the others' problems
-    run.out += [f for f in nmstate_check.check(network, path) if run.sound(f.path)]
-    run.network = dict(network)
+    if not nmstate_check.probe_sources(network, probes if isinstance(probes, Mapping) else {}):
+        run.error(
+            (*SPEC, "network"),
+            "nothing would prove this network works before it is committed: it names no default gateway or DNS "
+            "server and uses no DHCP; add them, add `networkProbes.tcp` targets, or set `networkProbes: none`",
+        )
 
 
 def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: tuple[str, ...]) -> None:

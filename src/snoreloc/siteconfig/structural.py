@@ -114,6 +114,11 @@ def _unknown(err: Error, key: str) -> str:
     return f"unknown field{hint}"
 
 
+def _extra(err: Error, path: findings.Path, key: str) -> str:
+    reason = schema.NOT_ONLINE.get((*path, key))
+    return f"is not supported by a running cluster: {reason}" if reason else _unknown(err, key)
+
+
 def _render(err: Error) -> list[findings.Finding]:
     path: findings.Path = tuple(err.absolute_path)
     if err.validator == "required" and isinstance(err.instance, Mapping):
@@ -121,7 +126,7 @@ def _render(err: Error) -> list[findings.Finding]:
         return [findings.error((*path, key), "is required") for key in missing]
     if err.validator == "additionalProperties" and isinstance(err.instance, Mapping):
         known = set(_schema(err).get("properties", {}))
-        return [findings.error((*path, key), _unknown(err, key)) for key in err.instance if key not in known]
+        return [findings.error((*path, key), _extra(err, path, key)) for key in err.instance if key not in known]
     render = _MESSAGES.get(str(err.validator))
     message = render(err) if render else _custom(err, f"is not valid here ({err.validator})")
     return [findings.error(path, message)]

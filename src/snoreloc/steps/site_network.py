@@ -2,6 +2,8 @@
 
 The transaction itself (apply without commit, probe, commit or roll back) lives in `snoreloc.host.network`; this
 module only fits it to the step contract, with the probe window the site-config sets (`timeouts.networkProbe`).
+The desired state is the site's, plus the node's internal addresses on the interface that carries them
+(`snoreloc.host.internal_ip` says why).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors
-from snoreloc.host import network
+from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
@@ -39,30 +41,59 @@ class SiteNetwork:
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"network": ctx.site.network}
 
+    def desired(self, ctx: context.Context) -> dict[str, Any] | None:
+        """The site's network with the internal addresses kept; None when the site-config has no network."""
+        return self.desired_for(ctx.site)
+
+    def desired_for(self, site: model.SiteConfig) -> dict[str, Any] | None:
+        """As `desired`; ConfigError (nothing touched) when a site subnet overlaps an internal address."""
+        if site.network is None:
+            return None
+        internal = internal_ip.read(self.host.fs)
+        overlaps = internal_ip.conflicts(site.network, internal)
+        if overlaps:
+            raise errors.ConfigError(
+                "network: " + "; ".join(overlaps),
+                hint="Choose site addresses outside the internal subnet the factory MachineConfig set "
+                f"({internal_ip.CONFIG_PATH}).",
+            )
+        return internal_ip.with_internal(site.network, internal)
+
     def plan(self, ctx: context.Context) -> base.Plan:
-        desired = ctx.site.network
+        return self.plan_for(ctx.site)
+
+    def plan_for(self, site: model.SiteConfig) -> base.Plan:
+        """The plan for `site`, with what would change per interface (needs no cluster)."""
+        desired = self.desired_for(site)
         if desired is None:
             return base.Plan(self.name, notes=("the site-config has no network section: the node keeps its own",))
-        if network.matches(desired, self.host.nmstate.show()):
+        current = self.host.nmstate.show()
+        if network.matches(desired, current):
             return base.Plan(self.name, notes=("the node's network already matches the site-config",))
-        targets = ", ".join(f"{t.kind.value} {t.address}" for t in network.probe_targets(desired))
-        return base.Plan(self.name, notes=(f"apply the nmstate state, then probe: {targets or 'nothing to probe'}",))
+        probes = site.network_probes
+        targets = ", ".join(str(t) for t in network.probe_targets(desired, probes))
+        if not probes.enabled:
+            targets = "nothing (networkProbes: none)"
+        probe_note = f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}"
+        return base.Plan(self.name, notes=(*network.describe(desired, current), probe_note))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        if ctx.site.network is None:
+        desired = self.desired(ctx)
+        if desired is None:
             return base.Outcome()
         outcome = network.converge(
             self.host.nmstate,
             self.host.prober,
             ctx.clock,
-            ctx.site.network,
+            desired,
+            probes=ctx.site.network_probes,
             policy=policy_for(ctx.site.timeouts),
             progress=LOG.info,
         )
-        checks = [f"{c.target.kind.value} {c.target.address}: {'ok' if c.ok else 'failed'}" for c in outcome.checks]
+        checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]
         return base.Outcome(details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks})
 
     def verify(self, ctx: context.Context) -> None:
-        desired = ctx.site.network
+        desired = self.desired(ctx)
         if desired is not None and not network.matches(desired, self.host.nmstate.show()):
             raise errors.TemporaryError("network: the node's network does not match the site-config")

@@ -1,0 +1,36 @@
+"""`snoreloc make-media`: write the site-config medium (an ISO9660 image and/or a FAT image) from a site-config."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from snoreloc import errors
+
+HELP = "validate a site-config and write it, with the files it references, as a labelled ISO and/or FAT image"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("site_config", metavar="SITE_CONFIG", help="the site-config YAML (its files beside it)")
+    parser.add_argument(
+        "--iso", metavar="PATH", help="write an ISO9660 image labelled relocation-config (virtual media)"
+    )
+    parser.add_argument("--fat", metavar="PATH", help="write a FAT image labelled RELOCCONFIG (dd it to a USB stick)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from snoreloc.adapters import command  # noqa: PLC0415
+    from snoreloc.factory import media  # noqa: PLC0415
+
+    if not (args.iso or args.fat):
+        raise errors.UsageError("give --iso PATH, --fat PATH, or both")
+    written = media.write(
+        command.SubprocessRunner(),
+        pathlib.Path(args.site_config),
+        iso=pathlib.Path(args.iso) if args.iso else None,
+        fat=pathlib.Path(args.fat) if args.fat else None,
+    )
+    for path in written.paths:
+        sys.stderr.write(f"wrote {path}: {', '.join(written.contents)}\n")
+    return 0

@@ -1,0 +1,104 @@
+"""The site-config medium, written for the SRE so nobody hand-builds one.
+
+A technician at the site plugs in what the SRE sent: a USB stick or a virtual-media ISO. Discovery looks for the
+label `relocation-config` (ISO9660 carries it; FAT labels hold 11 characters, so a FAT image is labelled
+`RELOCCONFIG`), finds `site-config.yaml` at the top level and copies it with the files it references. This module
+writes exactly that: the site-config is validated first (nothing is written for a bad one), then it and each file it
+references are laid out at the same relative paths, and the image is made by the standard tools: `genisoimage`
+(or `xorriso -as mkisofs`, or `mkisofs`) with Joliet and Rock Ridge names for the ISO, `mkfs.vfat` and `mcopy`
+(mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from snoreloc import errors
+from snoreloc.adapters import command
+from snoreloc.siteconfig import discovery, files, loader
+
+TOOL_TIMEOUT = 120.0
+SITE_CONFIG_NAME = discovery.FILE_NAMES[0]
+ISO_TOOLS: tuple[tuple[str, ...], ...] = (("genisoimage",), ("xorriso", "-as", "mkisofs"), ("mkisofs",))
+FAT_MIN_KIB = 2048
+
+
+@dataclass(frozen=True)
+class Written:
+    """The images written and the files each holds (relative paths, the site-config first)."""
+
+    paths: tuple[pathlib.Path, ...]
+    contents: tuple[str, ...]
+
+
+def gather(site_config: pathlib.Path) -> dict[str, bytes]:
+    """The site-config (as `site-config.yaml`) and every file it references; ConfigError when it is not valid."""
+    report = loader.validate(str(site_config))
+    if not report.valid:
+        count = len(report.problems)
+        raise errors.ConfigError(
+            f"{site_config}: {count} problem{'s' if count != 1 else ''}; no medium written", problems=report.problems
+        )
+    data = site_config.read_bytes()
+    contents = {SITE_CONFIG_NAME: data}
+    base = str(site_config.resolve().parent)
+    for reference in discovery.references(data):
+        contents[reference] = files.read(base, reference).content
+    return contents
+
+
+def write(
+    runner: command.Runner, site_config: pathlib.Path, *, iso: pathlib.Path | None, fat: pathlib.Path | None
+) -> Written:
+    """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid."""
+    contents = gather(site_config)
+    written = []
+    with tempfile.TemporaryDirectory(prefix="snoreloc-media.") as tmp:
+        tree = _lay_out(pathlib.Path(tmp) / "tree", contents)
+        if iso is not None:
+            write_iso(runner, tree, iso)
+            written.append(iso)
+        if fat is not None:
+            write_fat(runner, tree, fat, sum(map(len, contents.values())))
+            written.append(fat)
+    return Written(tuple(written), tuple(contents))
+
+
+def _lay_out(tree: pathlib.Path, contents: dict[str, bytes]) -> pathlib.Path:
+    for name, data in contents.items():
+        target = tree / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o600)
+    return tree
+
+
+def iso_tool() -> Sequence[str]:
+    """The first ISO9660 writer on PATH."""
+    for tool in ISO_TOOLS:
+        if shutil.which(tool[0]):
+            return tool
+    raise errors.UnavailableError(
+        "no ISO9660 writer found (genisoimage, xorriso or mkisofs)",
+        hint="Install genisoimage or xorriso (e.g. `dnf install xorriso`), or write only the FAT image with --fat.",
+    )
+
+
+def write_iso(runner: command.Runner, tree: pathlib.Path, out: pathlib.Path) -> None:
+    """An ISO9660 image with Joliet and Rock Ridge names, volume id `relocation-config`."""
+    out.unlink(missing_ok=True)
+    argv = [*iso_tool(), "-quiet", "-V", discovery.LABEL, "-J", "-R", "-o", str(out), str(tree)]
+    runner.run(argv, timeout=TOOL_TIMEOUT)
+
+
+def write_fat(runner: command.Runner, tree: pathlib.Path, out: pathlib.Path, size: int) -> None:
+    """A FAT image labelled `RELOCCONFIG`, filled with mtools (no mount); `dd` it to a stick as it is."""
+    out.unlink(missing_ok=True)
+    kib = max(FAT_MIN_KIB, 2 * size // 1024 + 1024)
+    runner.run(["mkfs.vfat", "-C", "-n", discovery.FAT_LABEL, str(out), str(kib)], timeout=TOOL_TIMEOUT)
+    for entry in sorted(tree.iterdir()):
+        runner.run(["mcopy", "-i", str(out), "-s", "-Q", str(entry), f"::/{entry.name}"], timeout=TOOL_TIMEOUT)
