@@ -47,7 +47,9 @@ class RecordingNmstate:
 @pytest.mark.parametrize("window", [20, 300])
 def test_the_probe_window_and_rollback_come_from_the_site_config(window: int, tmp_path: Path) -> None:
     backend, clk = RecordingNmstate(), clock.FakeClock()
-    host = HostServices(fs=fs.HostFS(str(tmp_path)), nmstate=backend, prober=probe.FakeProber(failing={"10.42.0.1"}), units=None)  # type: ignore[arg-type]
+    host = HostServices(
+        fs=fs.HostFS(str(tmp_path)), nmstate=backend, prober=probe.FakeProber(failing={"10.42.0.1"}), units=None
+    )  # type: ignore[arg-type]
     site = model.SiteConfig("s", "a.example.com", network=DESIRED, timeouts=model.Timeouts(network_probe=window))
     ctx = context.Context(site, kube=None, clock=clk, backups=None, rollouts=None)  # type: ignore[arg-type]
     step = site_network.SiteNetwork(host)
