@@ -149,6 +149,10 @@ def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
     return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
 
 
+def _operators(values: Mapping[str, Any]) -> model.Operators:
+    return model.Operators(require=tuple(values.get("require") or ()), ignore=tuple(values.get("ignore") or ()))
+
+
 def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
@@ -163,5 +167,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         registry_ca=_registry_cas(spec, checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
+        operators=_operators(spec.get("operators") or {}),
         source_path=source,
     )

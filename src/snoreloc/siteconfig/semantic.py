@@ -21,7 +21,7 @@ from typing import Any
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import files, findings, model, nmstate_check, schema, structural, yamlpos
 
 SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -361,6 +361,19 @@ def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
             run.error((*path, "total"), f"is shorter than timeouts.{key} ({value}s); raise total or lower {key}")
 
 
+def _operators(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "operators")
+    values = spec.get("operators") or {}
+    if not run.sound(path) or not isinstance(values, Mapping):
+        return
+    required = set(values.get("require") or ())
+    for i, name in enumerate(values.get("ignore") or ()):
+        if name in model.CORE_OPERATORS:
+            run.error((*path, "ignore", i), f"{name} is a core operator the relocation always requires; remove it")
+        elif name in required:
+            run.error((*path, "ignore", i), f"{name} is also in operators.require; keep it in one list")
+
+
 def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> Checked:
     """Semantic findings for a site-config whose structural problems are at the paths in `broken`."""
     run = _Run(base_dir, now, broken)
@@ -374,4 +387,5 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
         _timeouts(run, spec)
+        _operators(run, spec)
     return Checked(tuple(run.out), run.sources, run.network)
