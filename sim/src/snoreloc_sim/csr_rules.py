@@ -89,12 +89,21 @@ def update_problems(new: Obj, old: Obj, *, approval: bool) -> list[tuple[str, st
     return problems
 
 
-def check_update(rtype: model.ResourceType, new: Obj, old: Obj, *, approval: bool) -> None:
-    """Raise the 422 the real API answers when the update breaks a rule."""
+def check_update(rtype: model.ResourceType, new: Obj, old: Obj, sent_rv: str | None, *, approval: bool) -> None:
+    """Raise what the real API answers: 409 for a write from a stale read (the storage layer's precondition comes
+    before validation), else 422 when the update breaks a rule."""
+    name = (old.get("metadata") or {}).get("name", "")
+    if sent_rv and sent_rv != (old.get("metadata") or {}).get("resourceVersion"):
+        raise model.ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {rtype.key} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+            details={"name": name, "group": rtype.group, "kind": rtype.plural},
+        )
     problems = update_problems(new, old, approval=approval)
     if not problems:
         return
-    name = (old.get("metadata") or {}).get("name", "")
     text = ", ".join(f"{field}: {message}" for field, message in problems)
     raise model.ApiError(
         422,

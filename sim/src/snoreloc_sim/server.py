@@ -546,7 +546,8 @@ class Api:
         rtype = target.rtype
         candidate = _candidate(target, sent, old)
         if rtype.key == csr_rules.CSRS:
-            csr_rules.check_update(rtype, candidate, old, approval=target.subresource == "approval")
+            sent_rv = sent.get("metadata", {}).get("resourceVersion")
+            csr_rules.check_update(rtype, candidate, old, sent_rv, approval=target.subresource == "approval")
         admitted, warnings = self._admit(request, target, candidate, old)
         admitted.setdefault("metadata", {})["resourceVersion"] = sent.get("metadata", {}).get("resourceVersion")
         if _dry_run(request):

@@ -31,7 +31,7 @@ from cryptography.x509.oid import NameOID
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, context
+from snoreloc.steps import base, cluster_config, context
 
 LOG = logging.getLogger(__name__)
 
@@ -168,15 +168,15 @@ class Approvals:
 APPROVE_ATTEMPTS = 3
 
 
-def approve(ctx: context.Context, csr: kube.Obj, node: Node) -> bool | None:
+def approve(client: kube.Client, csr: kube.Obj, node: Node) -> bool | None:
     """Approve `csr` if it is still pending and still ours to approve when we write. True: approved; False: someone
     else decided it meanwhile; None: it changed into something we leave pending."""
     name = csr["metadata"]["name"]
     for _attempt in range(APPROVE_ATTEMPTS):
         try:
-            ctx.kube.approve_csr(csr, f"snoreloc: kubelet CSR of node {node.name}")
+            client.approve_csr(csr, f"snoreloc: kubelet CSR of node {node.name}")
         except kube.Conflict:
-            fresh = ctx.kube.find(kube.Ref(kube.CSRS, name))
+            fresh = client.find(kube.Ref(kube.CSRS, name))
             if fresh is None or not pending(fresh):
                 LOG.info("csr %s: decided by someone else meanwhile; left as it is", name)
                 return False
@@ -193,7 +193,7 @@ def approve_pending(ctx: context.Context, node: Node) -> Approvals:
     """Approve every pending CSR of this node (never another's)."""
     found = Approvals()
     for csr in approvable(ctx, node):
-        done = approve(ctx, csr, node)
+        done = approve(ctx.kube, csr, node)
         if done is True:
             found.approved.append(csr["metadata"]["name"])
         elif done is False:
@@ -221,6 +221,8 @@ class Csr:
         return {"node": ctx.settings.node_name or ctx.site.kubelet.node_name, "approve": ctx.site.kubelet.approve_csrs}
 
     def plan(self, ctx: context.Context) -> base.Plan:
+        # The first cluster step: a site-config this cluster cannot express is refused before anything is written.
+        cluster_config.require_mirror_support(ctx.site, base.cluster_version(ctx))
         node = this_node(ctx)
         notes = [problem for problem in [not_ready(_node_object(ctx))] if problem]
         if not ctx.site.kubelet.approve_csrs:

@@ -106,7 +106,7 @@ class Preflight:
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         seen = csr.Approvals()
-        unhealthy, operators = blockers(ctx, seen)
+        unhealthy, operators = list(plan.data.get("unhealthy", [])), list(plan.data.get("warnings", []))
         if unhealthy and not ctx.settings.ignore_preflight:
             operators, unhealthy = wait_until_healthy(ctx, self.name, unhealthy, seen), []
         warnings = dns_warnings(ctx) + health.warning_text(operators)
