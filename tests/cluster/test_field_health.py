@@ -92,3 +92,12 @@ def test_a_csr_denied_meanwhile_is_reported_not_approved(relocation: Relocation)
     assert csr.approve(relocation.client, ours, identity) is False
     after = relocation.client.get(kube.Ref(kube.CSRS, name))
     assert [c["type"] for c in after["status"]["conditions"]] == ["Denied"]
+
+
+@pytest.mark.simonly  # the simulator counts the revisions it creates
+def test_one_relocation_is_one_kube_apiserver_revision(relocation: Relocation) -> None:
+    before = dict(relocation.sim.cluster.recorder.revisions)
+    result = relocation.run()
+    assert result.state is journal.RunState.DONE, result.warnings
+    revisions = relocation.sim.cluster.recorder.revisions
+    assert revisions.get("kube-apiserver", 0) - before.get("kube-apiserver", 0) == 1

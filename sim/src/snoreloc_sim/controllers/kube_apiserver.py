@@ -72,6 +72,7 @@ class KubeAPIServerOperator:
         with self._lock:
             self._latest += 1
             current, target = self._revision, self._latest
+        self._cluster.recorder.revision(OPERATOR)
         apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
         try:
             table = self._serving_table(apiserver)
