@@ -16,7 +16,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import apiserver_last, base, certificates, context
 
 API_SECRET = kube.Ref(kube.SECRETS, certificates.API_SECRET, "openshift-config")
 INGRESS_SECRET_CONFIG = kube.Ref(kube.SECRETS, certificates.INGRESS_SECRET, "openshift-config")
@@ -135,7 +135,7 @@ class Domain:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         if not plan.empty:
             check_secrets(ctx)
-        return base.apply_changes(ctx, plan)
+        return apiserver_last.apply(ctx, plan)
 
     def verify(self, ctx: context.Context) -> None:
         base.verify_no_changes(ctx, self)
