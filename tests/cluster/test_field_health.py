@@ -18,7 +18,7 @@ from snoreloc.adapters import kube
 from snoreloc.engine import journal
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, csr
-from snoreloc_sim.controllers import kubelet
+from snoreloc_sim.controllers import component_routes, kubelet
 
 from .conftest import Relocation, site_config
 
@@ -107,3 +107,20 @@ def test_one_relocation_is_one_kube_apiserver_rollout(relocation: Relocation) ->
     rollouts = [r.trigger for r in recorder.rollouts if r.operator == "kube-apiserver"]
     assert len(rollouts) == 1, rollouts
     assert recorder.revisions["kube-apiserver"] == 2  # the oauth metadata's and ours: the node skips the first
+
+
+@pytest.mark.simonly
+def test_a_slow_oauth_rollout_still_costs_one_kube_apiserver_rollout(
+    relocation: Relocation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The authentication operator publishes the new metadata only after the installer of our APIServer revision
+    would have finished: written back to back, the metadata would make a second restart."""
+    monkeypatch.setattr(component_routes, "APPLY_SECONDS", 100.0)  # beyond the installer's 90 s
+    result = relocation.run()
+    assert result.state is journal.RunState.DONE, result.warnings
+    deadline = time.monotonic() + 30
+    while not relocation.sim.cluster.timeline.idle():
+        assert time.monotonic() < deadline, "the simulated cluster never went quiet"
+        time.sleep(0.05)
+    rollouts = [r.trigger for r in relocation.sim.cluster.recorder.rollouts if r.operator == "kube-apiserver"]
+    assert len(rollouts) == 1, rollouts
