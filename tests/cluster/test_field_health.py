@@ -15,14 +15,22 @@ from typing import Any
 import pytest
 
 from snoreloc.adapters import kube
-from snoreloc.engine import journal
+from snoreloc.engine import journal, pipeline
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, csr
 from snoreloc_sim.controllers import component_routes, kubelet
 
-from .conftest import Relocation, site_config
+from .conftest import Relocation, contains, footprint, site_config
 
 STATIC_POD = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+
+
+def _rolled_back_exactly(r: Relocation, before: dict[str, Any]) -> None:
+    pipeline.rollback(r.paths, r.client, r.clock)
+    after = footprint(r.client)
+    assert after.keys() == before.keys()
+    for name, original in before.items():
+        assert contains(after[name], original), name
 
 
 def _degraded(r: Relocation, name: str) -> dict[str, Any]:
@@ -38,6 +46,7 @@ def _node_ready(r: Relocation) -> str:
 @pytest.mark.parametrize("sim", [{"expired_kubelet_cert": True}], indirect=True)
 def test_the_shelved_node_relocates_to_done_without_a_manual_step(relocation: Relocation) -> None:
     assert _node_ready(relocation) != "True"
+    before = footprint(relocation.client)
     for name in STATIC_POD:  # as OpenShift reports a NotReady master
         degraded = _degraded(relocation, name)
         assert degraded["status"] == "True" and degraded["message"].startswith("NodeControllerDegraded:"), name
@@ -48,6 +57,7 @@ def test_the_shelved_node_relocates_to_done_without_a_manual_step(relocation: Re
     assert len(approved) == 2  # client and serving; the decoy stays pending
     assert _node_ready(relocation) == "True"
     assert all(_degraded(relocation, name)["status"] == "False" for name in STATIC_POD)
+    _rolled_back_exactly(relocation, before)
 
 
 def _degrade_insights(r: Relocation) -> None:
@@ -62,11 +72,13 @@ def _degrade_insights(r: Relocation) -> None:
 @pytest.mark.simonly  # degrading a real operator's status is overwritten by the operator at once
 def test_an_unrelated_degraded_operator_ends_done_with_a_warning(relocation: Relocation) -> None:
     _degrade_insights(relocation)
+    before = footprint(relocation.client)
     result = relocation.run()
     assert result.state is journal.RunState.DONE_WITH_WARNINGS
     warnings = relocation.report()["warnings"]
     insights = [w for w in warnings if w.startswith("ClusterOperator insights:")]
     assert insights and "Degraded=True: Unable to report: gateway unreachable" in insights[0]
+    _rolled_back_exactly(relocation, before)
 
 
 @pytest.mark.simonly
