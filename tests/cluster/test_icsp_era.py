@@ -144,7 +144,7 @@ def check_refusal(error: errors.ConfigError) -> None:
 @ICSP_ERA
 @pytest.mark.parametrize(
     ("options", "failed"),
-    [({}, "preflight"), ({"step": "cluster-config"}, "cluster-config"), ({"dry_run": True}, None)],
+    [({}, "csr"), ({"step": "cluster-config"}, "cluster-config"), ({"dry_run": True}, None)],
     ids=["run", "step-cluster-config", "dry-run"],
 )
 def test_tag_mirrors_are_refused_before_any_change(

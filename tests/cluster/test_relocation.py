@@ -118,7 +118,7 @@ def check_report(r: Relocation) -> None:
     assert table[("openshift-ingress-canary", "canary")]["result"] in ("regenerated", "on the new domain")
     assert table[("openshift-console", "console")]["result"] == "moved by componentRoutes"
     assert [s["step"] for s in rep["steps"]] == [
-        "preflight", "certificates", "cluster-config", "domain", "settle", "routes", "csr", "final-settle",
+        "csr", "preflight", "certificates", "cluster-config", "domain", "settle", "routes", "final-settle",
     ]  # fmt: skip
     assert all(isinstance(s["seconds"], float) for s in rep["steps"])
 
@@ -236,7 +236,8 @@ def test_unhealthy_cluster_is_refused_before_any_change(relocation: Relocation) 
     assert relocation.client.writes == writes
     error = relocation.status()["steps"]["preflight"]["error"]
     assert error["hint"].startswith("Wait for the cluster")
-    assert "preflight: waited 1800s for every ClusterOperator Available" in error["message"]
+    assert "preflight: waited 1800s for the node Ready and the required ClusterOperators" in error["message"]
+    assert "ClusterOperator etcd: Degraded=True: EtcdMembersDegraded: 1 member unhealthy" in error["message"]
 
 
 MACHINECONFIGS = kube.Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False)

@@ -364,13 +364,20 @@ class Rollout:
 
 
 class Recorder:
-    """The simulator's own record of rollouts, for benchmarks (critical path vs sequential bound)."""
+    """The simulator's own record of rollouts and revisions, for benchmarks (critical path vs sequential bound,
+    revisions per relocation) and tests."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.rollouts: list[Rollout] = []
+        self.revisions: dict[str, int] = {}  # operator -> static-pod revisions created since the simulator started
         self.requests = 0
         self.writes = 0
+
+    def revision(self, operator: str) -> None:
+        """A static-pod operator created a new revision (counted when created, whether it installs or fails)."""
+        with self._lock:
+            self.revisions[operator] = self.revisions.get(operator, 0) + 1
 
     def rollout(self, item: Rollout) -> None:
         with self._lock:

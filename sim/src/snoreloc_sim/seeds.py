@@ -294,6 +294,7 @@ class _Seeder:
 
     def operator_routes(self) -> None:
         apps = self._facts.apps_domain
+        self.put(base.CONFIGMAPS, component_routes.oauth_metadata_configmap(f"oauth-openshift.{apps}"))
         for body in operator_route_bodies(apps):
             self.put(base.ROUTES, admitted(body, apps, self._now))
 

@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from snoreloc_sim import faults, model, patch, registry
+from snoreloc_sim import csr_rules, faults, model, patch, registry
 
 Obj = dict[str, Any]
 LOG = logging.getLogger(__name__)
@@ -502,6 +502,8 @@ class Api:
             body.pop("status", None)  # as the type's create strategy does: status is written through /status
         if rtype.key == "namespaces":
             body["status"] = {"phase": "Active"}
+        if rtype.key == csr_rules.CSRS:
+            csr_rules.prepare_for_create(body)
         admitted, warnings = self._admit(request, target, body, None)
         if _dry_run(request):
             return Response(201, self._dry_created(rtype, admitted), warnings)
@@ -543,6 +545,9 @@ class Api:
         subresource; `old` is the stored object the write was computed from."""
         rtype = target.rtype
         candidate = _candidate(target, sent, old)
+        if rtype.key == csr_rules.CSRS:
+            sent_rv = sent.get("metadata", {}).get("resourceVersion")
+            csr_rules.check_update(rtype, candidate, old, sent_rv, approval=target.subresource == "approval")
         admitted, warnings = self._admit(request, target, candidate, old)
         admitted.setdefault("metadata", {})["resourceVersion"] = sent.get("metadata", {}).get("resourceVersion")
         if _dry_run(request):

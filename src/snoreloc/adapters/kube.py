@@ -491,16 +491,17 @@ class Client:
             hint="Another writer keeps changing this object; run `snoreloc run` again.",
         )
 
-    def approve_csr(self, name: str, message: str) -> Obj:
-        """Add an Approved condition through the CSR's approval subresource."""
-        ref = Ref(CSRS, name)
-        csr = self.get(ref)
-        conditions = csr.setdefault("status", {}).setdefault("conditions", [])
-        conditions.append(
+    def approve_csr(self, csr: Obj, message: str) -> Obj:
+        """Add an Approved condition to `csr` through its approval subresource, guarded by the resourceVersion it
+        was read at: if anyone changed it since (another approver decided it), the API answers 409 and `Conflict`
+        is raised with nothing written. The caller re-reads and decides again."""
+        ref = Ref(CSRS, csr["metadata"]["name"])
+        body = copy.deepcopy(csr)
+        body.setdefault("status", {}).setdefault("conditions", []).append(
             {"type": "Approved", "status": "True", "reason": "SnorelocApproved", "message": message,
              "lastUpdateTime": self._clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")}
         )  # fmt: skip
-        result: Obj = self.request("PUT", ref.path("approval"), body=csr)
+        result: Obj = self.request("PUT", ref.path("approval"), body=body)
         return result
 
     def server_version(self) -> str:

@@ -19,15 +19,17 @@ LOG = logging.getLogger(__name__)
 
 
 def cluster_steps() -> list[base.Step]:
-    """The cluster steps in the order they run (issue 4): changes of one kind together, settles after them."""
+    """The cluster steps in the order they run (issue 4): changes of one kind together, settles after them. The
+    node's CSRs come first (issue 12): while the node is NotReady no rollout can happen; preflight and settle
+    keep approving while they wait."""
     return [
+        csr.Csr(),
         preflight.Preflight(),
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),
-        csr.Csr(),
         settle.Settle("final-settle"),
     ]
 

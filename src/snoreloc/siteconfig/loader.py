@@ -160,6 +160,10 @@ def _network_probes(value: Any) -> model.NetworkProbes:
     )
 
 
+def _operators(values: Mapping[str, Any]) -> model.Operators:
+    return model.Operators(require=tuple(values.get("require") or ()), ignore=tuple(values.get("ignore") or ()))
+
+
 def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
@@ -176,5 +180,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),
+        operators=_operators(spec.get("operators") or {}),
         source_path=source,
     )

@@ -137,6 +137,30 @@ class Routes:
     own_certificates: OwnCertificates = OwnCertificates.MOVE_AND_WARN
 
 
+# The ClusterOperators a relocation always requires healthy, whatever it touched: the control plane (etcd, the
+# kube and openshift API servers, controller manager, scheduler), and what carries the new names and our writes
+# (authentication, ingress, machine-config, network). `operators.ignore` may not name one of them.
+CORE_OPERATORS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "openshift-apiserver",
+    "authentication",
+    "ingress",
+    "machine-config",
+    "network",
+)
+
+
+@dataclass(frozen=True)
+class Operators:
+    """Which ClusterOperators must be healthy beyond the core set and what our writes move, and which to ignore."""
+
+    require: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
@@ -154,6 +178,7 @@ class SiteConfig:
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()
+    operators: Operators = Operators()
     source_path: str | None = None
 
     @property

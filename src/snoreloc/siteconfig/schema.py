@@ -505,6 +505,40 @@ def _routes() -> dict[str, Any]:
     )
 
 
+def _operator_names(description: str, example: list[str]) -> dict[str, Any]:
+    return _prop(
+        description,
+        [example],
+        type="array",
+        uniqueItems=True,
+        maxItems=128,
+        items={
+            "type": "string",
+            "maxLength": 253,
+            "pattern": DNS_SUBDOMAIN_PATTERN,
+            "x-message": "must be a ClusterOperator name (lowercase letters, digits, '-' and '.')",
+        },
+    )
+
+
+def _operators() -> dict[str, Any]:
+    return _prop(
+        "Which ClusterOperators must be healthy before and after the relocation. The core set and the operators "
+        "our changes roll out are always required; any other unhealthy operator is a warning (exit 2).",
+        [{"require": ["monitoring"], "ignore": ["insights"]}],
+        **_obj(
+            {
+                "require": _operator_names(
+                    "Further operators to require healthy (unhealthy: preflight refuses, settle waits).", ["monitoring"]
+                ),
+                "ignore": _operator_names(
+                    "Operators whose health is not even worth a warning (never a core operator).", ["insights"]
+                ),
+            }
+        ),
+    )
+
+
 def _mirror_list(kind: str, crd: str) -> dict[str, Any]:
     before_413 = (
         "an ImageContentSourcePolicy on clusters before 4.13"
@@ -579,6 +613,7 @@ def _spec() -> dict[str, Any]:
                 "timeouts": _timeouts(),
                 "kubelet": _kubelet(),
                 "routes": _routes(),
+                "operators": _operators(),
             },
             ("domain",),
         ),

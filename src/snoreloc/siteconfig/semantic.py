@@ -409,6 +409,19 @@ def _at(data: Any, path: findings.Path) -> Any:
     return data
 
 
+def _operators(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "operators")
+    values = spec.get("operators") or {}
+    if not run.sound(path) or not isinstance(values, Mapping):
+        return
+    required = set(values.get("require") or ())
+    for i, name in enumerate(values.get("ignore") or ()):
+        if name in model.CORE_OPERATORS:
+            run.error((*path, "ignore", i), f"{name} is a core operator the relocation always requires; remove it")
+        elif name in required:
+            run.error((*path, "ignore", i), f"{name} is also in operators.require; keep it in one list")
+
+
 def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> Checked:
     """Semantic findings for a site-config whose structural problems are at the paths in `broken`."""
     run = _Run(base_dir, now, broken)
@@ -423,5 +436,6 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _registry_ca(run, spec)
         _mirror_credentials(run, spec)
         _timeouts(run, spec)
+        _operators(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-from snoreloc import errors
+from snoreloc import errors, waits
 from snoreloc.adapters import kube
 from snoreloc.steps import context
 
@@ -183,26 +183,15 @@ def verify_no_changes(ctx: context.Context, step: Step) -> None:
 def wait_for(
     ctx: context.Context, step: str, what: str, timeout: float, probe: Callable[[], T | None], *, poll: float = 0
 ) -> T:
-    """Call `probe` until it returns a value, bounded by `timeout` and the run's deadline.
+    """Call `probe` until it returns a value, bounded by `timeout` and the run's deadline (see `waits.until`).
 
     A TemporaryError from the probe (the API restarting under us) counts as "not yet", so a rollout's outage
     is ridden out; anything else propagates.
     """
-    interval = poll or ctx.settings.poll_interval
     remaining = ctx.remaining()
-    limit = min(timeout, remaining) if remaining is not None else timeout
-    started = ctx.clock.monotonic()
-    while True:
-        try:
-            value = probe()
-        except errors.TemporaryError as exc:
-            LOG.info("%s: waiting for %s: %s", step, what, exc)
-            value = None
-        if value is not None:
-            return value
-        if ctx.clock.monotonic() - started >= limit:
-            raise errors.WaitTimeout(step, what, limit)
-        ctx.clock.sleep(interval)
+    budget = min(timeout, remaining) if remaining is not None else timeout
+    wait = waits.Wait(step, what, max(budget, 0.0), interval=poll or ctx.settings.poll_interval)
+    return waits.until(probe, wait, ctx.clock)
 
 
 # --- cluster facts every step needs -------------------------------------------------------------------------------

@@ -1,11 +1,20 @@
 """CSRs: approve the kubelet's pending certificate requests, and only this node's.
 
 A node that sat on a shelf past its kubelet certificate's life asks for new ones at the site, and on SNO nobody
-else approves them. We apply the machine-approver's rules, narrowed to this node: a client CSR
+else approves them. Until they are approved the node is NotReady, so no installer or deployment pod can start and
+every rollout we would cause waits: this step therefore runs first, right after the API answers, and the later
+waits (preflight, settle) keep approving through `tend`, because the kubelet asks again (for its serving
+certificate) once it has a client certificate.
+
+We apply the machine-approver's rules, narrowed to this node: a client CSR
 (`kubernetes.io/kube-apiserver-client-kubelet`) from `system:node:<node>` or the node-bootstrapper, for the
 subject `system:node:<node>` in `system:nodes`; a serving CSR (`kubernetes.io/kubelet-serving`) from
 `system:node:<node>` in `system:nodes` whose DNS names and IPs are all the Node's own. Everything else is left
 pending, and every decision is logged with its reason.
+
+An approval is written only if the CSR is still pending at that moment: the write carries the resourceVersion we
+decided on, and a CSR that someone else approved or denied meanwhile is reported and left alone (a real
+kube-apiserver refuses a second Approved or an Approved beside a Denied with 422).
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import base64
 import ipaddress
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography import x509
@@ -22,7 +31,7 @@ from cryptography.x509.oid import NameOID
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, context
+from snoreloc.steps import base, cluster_config, context
 
 LOG = logging.getLogger(__name__)
 
@@ -38,7 +47,7 @@ class Node:
     addresses: frozenset[str]
 
 
-def this_node(ctx: context.Context) -> Node:
+def _node_object(ctx: context.Context) -> kube.Obj:
     wanted = ctx.settings.node_name or ctx.site.kubelet.node_name
     nodes = ctx.kube.list(kube.NODES)
     chosen = [n for n in nodes if wanted is None or n["metadata"]["name"] == wanted]
@@ -47,7 +56,23 @@ def this_node(ctx: context.Context) -> Node:
             f"csr: cannot tell which node this is ({len(chosen)} candidates)",
             hint="Set spec.kubelet.nodeName in the site-config.",
         )
-    node = chosen[0]
+    return chosen[0]
+
+
+def not_ready(node: kube.Obj) -> str | None:
+    """Why the Node is not Ready, in words for the report (None when it is Ready)."""
+    ready = base.conditions(node).get("Ready", {})
+    if ready.get("status") == "True":
+        return None
+    message = f": {ready.get('message')}" if ready.get("message") else ""
+    return (
+        f"node {node['metadata']['name']} is NotReady (Ready={ready.get('status', 'unknown')}{message}); "
+        "no pod can start on it until the kubelet has valid certificates"
+    )
+
+
+def this_node(ctx: context.Context) -> Node:
+    node = _node_object(ctx)
     addresses = node.get("status", {}).get("addresses") or []
     names = {node["metadata"]["name"]} | {a["address"] for a in addresses if a.get("type") in ("Hostname",)}
     ips = {str(ipaddress.ip_address(a["address"])) for a in addresses if a.get("type", "").endswith("IP")}
@@ -122,42 +147,113 @@ def approvable(ctx: context.Context, node: Node) -> list[kube.Obj]:
         problems = decide(csr, node)
         name = csr["metadata"]["name"]
         if problems:
-            LOG.info("csr %s: left pending: %s", name, "; ".join(problems))
+            LOG.debug("csr %s: left pending: %s", name, "; ".join(problems))
         else:
-            LOG.info("csr %s: approving (%s for %s)", name, csr["spec"].get("signerName"), node.name)
             chosen.append(csr)
     return chosen
 
 
+@dataclass
+class Approvals:
+    """What approving found: CSRs we approved, and CSRs someone else decided between our read and our write."""
+
+    approved: list[str] = field(default_factory=list)
+    decided_elsewhere: list[str] = field(default_factory=list)
+
+    def add(self, other: Approvals) -> None:
+        self.approved += [n for n in other.approved if n not in self.approved]
+        self.decided_elsewhere += [n for n in other.decided_elsewhere if n not in self.decided_elsewhere]
+
+
+APPROVE_ATTEMPTS = 3
+
+
+def approve(client: kube.Client, csr: kube.Obj, node: Node) -> bool | None:
+    """Approve `csr` if it is still pending and still ours to approve when we write. True: approved; False: someone
+    else decided it meanwhile; None: it changed into something we leave pending."""
+    name = csr["metadata"]["name"]
+    for _attempt in range(APPROVE_ATTEMPTS):
+        try:
+            client.approve_csr(csr, f"snoreloc: kubelet CSR of node {node.name}")
+        except kube.Conflict:
+            fresh = client.find(kube.Ref(kube.CSRS, name))
+            if fresh is None or not pending(fresh):
+                LOG.info("csr %s: decided by someone else meanwhile; left as it is", name)
+                return False
+            if decide(fresh, node):
+                return None
+            csr = fresh
+            continue
+        LOG.info("csr %s: approved (%s for %s)", name, csr["spec"].get("signerName"), node.name)
+        return True
+    return None
+
+
+def approve_pending(ctx: context.Context, node: Node) -> Approvals:
+    """Approve every pending CSR of this node (never another's)."""
+    found = Approvals()
+    for csr in approvable(ctx, node):
+        done = approve(ctx.kube, csr, node)
+        if done is True:
+            found.approved.append(csr["metadata"]["name"])
+        elif done is False:
+            found.decided_elsewhere.append(csr["metadata"]["name"])
+    return found
+
+
+def tend(ctx: context.Context, seen: Approvals | None = None, *, approve: bool = True) -> list[str]:
+    """One round of looking after the node during a wait: approve its pending CSRs (when the site-config lets
+    us and `approve`), and say what still keeps it from being Ready (empty: Ready)."""
+    node = _node_object(ctx)
+    if approve and ctx.site.kubelet.approve_csrs:
+        found = approve_pending(ctx, this_node(ctx))
+        if seen is not None:
+            seen.add(found)
+    problem = not_ready(node)
+    return [problem] if problem else []
+
+
 class Csr:
     name = "csr"
-    description = "approving this node's pending certificate requests"
+    description = "approving this node's pending certificate requests and waiting for it to be Ready"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"node": ctx.settings.node_name or ctx.site.kubelet.node_name, "approve": ctx.site.kubelet.approve_csrs}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        if not ctx.site.kubelet.approve_csrs:
-            return base.Plan(self.name, notes=("CSR approval disabled in the site-config",))
+        # The first cluster step: a site-config this cluster cannot express is refused before anything is written.
+        cluster_config.require_mirror_support(ctx.site, base.cluster_version(ctx))
         node = this_node(ctx)
+        notes = [problem for problem in [not_ready(_node_object(ctx))] if problem]
+        if not ctx.site.kubelet.approve_csrs:
+            return base.Plan(self.name, notes=("CSR approval disabled in the site-config", *notes))
         names = [c["metadata"]["name"] for c in approvable(ctx, node)]
-        return base.Plan(self.name, notes=tuple(f"approve CSR {n} of node {node.name}" for n in names))
+        notes += [f"approve CSR {n} of node {node.name}" for n in names]
+        return base.Plan(self.name, notes=tuple(notes))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        if not ctx.site.kubelet.approve_csrs:
-            return base.Outcome()
         node = this_node(ctx)
-        approved: list[str] = []
+        seen = Approvals()
         started = ctx.clock.monotonic()
-        while True:
-            for csr in approvable(ctx, node):
-                ctx.kube.approve_csr(csr["metadata"]["name"], f"snoreloc: kubelet CSR of node {node.name}")
-                approved.append(csr["metadata"]["name"])
-            if ctx.clock.monotonic() - started >= ctx.settings.csr_wait:
-                break
-            ctx.clock.sleep(ctx.settings.poll_interval)
-        return base.Outcome(changed=tuple(f"approve CSR {n}" for n in approved), details={"approved": approved})
+
+        def settled() -> bool | None:
+            waiting = tend(ctx, seen)
+            if waiting:
+                raise errors.TemporaryError("; ".join(waiting))
+            if ctx.site.kubelet.approve_csrs and approvable(ctx, node):
+                return None
+            return True if ctx.clock.monotonic() - started >= ctx.settings.csr_wait else None
+
+        what = f"node {node.name} to be Ready with its certificate requests approved"
+        base.wait_for(ctx, self.name, what, float(ctx.site.timeouts.settle), settled)
+        return base.Outcome(
+            changed=tuple(f"approve CSR {n}" for n in seen.approved),
+            details={"approved": seen.approved, "decided_elsewhere": seen.decided_elsewhere},
+        )
 
     def verify(self, ctx: context.Context) -> None:
+        problem = not_ready(_node_object(ctx))
+        if problem:
+            raise errors.TemporaryError(f"csr: {problem}")
         if ctx.site.kubelet.approve_csrs and approvable(ctx, this_node(ctx)):
             raise errors.TemporaryError("csr: this node still has pending certificate requests")

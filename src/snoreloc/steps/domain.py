@@ -19,7 +19,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import apiserver_last, base, certificates, context
 
 API_SECRET = kube.Ref(kube.SECRETS, certificates.API_SECRET, "openshift-config")
 INGRESS_SECRET_CONFIG = kube.Ref(kube.SECRETS, certificates.INGRESS_SECRET, "openshift-config")
@@ -194,7 +194,7 @@ class Domain:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         if not plan.empty:
             check_secrets(ctx)
-        outcome = base.apply_changes(ctx, plan)
+        outcome = apiserver_last.apply(ctx, plan)
         return base.Outcome(outcome.changed, outcome.rollouts, outcome.warnings, {"kept": list(plan.notes)})
 
     def verify(self, ctx: context.Context) -> None:

@@ -17,18 +17,20 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context
+from snoreloc.steps import base, cluster_config, context, csr, health
 
 LOG = logging.getLogger(__name__)
 
 
-def unhealthy_operators(ctx: context.Context) -> list[str]:
-    found = []
-    for co in ctx.kube.list(kube.CLUSTEROPERATORS):
-        problems = base.operator_problems(co)
-        if problems:
-            found.append(f"{co['metadata']['name']} ({'; '.join(problems)})")
-    return found
+def blockers(
+    ctx: context.Context, seen: csr.Approvals | None = None, *, approve: bool = True
+) -> tuple[list[str], list[str]]:
+    """(what keeps the relocation from starting, unhealthy operators it only warns about). The node comes first:
+    while it is NotReady its CSRs are approved here too (unless planning), and no operator can recover before
+    it is Ready."""
+    node = csr.tend(ctx, seen, approve=approve)
+    found = health.survey(ctx, health.MOVED_BY_US)
+    return node + [f"ClusterOperator {item}" for item in found.blocking], list(found.warnings)
 
 
 def _node_addresses(ctx: context.Context) -> set[str]:
@@ -51,30 +53,29 @@ def dns_warnings(ctx: context.Context) -> list[str]:
     return warnings
 
 
-HEALTHY = "every ClusterOperator Available, not Progressing, not Degraded"
+HEALTHY = "the node Ready and the required ClusterOperators Available, not Progressing, not Degraded"
 
 
-def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str]) -> list[str]:
+def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], seen: csr.Approvals) -> list[str]:
     """After a cold boot at the site the operators take minutes to report healthy again, so wait for them (bounded
     by `timeouts.settle`) before refusing; a unit that refused at once would spend its restarts in those minutes.
-    Returns [] once healthy; refuses with the operators still unhealthy at the end."""
+    Returns the warnings once healthy; refuses with what is still not ready at the end."""
     last = [unhealthy]
     LOG.info("%s: waiting up to %ss for %s: %s", step, ctx.site.timeouts.settle, HEALTHY, "; ".join(unhealthy))
 
-    def healthy() -> bool | None:
-        last[0] = unhealthy_operators(ctx)
-        return True if not last[0] else None
+    def healthy() -> list[str] | None:
+        last[0], warnings = blockers(ctx, seen)
+        return None if last[0] else warnings
 
     try:
-        base.wait_for(ctx, step, HEALTHY, float(ctx.site.timeouts.settle), healthy)
+        return base.wait_for(ctx, step, HEALTHY, float(ctx.site.timeouts.settle), healthy)
     except errors.WaitTimeout as exc:
         raise errors.UnavailableError(
             f"{step}: waited {exc.seconds:.0f}s for {HEALTHY}; the cluster is not healthy, so nothing was changed. "
-            "ClusterOperators not ready: " + "; ".join(last[0]),
-            hint="Wait for the cluster to settle (`oc get clusteroperators`) and run again, "
+            "Not ready: " + "; ".join(last[0]),
+            hint="Wait for the cluster to settle (`oc get nodes`, `oc get clusteroperators`) and run again, "
             "or pass --ignore-preflight if you know why they are not ready.",
         ) from exc
-    return []
 
 
 class Preflight:
@@ -96,18 +97,23 @@ class Preflight:
             f"OpenShift {major}.{minor} (kube {version}); mirrors as {mirrors}",
             f"factory domain {base_domain} (apps {factory}) -> site domain {ctx.site.domain}",
         )
-        data = {"unhealthy": unhealthy_operators(ctx), "factory_apps_domain": factory, "version": f"{major}.{minor}"}
-        notes += tuple(f"unhealthy: {item}" for item in data["unhealthy"])
+        unhealthy, warnings = blockers(ctx, approve=False)
+        data = {"unhealthy": unhealthy, "warnings": warnings, "factory_apps_domain": factory}
+        data["version"] = f"{major}.{minor}"
+        notes += tuple(f"not ready: {item}" for item in unhealthy)
+        notes += tuple(f"warning: {item}" for item in health.warning_text(warnings))
         return base.Plan(self.name, notes=notes, data=data)
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        unhealthy = list(plan.data.get("unhealthy", []))
+        seen = csr.Approvals()
+        unhealthy, operators = list(plan.data.get("unhealthy", [])), list(plan.data.get("warnings", []))
         if unhealthy and not ctx.settings.ignore_preflight:
-            unhealthy = wait_until_healthy(ctx, self.name, unhealthy)
-        warnings = dns_warnings(ctx)
+            operators, unhealthy = wait_until_healthy(ctx, self.name, unhealthy, seen), []
+        warnings = dns_warnings(ctx) + health.warning_text(operators)
         if unhealthy:
             warnings.append("preflight ignored: " + "; ".join(unhealthy))
-        return base.Outcome(warnings=tuple(warnings), details=dict(plan.data))
+        details = {**plan.data, "unhealthy": unhealthy, "warnings": operators, "csrs_approved": seen.approved}
+        return base.Outcome(warnings=tuple(warnings), details=details)
 
     def verify(self, ctx: context.Context) -> None:
         ctx.kube.server_version()

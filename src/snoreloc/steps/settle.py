@@ -5,7 +5,9 @@ have noticed it yet. So for every operator our writes set in motion (the journal
 our write) we also require a condition transition at or after that time; the MachineConfigPool `master` must
 be Updated likewise. Finally the endpoints are dialled with SNI: `api.<domain>` must present our API
 certificate and the console host our ingress certificate. The kube-apiserver rollout takes the API away while
-we wait; the probes ride that out (bounded by the settle timeout and the run's deadline).
+we wait; the probes ride that out (bounded by the settle timeout and the run's deadline). Settle also requires
+the Node Ready (approving its CSRs as the kubelet asks again), and waits only for the operators the relocation
+needs (`health`): any other unhealthy one is a warning, so an unrelated degraded operator cannot hold the site.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context, domain
+from snoreloc.steps import base, certificates, context, csr, domain, health
 
 MCP_MASTER_REF = kube.Ref(kube.MCPS, "master")
 
@@ -37,18 +39,16 @@ def _last_transition(obj: kube.Obj, kinds: tuple[str, ...]) -> datetime | None:
 
 
 def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
-    """What still keeps the operators from being settled (empty: all settled)."""
-    waiting = []
+    """What still keeps the required operators from being settled (empty: all settled), each with the operator's
+    own condition message. Operators the relocation does not need are not waited for (see `health`)."""
+    needed = health.required(ctx.site, pending)
+    waiting = [f"ClusterOperator {item}" for item in health.survey(ctx, pending).blocking]
     for co in ctx.kube.list(kube.CLUSTEROPERATORS):
         name = co["metadata"]["name"]
-        problems = base.operator_problems(co)
-        if problems:
-            waiting.append(f"{name}: {'; '.join(problems)}")
-            continue
-        if name in pending:
+        if name in pending and name in needed and not base.operator_problems(co):
             moved = _last_transition(co, ("Available", "Progressing", "Degraded"))
             if not moved_since(moved, pending[name]):
-                waiting.append(f"{name}: no transition since our change")
+                waiting.append(f"ClusterOperator {name}: no transition since our change")
     return waiting
 
 
@@ -91,9 +91,11 @@ def served_waits(ctx: context.Context) -> list[str]:
     return waiting
 
 
-def all_waits(ctx: context.Context) -> list[str]:
+def all_waits(ctx: context.Context, seen: csr.Approvals | None = None, *, approve: bool = True) -> list[str]:
+    """Everything settle still waits for, the node first (its CSRs approved on the way, unless `approve` is off)."""
     pending = ctx.rollouts.pending()
-    return operator_waits(ctx, pending) + pool_waits(ctx, pending) + served_waits(ctx)
+    node = csr.tend(ctx, seen, approve=approve)
+    return node + operator_waits(ctx, pending) + pool_waits(ctx, pending) + served_waits(ctx)
 
 
 class Settle:
@@ -114,9 +116,10 @@ class Settle:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         pending = list(ctx.rollouts.pending())
         last: list[str] = []
+        seen = csr.Approvals()
 
         def probe() -> bool | None:
-            last[:] = all_waits(ctx)
+            last[:] = all_waits(ctx, seen)
             return True if not last else None
 
         try:
@@ -126,9 +129,11 @@ class Settle:
                 self.name, "the cluster to settle (still waiting for: " + "; ".join(last) + ")", exc.seconds
             ) from exc
         ctx.rollouts.settled(pending)
-        return base.Outcome(details={"settled": pending})
+        others = health.survey(ctx, pending).warnings
+        details = {"settled": pending, "warnings": list(others), "csrs_approved": seen.approved}
+        return base.Outcome(warnings=tuple(health.warning_text(others)), details=details)
 
     def verify(self, ctx: context.Context) -> None:
-        waits = all_waits(ctx)
+        waits = all_waits(ctx, approve=False)
         if waits:
             raise errors.TemporaryError(f"{self.name}: not settled: {'; '.join(waits)}")

@@ -3,7 +3,8 @@
 `start(cluster)` wires them all to a cluster whose seed is loaded (see `seeds.load`). One module per operator:
 `routes` (host generation and router status), `openshift_apiserver` (routing subdomain), `kube_apiserver`
 (revisions, outages, served API certificates), `ingress` (router default certificate), `component_routes`
-(console and authentication), `machine_config` (pool updates, reboots), `kubelet` (CSRs and their signer).
+(console and authentication), `machine_config` (pool updates, reboots), `kubelet` (CSRs and their signer, and
+the static-pod operators' node controller).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def start(cluster: model.Cluster) -> None:
     routing = routes.Routing(routes.effective_domain(base.find(cluster, base.INGRESSES, "cluster")))
     route_controller = routes.RouteController(cluster, routing)
     route_controller.install()
+    node_controller = kubelet.NodeController(cluster)
     operators: tuple[base.Operator, ...] = (
         route_controller,
         openshift_apiserver.OpenShiftAPIServerOperator(cluster, routing),
@@ -35,5 +37,7 @@ def start(cluster: model.Cluster) -> None:
         component_routes.AuthenticationOperator(cluster),
         machine_config.MachineConfigOperator(cluster),
         kubelet.CSRSigner(cluster),
+        node_controller,
     )
     cluster.store.subscribe(base.fan_out(operators))
+    node_controller.sync()  # a node shelved past its certificate is NotReady from the start

@@ -3,6 +3,8 @@
 Real operators reconcile continuously; the simulator only needs their observable shape: a change arrives, a
 rollout runs for a realistic time (scaled by the timeline's speed), changes that land meanwhile fold into one
 follow-up, and every rollout is recorded for the benchmarks' critical-path analysis. `Serial` is that shape.
+Every rollout is carried out by pods (installer pods, deployments, daemon sets), so none starts while the node is
+NotReady: a requested rollout is held until it is Ready again.
 All rollout steps run on the timeline's single thread, so controllers never race each other on status writes;
 only store listeners (called in the writer's thread) need the per-controller locks.
 """
@@ -128,6 +130,20 @@ def fan_out(operators: Sequence[Operator]) -> model.ChangeListener:
     return listener
 
 
+def nodes_ready(cluster: model.Cluster) -> bool:
+    """Whether every Node reports Ready=True: installer and deployment pods only start on a Ready node."""
+    nodes = cluster.types.get(NODES)
+    if nodes is None:
+        return True
+    for node in cluster.store.list(nodes):
+        ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+        if not ready or ready[0].get("status") != "True":
+            return False
+    return True
+
+
+HOLD_POLL = 2.0  # cluster seconds between looks at a NotReady node by a held rollout
+
 Step = tuple[float, Callable[[], None]]
 """(cluster seconds after the previous step, action). A plan is a list of steps; the rollout ends after the last."""
 
@@ -176,6 +192,9 @@ class Serial:
             return self._current is not None or self._waiting is not None
 
     def _begin(self) -> None:
+        if not nodes_ready(self._cluster):  # its pods cannot be scheduled: the rollout waits for the node
+            self._cluster.timeline.after(HOLD_POLL, self._begin)
+            return
         with self._lock:
             flight, self._waiting = self._waiting, None
             if flight is None:

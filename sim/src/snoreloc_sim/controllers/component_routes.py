@@ -11,6 +11,7 @@ Removing an entry reverts to the default host.
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import dataclass
 
@@ -264,6 +265,7 @@ class AuthenticationOperator(ComponentRouteOperator):
         self._move_route(host)
         self._sync_secret(entry, pairs.get(OAUTH.name))
         self._serve(host, pairs.get(OAUTH.name))
+        write_oauth_metadata(self._cluster, host)
         publish(self._cluster, OAUTH, host)
 
     def _move_route(self, host: str) -> None:
@@ -297,3 +299,46 @@ class AuthenticationOperator(ComponentRouteOperator):
             self._cluster.serving.set("router", host, cert)
         elif old == host:
             self._cluster.serving.remove("router", host)
+
+
+# The OAuth server's discovery document, which the kube-apiserver serves at /.well-known/oauth-authorization-server.
+# The authentication operator publishes it in `openshift-config-managed/oauth-openshift` (key `oauthMetadata`),
+# built from the oauth route's host (inferred from cluster-authentication-operator; not verified against a live
+# cluster); cluster-kube-apiserver-operator copies it to `openshift-kube-apiserver/oauth-metadata`, which is one of
+# its revisioned config maps (openshift/cluster-kube-apiserver-operator pkg/operator/starter.go,
+# `RevisionConfigMaps`: `{Name: "oauth-metadata", Optional: true}`). So a new oauth host means a new revision.
+METADATA_NAMESPACE = "openshift-config-managed"
+METADATA_NAME = "oauth-openshift"
+METADATA_KEY = "oauthMetadata"
+
+
+def oauth_metadata(host: str) -> str:
+    issuer = f"https://{host}"
+    document = {
+        "issuer": issuer,
+        "authorization_endpoint": f"{issuer}/oauth/authorize",
+        "token_endpoint": f"{issuer}/oauth/token",
+        "response_types_supported": ["code", "token"],
+        "grant_types_supported": ["authorization_code", "implicit"],
+        "code_challenge_methods_supported": ["plain", "S256"],
+    }
+    return json.dumps(document, indent=2)
+
+
+def oauth_metadata_configmap(host: str) -> Obj:
+    return {
+        "metadata": {"name": METADATA_NAME, "namespace": METADATA_NAMESPACE},
+        "data": {METADATA_KEY: oauth_metadata(host)},
+    }
+
+
+def write_oauth_metadata(cluster: model.Cluster, host: str) -> None:
+    """Publish the metadata for `host` (no write when it already says so)."""
+    configmaps = base.rtype(cluster, base.CONFIGMAPS)
+    existing = cluster.store.find(configmaps, METADATA_NAME, METADATA_NAMESPACE)
+    wanted = oauth_metadata_configmap(host)
+    if existing is None:
+        cluster.store.create(configmaps, wanted)
+    elif existing.get("data") != wanted["data"]:
+        existing["data"] = wanted["data"]
+        cluster.store.update(configmaps, existing, check_rv=False)

@@ -7,6 +7,11 @@ crash-loop ("failed to load SNI cert and key"); the single-node startup monitor 
 revision, so the API comes back with the old certificates and the operator stays Degraded until someone fixes
 the secret or the APIServer.
 
+A revision is also made when the OAuth metadata changes (a new oauth route host), see `component_routes`. A new
+revision made while the installer of the previous one still runs (the first 90 s) replaces it: the node restarts
+once, into the newest revision (`_absorb`); one made later is a rollout of its own, with its own outage. The
+recorder counts both the revisions made and the rollouts (restarts).
+
 Timeline of a revision (cluster seconds): 0 installer starts (Progressing=True), 90 five seconds of 503, 95 the
 old server stops (connections refused for 60 s), 155 the new server answers (new certificates served, a few
 seconds of 503 while it warms up), 240 the installer reports done (Progressing=False).
@@ -17,7 +22,7 @@ from __future__ import annotations
 import threading
 
 from snoreloc_sim import certs, model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.controllers import base, component_routes, conditions
 
 Obj = model.Obj
 
@@ -49,14 +54,25 @@ class KubeAPIServerOperator:
         self._latest = FIRST_REVISION  # the newest revision created (a failed one stays counted)
         self._served: set[str] = set()
         self._serial = base.Serial(cluster, OPERATOR, self._plan)
+        self._installing = False  # an installer pod is running for the rollout in progress
+        self._table: dict[str, model.ServedCert] = {}  # what the revision being installed will serve
 
     def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
         if rtype.key == base.APISERVERS and new is not None and new["metadata"]["name"] == "cluster":
             generation = new["metadata"].get("generation")
             if old is None or generation != old["metadata"].get("generation"):
-                self._serial.request(f"apiservers.config.openshift.io/cluster generation {generation}")
+                self._request(f"apiservers.config.openshift.io/cluster generation {generation}")
         elif rtype.key == base.SECRETS:
             self._secret_changed(old, new)
+        elif rtype.key == base.CONFIGMAPS:
+            self._metadata_changed(old, new)
+
+    def _metadata_changed(self, old: Obj | None, new: Obj | None) -> None:
+        meta = (new or old or {}).get("metadata") or {}
+        source = (component_routes.METADATA_NAMESPACE, component_routes.METADATA_NAME)
+        if (meta.get("namespace"), meta.get("name")) != source or (old or {}).get("data") == (new or {}).get("data"):
+            return
+        self._request("configmap openshift-kube-apiserver/oauth-metadata changed")
 
     def _secret_changed(self, old: Obj | None, new: Obj | None) -> None:
         meta = (new or old or {}).get("metadata") or {}
@@ -66,26 +82,58 @@ class KubeAPIServerOperator:
             return
         apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
         if meta.get("name") in referenced_secrets(apiserver):
-            self._serial.request(f"secret {CONFIG_NAMESPACE}/{meta.get('name')} changed")
+            self._request(f"secret {CONFIG_NAMESPACE}/{meta.get('name')} changed")
+
+    def _request(self, trigger: str) -> None:
+        if not self._absorb(trigger):
+            self._serial.request(trigger)
+
+    def _absorb(self, trigger: str) -> bool:
+        """A new revision while the installer of the previous one still runs: the node moves straight to the new
+        one, and the old server is restarted once (library-go pkg/operator/staticpod/controller/installer/
+        installer_controller.go, `newNodeStateForInstallInProgress`: with a newer revision pending it deletes the
+        unfinished installer pod and targets the latest revision). A revision that would crash-loop is not
+        absorbed: it follows as its own rollout."""
+        with self._lock:
+            if not self._installing:
+                return False
+        try:
+            table = self._serving_table(base.find(self._cluster, base.APISERVERS, "cluster"))
+        except base.BadSecret:
+            return False
+        with self._lock:
+            if not self._installing:
+                return False
+            self._latest += 1
+            self._table, current, target = table, self._revision, self._latest
+        self._cluster.recorder.revision(OPERATOR)
+        self._report(conditions.progressing("NodeInstaller", _progress(current, target) + f" ({trigger})"))
+        return True
 
     def _plan(self, trigger: str) -> list[base.Step]:
         with self._lock:
             self._latest += 1
             current, target = self._revision, self._latest
+        self._cluster.recorder.revision(OPERATOR)
         apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
         try:
             table = self._serving_table(apiserver)
         except base.BadSecret as exc:
             return self._failing_plan(current, target, str(exc), apiserver)
-        message = (
-            f"NodeInstallerProgressing: 1 node is at revision {current}; 0 nodes have achieved new revision {target}"
-        )
+        with self._lock:
+            self._installing, self._table = True, table
         return [
-            (0.0, lambda: self._report(conditions.progressing("NodeInstaller", message))),
-            (INSTALLER_SECONDS, self._stop_old_server),
-            (WARN_SECONDS + DOWN_SECONDS, lambda: self._new_server_up(table)),
-            (SETTLE_SECONDS, lambda: self._done(target)),
+            (0.0, lambda: self._report(conditions.progressing("NodeInstaller", _progress(current, target)))),
+            (INSTALLER_SECONDS, self._install),
+            (WARN_SECONDS + DOWN_SECONDS, lambda: self._new_server_up(self._table)),
+            (SETTLE_SECONDS, lambda: self._done(self._latest)),
         ]
+
+    def _install(self) -> None:
+        """The installer is done: from here on a new revision is a rollout of its own."""
+        with self._lock:
+            self._installing = False
+        self._stop_old_server()
 
     def _serving_table(self, apiserver: Obj | None) -> dict[str, model.ServedCert]:
         """SNI name -> certificate for a revision: the load-balancer cert, overridden by named certificates."""
@@ -129,9 +177,7 @@ class KubeAPIServerOperator:
 
     def _failing_plan(self, current: int, target: int, problem: str, apiserver: Obj | None) -> list[base.Step]:
         names = sorted(n for named in named_certificates(apiserver) for n in named.get("names") or [])
-        progress = (
-            f"NodeInstallerProgressing: 1 node is at revision {current}; 0 nodes have achieved new revision {target}"
-        )
+        progress = _progress(current, target)
         crash = (
             f'StaticPodsDegraded: pod/kube-apiserver container "kube-apiserver" is waiting: CrashLoopBackOff: '
             f"revision {target}: failed to load SNI cert and key for {names}: {problem}; "
@@ -142,3 +188,7 @@ class KubeAPIServerOperator:
             (INSTALLER_SECONDS, self._stop_old_server),
             (WARN_SECONDS + DOWN_SECONDS, lambda: self._report(conditions.degraded("StaticPods_Error", crash))),
         ]
+
+
+def _progress(current: int, target: int) -> str:
+    return f"NodeInstallerProgressing: 1 node is at revision {current}; 0 nodes have achieved new revision {target}"

@@ -7,6 +7,10 @@ here; that is the agent's job, and it must approve only the node's own requests:
 requester that claims the node's identity is created alongside and must stay pending. Once a CSR is approved,
 the signer issues its certificate a moment later, and the kubelet, once it has a client certificate, reports
 Ready again.
+
+While the node is NotReady the static-pod operators say so: `NodeController` below marks kube-apiserver,
+kube-controller-manager, kube-scheduler and etcd Degraded with `NodeControllerDegraded`, and every rollout is held
+(see `base.Serial`) until the node is Ready.
 """
 
 from __future__ import annotations
@@ -185,3 +189,51 @@ def mark_ready(cluster: model.Cluster, node_name: str) -> None:
                 cond["lastTransitionTime"] = now
             cond["lastHeartbeatTime"] = now
     base.write_status(cluster, base.NODES, node)
+
+
+# The operators built on library-go's static-pod controllers, whose node controller reports NotReady masters:
+# openshift/library-go pkg/operator/staticpod/controller/node/node_controller.go sets the operator condition
+# `NodeControllerDegraded` (reason `MasterNodesReady`) with "The master nodes not ready: node %q not ready since
+# %s because %s (%s)", and its status union turns that into the ClusterOperator's Degraded=True with reason
+# `NodeController_MasterNodesReady` and the message prefixed `NodeControllerDegraded: `.
+STATIC_POD_OPERATORS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+NODE_DEGRADED_REASON = "NodeController_MasterNodesReady"
+
+
+def not_ready_text(node: Obj) -> str | None:
+    """The node controller's words for a NotReady node (None when Ready)."""
+    ready = conditions.condition(node, "Ready") or {}
+    if ready.get("status") == "True":
+        return None
+    return (
+        f'node "{node["metadata"]["name"]}" not ready since {ready.get("lastTransitionTime", "")} because '
+        f"{ready.get('reason', '')} ({ready.get('message', '')})"
+    )
+
+
+class NodeController:
+    """The static-pod operators' node controller: Degraded while a master node is NotReady, cleared once Ready."""
+
+    def __init__(self, cluster: model.Cluster) -> None:
+        self._cluster = cluster
+        self._lock = threading.Lock()
+        self._degraded = False  # the seed starts every operator healthy
+
+    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
+        if rtype.key == base.NODES:
+            self._cluster.timeline.after(0, self.sync)
+
+    def sync(self) -> None:
+        nodes = base.rtype(self._cluster, base.NODES)
+        problems = [text for node in self._cluster.store.list(nodes) if (text := not_ready_text(node))]
+        with self._lock:
+            if bool(problems) == self._degraded:
+                return
+            self._degraded = bool(problems)
+        if problems:
+            message = "NodeControllerDegraded: The master nodes not ready: " + ", ".join(problems)
+            update = conditions.Condition("Degraded", "True", NODE_DEGRADED_REASON, message)
+        else:
+            update = conditions.Condition("Degraded", "False", "AsExpected", "")
+        for name in STATIC_POD_OPERATORS:
+            conditions.set_operator(self._cluster, name, [update])
