@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from snoreloc.adapters import kube
-from snoreloc.engine import journal, pipeline
+from snoreloc.engine import journal, pipeline, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, csr
 from snoreloc_sim.controllers import component_routes, kubelet
@@ -37,6 +37,12 @@ def _degraded(r: Relocation, name: str) -> dict[str, Any]:
     return base.conditions(r.get(kube.Ref(kube.CLUSTEROPERATORS, name))).get("Degraded", {})
 
 
+def _done_but_for_own_certificates(result: runner.Result) -> None:
+    """Done; the only warnings are the seeded routes whose own certificates miss their new hosts (issue 12 item 4)."""
+    assert result.state in (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
+    assert all("has its own certificate" in w for w in result.warnings), result.warnings
+
+
 def _node_ready(r: Relocation) -> str:
     node = r.get(kube.Ref(kube.NODES, r.facts.node_name))
     return str(base.conditions(node).get("Ready", {}).get("status"))
@@ -51,7 +57,7 @@ def test_the_shelved_node_relocates_to_done_without_a_manual_step(relocation: Re
         degraded = _degraded(relocation, name)
         assert degraded["status"] == "True" and degraded["message"].startswith("NodeControllerDegraded:"), name
     result = relocation.run()
-    assert result.state is journal.RunState.DONE, result.warnings
+    _done_but_for_own_certificates(result)
     assert [s["step"] for s in relocation.report()["steps"]][:2] == ["csr", "preflight"]
     approved = relocation.status()["steps"]["csr"]["details"]["approved"]
     assert len(approved) == 2  # client and serving; the decoy stays pending
@@ -86,7 +92,7 @@ def test_an_ignored_operator_is_not_even_a_warning(relocation: Relocation) -> No
     _degrade_insights(relocation)
     site = dataclasses.replace(site_config(), operators=model.Operators(ignore=("insights",)))
     result = relocation.run(site)
-    assert result.state is journal.RunState.DONE, result.warnings
+    _done_but_for_own_certificates(result)
 
 
 @pytest.mark.simonly  # the kubelet's own CSR is planted in the simulator's store, as its kubelet does
@@ -111,7 +117,7 @@ def test_a_csr_denied_meanwhile_is_reported_not_approved(relocation: Relocation)
 def test_one_relocation_is_one_kube_apiserver_rollout(relocation: Relocation) -> None:
     recorder = relocation.sim.cluster.recorder
     result = relocation.run()
-    assert result.state is journal.RunState.DONE, result.warnings
+    _done_but_for_own_certificates(result)
     deadline = time.monotonic() + 30
     while not relocation.sim.cluster.timeline.idle():  # a second rollout would have started by now
         assert time.monotonic() < deadline, "the simulated cluster never went quiet"
@@ -129,7 +135,7 @@ def test_a_slow_oauth_rollout_still_costs_one_kube_apiserver_rollout(
     would have finished: written back to back, the metadata would make a second restart."""
     monkeypatch.setattr(component_routes, "APPLY_SECONDS", 100.0)  # beyond the installer's 90 s
     result = relocation.run()
-    assert result.state is journal.RunState.DONE, result.warnings
+    _done_but_for_own_certificates(result)
     deadline = time.monotonic() + 30
     while not relocation.sim.cluster.timeline.idle():
         assert time.monotonic() < deadline, "the simulated cluster never went quiet"
