@@ -23,22 +23,38 @@ import certificates
 import common
 import relocation
 import routes_scale
+import sim_cpu
 import startup
 
 Main = Callable[[Sequence[str] | None], int]
+MANY_ROUTES = 5000
+
+
+def _relocation_many_routes(argv: Sequence[str] | None) -> int:
+    """The relocation benchmark with 5,000 user routes at speed 5, as its own result (and its own chart)."""
+    chart = common.RESULTS / f"relocation-{MANY_ROUTES}routes-timeline.svg"
+    name = f"relocation_{MANY_ROUTES}routes"
+    defaults = ["--routes", str(MANY_ROUTES), "--speeds", "5", "--name", name, "--svg", str(chart)]
+    return relocation.main([*defaults, *(argv or [])])
+
+
 BENCHMARKS: dict[str, Main] = {
     "certificates": certificates.main,
     "startup": startup.main,
+    "sim_cpu": sim_cpu.main,
     "api_economy": api_economy.main,
     "routes_scale": routes_scale.main,
     "relocation": relocation.main,
+    f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
     "startup": ["--repetitions", "2", "--relocation-routes", "20"],
+    "sim_cpu": ["--routes", "50", "--repetitions", "1"],
     "api_economy": ["--speed", "120"],
     "routes_scale": ["--counts", "20"],
     "relocation": ["--speeds", "120"],
+    f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
 }
 
 
@@ -80,8 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = []
     for name in names:
         arguments = [*(QUICK[name] if args.quick else []), "--output-dir", str(directory)]
-        if args.quick and name == "relocation":
-            arguments += ["--svg", str(directory / "relocation-timeline.svg")]
+        if args.quick and name.startswith("relocation"):
+            arguments += ["--svg", str(directory / f"{name}-timeline.svg")]
         if not _run(name, arguments):
             failed.append(name)
     print("\n".join(["== targets", *_summary(names, directory)]))
