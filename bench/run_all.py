@@ -1,4 +1,4 @@
-"""Run every benchmark in one go (`make bench`) and print which issue-6 targets were met.
+"""Run every benchmark in one go (`make bench`) and print which targets were met.
 
 Each benchmark writes its own `bench/results/<name>.json` (machine, command, numbers, targets); this script runs
 them one after another in this process, then prints one line per target. `--quick` runs toy sizes to check the
@@ -18,7 +18,9 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import agent_cpu
 import api_economy
+import baselines
 import certificates
 import common
 import relocation
@@ -42,19 +44,23 @@ BENCHMARKS: dict[str, Main] = {
     "certificates": certificates.main,
     "startup": startup.main,
     "sim_cpu": sim_cpu.main,
+    "agent_cpu": agent_cpu.main,
     "api_economy": api_economy.main,
     "routes_scale": routes_scale.main,
     "relocation": relocation.main,
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
+    "baselines": baselines.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
     "startup": ["--repetitions", "2", "--relocation-routes", "20"],
     "sim_cpu": ["--routes", "50", "--repetitions", "1"],
+    "agent_cpu": ["--routes", "50", "--latencies", "2", "--workers", "1,16"],
     "api_economy": ["--speed", "120"],
     "routes_scale": ["--counts", "20"],
     "relocation": ["--speeds", "120"],
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
+    "baselines": ["--speed", "120"],
 }
 
 

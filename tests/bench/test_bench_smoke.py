@@ -18,7 +18,9 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
+import agent_cpu  # noqa: E402
 import api_economy  # noqa: E402
+import baselines  # noqa: E402
 import certificates  # noqa: E402
 import common  # noqa: E402
 import harness  # noqa: E402
@@ -175,6 +177,22 @@ def test_sim_cpu_benchmark(tmp_path: Path) -> None:
     assert run["cpu_per_route_ms"] > 0 and run["write_path_cpu_per_route_ms"] > 0
 
 
+def test_agent_cpu_benchmark_against_the_stand_in(tmp_path: Path) -> None:
+    loaded = well_formed(agent_cpu.measure(routes=20, latencies=[2.0], workers=[1, 4]), "agent_cpu", tmp_path)
+    rows = loaded["results"]["rows"]
+    assert [(r["workers"], r["migrated"]) for r in rows] == [(1, 20), (4, 20)]
+    assert all(r["agent_cpu_s"] > 0 and r["routes_per_s"] > 0 for r in rows)
+
+
+def test_the_stand_in_answers_a_patch_with_the_new_host() -> None:
+    stand_in = agent_cpu.StandIn(routes=2, latency=0.0, max_requests=10)
+    path = f"/apis/route.openshift.io/v1/namespaces/{agent_cpu.NAMESPACE}/routes/app-00001"
+    code, route = stand_in.answer("PATCH", path, b'{"spec": {"host": "app-00001.apps.new.example.com"}}')
+    assert code == 200 and route["spec"]["host"] == "app-00001.apps.new.example.com"
+    assert stand_in.answer("GET", "/apis/route.openshift.io/v1/routes", b"")[1]["items"][1] == route
+    assert stand_in.answer("GET", "/api/v1/namespaces/x/secrets/y", b"")[0] == 404
+
+
 @pytest.mark.slow
 def test_api_economy_benchmark(tmp_path: Path) -> None:
     loaded = well_formed(api_economy.measure(speed=120.0), "api_economy", tmp_path)
@@ -187,3 +205,11 @@ def test_routes_scale_benchmark(tmp_path: Path) -> None:
     row = loaded["results"]["rows"][0]
     assert row["one_at_a_time"]["workers"] == 1
     assert row["one_at_a_time"]["migrated"] == row["concurrent"]["migrated"] > 0
+
+
+@pytest.mark.slow
+def test_baselines_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(baselines.measure(speed=120.0, flows=["ztpfw"]), "baselines", tmp_path)
+    flow = loaded["results"]["baselines"]["ztpfw"]
+    assert flow["rollouts_per_operator"]["kube-apiserver"] == 1
+    assert flow["over_agent"] == flow["wall_s"] / loaded["results"]["agent"]["wall_s"]
