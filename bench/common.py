@@ -184,6 +184,11 @@ def target(measured: float, limit: float, *, at_most: bool) -> dict[str, Any]:
     return {"measured": round(measured, 4), "limit": limit, "comparison": "<=" if at_most else ">=", "met": met}
 
 
+def exactly(measured: float, expected: float) -> dict[str, Any]:
+    """A target that is a count to hit, neither more nor less (one kube-apiserver revision)."""
+    return {"measured": measured, "limit": expected, "comparison": "==", "met": measured == expected}
+
+
 def print_json(payload: Mapping[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, indent=2) + "\n")
 

@@ -1,21 +1,25 @@
-"""Benchmark 1: a full relocation's wall time against its critical path and against doing one change at a time.
+"""Benchmark 1: a full relocation's wall time against the physical limit, and how many rollouts it caused.
 
-A relocation is mostly waiting: kube-apiserver, machine-config, ingress, console, authentication and
-openshift-apiserver roll out after the agent's changes. If the agent batches its changes and lets independent
-rollouts overlap, the run lasts about as long as the longest chain of rollouts that really depend on each other;
-if it waited each change out before the next, it would last their sum. So from the simulator's own record of the
-rollouts this run triggered:
+A relocation is mostly waiting for operators to roll out the agent's changes. Whatever a tool does, once the API
+answers one chain cannot be avoided: the node's pending CSRs approved and signed (so the node can run the new
+pods), then one kube-apiserver revision carrying the new serving certificates. Everything else (ingress, console,
+authentication, openshift-apiserver, machine-config, the route migration) can overlap it. So the yardstick is
 
-- critical path (lower bound): the longest dependency chain. One operator rolls out one change at a time (its
-  rollouts chain); routes need the new routing subdomain, i.e. the openshift-apiserver rollout after the
-  appsDomain change, then the agent's route migration itself; the final settle needs every rollout.
-- sequential bound: the sum of every rollout plus the route migration.
+- physical limit = (CSR signing + node Ready + one kube-apiserver revision) / speed, taken from the simulator's own
+  model of those durations (the constants its controllers schedule with) for the same speed, not from the run, so
+  an extra rollout the agent causes lengthens the run but never the yardstick;
+- actual / physical limit (target <= 1.10), and the rollouts per operator the simulator recorded; more than one
+  kube-apiserver revision fails the bench (target: exactly 1).
 
-Targets (issue 6): actual / critical <= 1.15 and sequential / actual >= 2. The simulator divides every cluster
-duration by `speed`; the agent's own work (start-up, certificates, API calls) is not scaled, so the faster the
-simulation the larger its share. The benchmark therefore runs at more than one speed, side by side.
+The count comes from the simulator's `Recorder.rollouts` (one entry per rollout an operator performed, with its
+trigger): the kube-apiserver operator records one per revision it rolls out. The critical path of the rollouts
+this run triggered is still printed (and drawn in the timeline) to show where the time went.
 
-Run: `.venv/bin/python bench/relocation.py [--speeds 20,5] [--svg docs/relocation-timeline.svg]`.
+The simulator divides every cluster duration by `speed`; the agent's own work (start-up, certificates, API calls)
+is not scaled, so the faster the simulation the larger its share. The benchmark runs at more than one speed and
+judges at the slowest. `--routes N` adds N user routes to the seed (the 5,000-route row of the targets).
+
+Run: `.venv/bin/python bench/relocation.py [--speeds 20,5] [--routes 0] [--svg docs/relocation-timeline.svg]`.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ import common
 import harness
 import timeline
 
+from snoreloc_sim.controllers import kube_apiserver, kubelet
+
 NAME = "relocation"
 ROUTING_OPERATOR = "openshift-apiserver"
 ROUTING_TRIGGER = "routing domain"
-ACTUAL_OVER_CRITICAL_MAX = 1.15
-SEQUENTIAL_OVER_ACTUAL_MIN = 2.0
+REVISION_OPERATOR = kube_apiserver.OPERATOR
+ACTUAL_OVER_LIMIT_MAX = 1.10
+REVISIONS_EXPECTED = 1
 DEFAULT_SVG = common.ROOT / "docs" / "relocation-timeline.svg"
 
 
@@ -67,6 +74,26 @@ def bounds(rollouts: Sequence[dict[str, Any]], routes_work: float) -> dict[str, 
     }
 
 
+def physical_limit_cluster_s() -> float:
+    """Cluster seconds of the unavoidable chain in the simulator's model: CSRs signed and the node Ready, then
+    one kube-apiserver revision from installer start to the operator reporting it done."""
+    csr = kubelet.SIGN_DELAY + kubelet.READY_DELAY
+    revision = (
+        kube_apiserver.INSTALLER_SECONDS
+        + kube_apiserver.WARN_SECONDS
+        + kube_apiserver.DOWN_SECONDS
+        + kube_apiserver.SETTLE_SECONDS
+    )
+    return csr + revision
+
+
+def rollouts_per_operator(rollouts: Sequence[dict[str, Any]]) -> dict[str, int]:
+    counted: dict[str, int] = {}
+    for rollout in rollouts:
+        counted[rollout["operator"]] = counted.get(rollout["operator"], 0) + 1
+    return counted
+
+
 def analyse(run: harness.AgentRun, speed: float) -> dict[str, Any]:
     """The figures of one relocation: wall time, both bounds, their ratios, where the time outside them went."""
     routes_step = run.step("routes")
@@ -75,18 +102,22 @@ def analyse(run: harness.AgentRun, speed: float) -> dict[str, Any]:
     actual = run.child.wall_s
     first = min((r["start"] for r in run.rollouts), default=0.0)
     last = max((r["end"] for r in run.rollouts), default=0.0)
+    limit = physical_limit_cluster_s() / speed
+    counted = rollouts_per_operator(run.rollouts)
     return {
         "speed": speed,
         "actual_wall_s": actual,
         "actual_cluster_s": actual * speed,
+        "physical_limit_s": limit,
+        "actual_over_limit": actual / limit,
+        "kube_apiserver_revisions": counted.get(REVISION_OPERATOR, 0),
         **found,
         "critical_cluster_s": found["critical_s"] * speed,
         "actual_over_critical": actual / found["critical_s"],
-        "sequential_over_actual": found["sequential_s"] / actual,
         "routes_work_s": routes_work,
         "first_rollout_start_s": first,
         "after_last_rollout_s": actual - last,
-        "rollouts_per_operator": {op: sum(r["operator"] == op for r in run.rollouts) for op in found["chains_s"]},
+        "rollouts_per_operator": counted,
         "peak_rss_mb": run.child.peak_rss_kb / 1024,
         "exit_code": run.child.exit_code,
         "requests": len(run.requests),
@@ -106,28 +137,29 @@ def measure(speeds: Sequence[float] = (20.0, 5.0), routes: int = 0) -> dict[str,
     """A relocation per speed, in one run; targets judged at the slowest (most realistic) speed."""
     runs = [measure_one(speed, routes) for speed in speeds]
     realistic = min(runs, key=lambda r: r["speed"])
+    worst_revisions = max(run["kube_apiserver_revisions"] for run in runs)
     targets = {
-        "actual_over_critical": common.target(
-            realistic["actual_over_critical"], ACTUAL_OVER_CRITICAL_MAX, at_most=True
+        "actual_over_physical_limit": common.target(
+            realistic["actual_over_limit"], ACTUAL_OVER_LIMIT_MAX, at_most=True
         ),
-        "sequential_over_actual": common.target(
-            realistic["sequential_over_actual"], SEQUENTIAL_OVER_ACTUAL_MIN, at_most=False
-        ),
+        "kube_apiserver_revisions": common.exactly(worst_revisions, REVISIONS_EXPECTED),
     }
     results = {"user_routes": routes, "judged_at_speed": realistic["speed"], "runs": runs}
-    return common.document(NAME, results, targets)
+    return common.document(result_name(routes), results, targets)
 
 
 def _report(payload: dict[str, Any]) -> str:
     lines = [
-        f"{'speed':>6} {'actual s':>9} {'critical s':>11} {'sequential s':>13} {'actual/critical':>16} "
-        f"{'sequential/actual':>18}  critical chain"
+        f"{'speed':>6} {'routes':>7} {'actual s':>9} {'limit s':>8} {'actual/limit':>13} {'critical s':>11}  "
+        "critical chain; rollouts per operator"
     ]
+    routes = payload["results"]["user_routes"]
     for run in payload["results"]["runs"]:
+        counted = ", ".join(f"{op} {n}" for op, n in sorted(run["rollouts_per_operator"].items()))
         lines.append(
-            f"{run['speed']:>6g} {run['actual_wall_s']:>9.2f} {run['critical_s']:>11.2f} {run['sequential_s']:>13.2f} "
-            f"{run['actual_over_critical']:>16.3f} {run['sequential_over_actual']:>18.2f}  "
-            f"{timeline.chain_text(run['critical_chain'])}"
+            f"{run['speed']:>6g} {routes:>7} {run['actual_wall_s']:>9.2f} {run['physical_limit_s']:>8.2f} "
+            f"{run['actual_over_limit']:>13.3f} {run['critical_s']:>11.2f}  "
+            f"{timeline.chain_text(run['critical_chain'])}; {counted}"
         )
     lines += common.verdict_lines(payload)
     return "\n".join(lines)
@@ -142,15 +174,23 @@ def write_svg(payload: dict[str, Any], path: Path) -> None:
     path.write_text(timeline.svg(run, title))
 
 
+def result_name(routes: int) -> str:
+    """`relocation`, or `relocation_<N>routes` for a run with extra user routes (its own result file)."""
+    return NAME if routes == 0 else f"{NAME}_{routes}routes"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="A full relocation against its critical path and sequential bound.")
+    parser = argparse.ArgumentParser(description="A full relocation against the physical limit; rollouts per operator.")
     parser.add_argument("--speeds", default="20,5", help="simulator speeds, comma-separated (default 20,5)")
     parser.add_argument("--routes", type=int, default=0, help="extra user routes in the seed (default 0)")
     parser.add_argument("--svg", type=Path, default=DEFAULT_SVG, help="timeline chart to write (default docs/)")
+    parser.add_argument("--name", default=None, help="result name (default relocation[_<N>routes])")
     parser.add_argument("--output-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     payload = measure([float(s) for s in args.speeds.split(",")], args.routes)
-    path = common.write_result(NAME, payload, args.output_dir)
+    name = args.name or result_name(args.routes)
+    payload["benchmark"] = name
+    path = common.write_result(name, payload, args.output_dir)
     write_svg(payload, args.svg)
     print(_report(payload))
     print(timeline.gantt(min(payload["results"]["runs"], key=lambda r: r["speed"])))

@@ -1,4 +1,4 @@
-"""Run every benchmark in one go (`make bench`) and print which issue-6 targets were met.
+"""Run every benchmark in one go (`make bench`) and print which targets were met.
 
 Each benchmark writes its own `bench/results/<name>.json` (machine, command, numbers, targets); this script runs
 them one after another in this process, then prints one line per target. `--quick` runs toy sizes to check the
@@ -18,27 +18,49 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import agent_cpu
 import api_economy
+import baselines
 import certificates
 import common
 import relocation
 import routes_scale
+import sim_cpu
 import startup
 
 Main = Callable[[Sequence[str] | None], int]
+MANY_ROUTES = 5000
+
+
+def _relocation_many_routes(argv: Sequence[str] | None) -> int:
+    """The relocation benchmark with 5,000 user routes at speed 5, as its own result (and its own chart)."""
+    chart = common.RESULTS / f"relocation-{MANY_ROUTES}routes-timeline.svg"
+    name = f"relocation_{MANY_ROUTES}routes"
+    defaults = ["--routes", str(MANY_ROUTES), "--speeds", "5", "--name", name, "--svg", str(chart)]
+    return relocation.main([*defaults, *(argv or [])])
+
+
 BENCHMARKS: dict[str, Main] = {
     "certificates": certificates.main,
     "startup": startup.main,
+    "sim_cpu": sim_cpu.main,
+    "agent_cpu": agent_cpu.main,
     "api_economy": api_economy.main,
     "routes_scale": routes_scale.main,
     "relocation": relocation.main,
+    f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
+    "baselines": baselines.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
     "startup": ["--repetitions", "2", "--relocation-routes", "20"],
+    "sim_cpu": ["--routes", "50", "--repetitions", "1"],
+    "agent_cpu": ["--routes", "50", "--latencies", "2", "--workers", "1,16"],
     "api_economy": ["--speed", "120"],
     "routes_scale": ["--counts", "20"],
     "relocation": ["--speeds", "120"],
+    f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
+    "baselines": ["--speed", "120"],
 }
 
 
@@ -80,8 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = []
     for name in names:
         arguments = [*(QUICK[name] if args.quick else []), "--output-dir", str(directory)]
-        if args.quick and name == "relocation":
-            arguments += ["--svg", str(directory / "relocation-timeline.svg")]
+        if args.quick and name.startswith("relocation"):
+            arguments += ["--svg", str(directory / f"{name}-timeline.svg")]
         if not _run(name, arguments):
             failed.append(name)
     print("\n".join(["== targets", *_summary(names, directory)]))

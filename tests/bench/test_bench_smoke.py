@@ -18,12 +18,15 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
+import agent_cpu  # noqa: E402
 import api_economy  # noqa: E402
+import baselines  # noqa: E402
 import certificates  # noqa: E402
 import common  # noqa: E402
 import harness  # noqa: E402
 import relocation  # noqa: E402
 import routes_scale  # noqa: E402
+import sim_cpu  # noqa: E402
 import startup  # noqa: E402
 import timeline  # noqa: E402
 
@@ -70,6 +73,19 @@ def test_route_migration_after_the_routing_rollout_can_be_the_critical_path() ->
     found = relocation.bounds(rollouts, routes_work=15.0)
     assert found["critical_chain"] == ["openshift-apiserver", "routes"]
     assert found["critical_s"] == 22.5
+
+
+def test_the_physical_limit_is_the_simulators_model_not_the_run() -> None:
+    # 5 s CSR signing and node Ready, then 90 + 5 + 60 + 85 s of kube-apiserver revision (cluster seconds)
+    assert relocation.physical_limit_cluster_s() == 247.0
+    rollouts = [rollout("kube-apiserver", 1.0, 48.0), rollout("ingress", 1.0, 9.0), rollout("kube-apiserver", 50, 48)]
+    assert relocation.rollouts_per_operator(rollouts) == {"kube-apiserver": 2, "ingress": 1}
+
+
+def test_an_exact_count_target_fails_above_and_below() -> None:
+    assert common.exactly(1, 1)["met"] and common.exactly(1, 1)["comparison"] == "=="
+    assert not common.exactly(2, 1)["met"] and not common.exactly(0, 1)["met"]
+    assert common.verdict_lines({"targets": {"revisions": common.exactly(2, 1)}}) == ["revisions: 2 == 1: MISSED"]
 
 
 def test_write_targets_are_read_from_the_url() -> None:
@@ -145,11 +161,36 @@ def test_startup_benchmark(tmp_path: Path) -> None:
 def test_relocation_benchmark(tmp_path: Path) -> None:
     loaded = well_formed(relocation.measure(speeds=[120.0]), "relocation", tmp_path)
     run = loaded["results"]["runs"][0]
+    assert run["kube_apiserver_revisions"] == run["rollouts_per_operator"]["kube-apiserver"] >= 1
+    assert run["physical_limit_s"] == relocation.physical_limit_cluster_s() / 120.0
     operators = {r["operator"] for r in run["rollouts"]}
     assert {"kube-apiserver", "openshift-apiserver", "machine-config"} <= operators
     assert [s["step"] for s in run["steps"]][-1] == "final-settle"
     relocation.write_svg(loaded, tmp_path / "timeline.svg")
     ET.parse(tmp_path / "timeline.svg")
+
+
+def test_sim_cpu_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(sim_cpu.measure(routes=10, repetitions=1), "sim_cpu", tmp_path)
+    run = loaded["results"]["runs"][0]
+    assert run["routes"] == 10 and run["store_writes"] >= 10
+    assert run["cpu_per_route_ms"] > 0 and run["write_path_cpu_per_route_ms"] > 0
+
+
+def test_agent_cpu_benchmark_against_the_stand_in(tmp_path: Path) -> None:
+    loaded = well_formed(agent_cpu.measure(routes=20, latencies=[2.0], workers=[1, 4]), "agent_cpu", tmp_path)
+    rows = loaded["results"]["rows"]
+    assert [(r["workers"], r["migrated"]) for r in rows] == [(1, 20), (4, 20)]
+    assert all(r["agent_cpu_s"] > 0 and r["routes_per_s"] > 0 for r in rows)
+
+
+def test_the_stand_in_answers_a_patch_with_the_new_host() -> None:
+    stand_in = agent_cpu.StandIn(routes=2, latency=0.0, max_requests=10)
+    path = f"/apis/route.openshift.io/v1/namespaces/{agent_cpu.NAMESPACE}/routes/app-00001"
+    code, route = stand_in.answer("PATCH", path, b'{"spec": {"host": "app-00001.apps.new.example.com"}}')
+    assert code == 200 and route["spec"]["host"] == "app-00001.apps.new.example.com"
+    assert stand_in.answer("GET", "/apis/route.openshift.io/v1/routes", b"")[1]["items"][1] == route
+    assert stand_in.answer("GET", "/api/v1/namespaces/x/secrets/y", b"")[0] == 404
 
 
 @pytest.mark.slow
@@ -164,3 +205,11 @@ def test_routes_scale_benchmark(tmp_path: Path) -> None:
     row = loaded["results"]["rows"][0]
     assert row["one_at_a_time"]["workers"] == 1
     assert row["one_at_a_time"]["migrated"] == row["concurrent"]["migrated"] > 0
+
+
+@pytest.mark.slow
+def test_baselines_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(baselines.measure(speed=120.0, flows=["ztpfw"]), "baselines", tmp_path)
+    flow = loaded["results"]["baselines"]["ztpfw"]
+    assert flow["rollouts_per_operator"]["kube-apiserver"] == 1
+    assert flow["over_agent"] == flow["wall_s"] / loaded["results"]["agent"]["wall_s"]

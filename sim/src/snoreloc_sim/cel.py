@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import functools
 import ipaddress
+import json
 import re
 import threading
 import urllib.parse
@@ -288,18 +289,72 @@ def called_functions(tree: lark.Tree[Any]) -> set[str]:
 # ---- the engine -----------------------------------------------------------------------------------------------
 
 
+_SELF_NAMES = frozenset({"self", "oldSelf"})
+MEMO_SIZE = 8192
+
+
+def _is_self(node: Any) -> bool:
+    """`member -> primary -> ident(self|oldSelf)`: the bare variable as the base of a member access."""
+    for kind in ("member", "primary"):
+        if not isinstance(node, lark.Tree) or node.data != kind or len(node.children) != 1:
+            return False
+        node = node.children[0]
+    return isinstance(node, lark.Tree) and node.data == "ident" and str(node.children[0]) in _SELF_NAMES
+
+
+def self_fields(*trees: lark.Tree[Any]) -> frozenset[str] | None:
+    """The fields of `self`/`oldSelf` that parsed expressions read, when they only ever use them as `self.<field>`
+    (a `has()` test included); None when any use sees the whole value (`self.all(...)`, `self == x`, `self[k]`).
+
+    The outcome of such a rule is a function of those fields alone, which is what lets `Engine` reuse it."""
+    fields: set[str] = set()
+    uses = dotted = 0
+    for tree in trees:
+        for node in tree.iter_subtrees():
+            if node.data == "ident" and str(node.children[0]) in _SELF_NAMES:
+                uses += 1
+            elif node.data == "member_dot" and _is_self(node.children[0]):
+                dotted += 1
+                fields.add(str(node.children[1]))
+    return frozenset(fields) if uses == dotted else None
+
+
+def _seen(value: Any, fields: frozenset[str] | None) -> Any:
+    """What a rule can observe of a value: the fields it reads, or all of it; a marker for "no old value"."""
+    if value is MISSING:
+        return ["missing"]
+    if fields is not None and isinstance(value, dict):
+        return ["fields", {name: value[name] for name in fields if name in value}]
+    return ["value", value]
+
+
+def _memo_key(rule: Rule, fields: frozenset[str] | None, value: Any, old: Any) -> tuple[Rule, str] | None:
+    try:
+        text = json.dumps([_seen(value, fields), _seen(old, fields)], sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None  # not plain JSON: evaluate every time
+    return rule, text
+
+
 @dataclass(frozen=True)
 class _Compiled:
     program: Any  # celpy Runner, or None when the rule cannot be evaluated
     skip_reason: str
     message_program: Any = None
+    fields: frozenset[str] | None = None  # see `self_fields`
 
 
 class Engine:
-    """Compiles each distinct rule once and evaluates it against JSON values."""
+    """Compiles each distinct rule once and evaluates it against JSON values.
+
+    cel-python interprets the parse tree on every call (about half a millisecond for a one-line rule), and most
+    writes present a rule with the same inputs again (an unchanged spec, a status update, a route whose host alone
+    changed under a rule that reads `tls` and `httpHeaders`). A rule's outcome depends only on what it can see, so
+    outcomes are kept (bounded, oldest dropped first) keyed by the rule and exactly the values it reads."""
 
     def __init__(self) -> None:
         self._cache: dict[Rule, _Compiled] = {}
+        self._outcomes: dict[tuple[Rule, str], Outcome] = {}
         self._lock = threading.Lock()
         self._functions = dict(EXTENSIONS)
 
@@ -326,9 +381,16 @@ class Engine:
             return _Compiled(None, "no implementation of " + ", ".join(missing))
         with _PARSE_LOCK:
             program = _environment().program(tree, functions=self._functions)
-        return _Compiled(program, "", self._message_program(rule))
+        message_tree = self._message_tree(rule)
+        message_program = None
+        if message_tree is not None:
+            with _PARSE_LOCK:
+                message_program = _environment().program(message_tree, functions=self._functions)
+        trees = [tree] if message_tree is None else [tree, message_tree]
+        return _Compiled(program, "", message_program, self_fields(*trees))
 
-    def _message_program(self, rule: Rule) -> Any:
+    @staticmethod
+    def _message_tree(rule: Rule) -> lark.Tree[Any] | None:
         if not rule.message_expression:
             return None
         try:
@@ -337,8 +399,7 @@ class Engine:
             return None  # kube would refuse the CRD; here the static message is used instead
         if called_functions(tree) - supported_functions():
             return None
-        with _PARSE_LOCK:
-            return _environment().program(tree, functions=self._functions)
+        return tree
 
     def evaluate(self, rule: Rule, value: Any, old: Any = MISSING) -> Outcome:
         """Run `rule` with `self` = value (and `oldSelf` = old when given). Transition rules without an old value
@@ -348,6 +409,20 @@ class Engine:
         compiled = self._compiled(rule)
         if compiled.program is None:
             return Outcome(Status.SKIPPED, compiled.skip_reason)
+        key = _memo_key(rule, compiled.fields, value, old)
+        with self._lock:
+            found = self._outcomes.get(key) if key is not None else None
+        if found is not None:
+            return found
+        outcome = self._run(rule, compiled, value, old)
+        if key is not None:
+            with self._lock:
+                if len(self._outcomes) >= MEMO_SIZE:
+                    del self._outcomes[next(iter(self._outcomes))]
+                self._outcomes[key] = outcome
+        return outcome
+
+    def _run(self, rule: Rule, compiled: _Compiled, value: Any, old: Any) -> Outcome:
         activation = self._activation(value, old)
         try:
             result = compiled.program.evaluate(activation)

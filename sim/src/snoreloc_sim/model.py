@@ -17,9 +17,31 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 Obj = dict[str, Any]
+_SCALARS = (str, int, float, bool, type(None))
+JsonT = TypeVar("JsonT")
+
+
+def clone(value: JsonT) -> JsonT:
+    """A deep copy of a JSON value (dicts, lists, scalars), several times faster than `copy.deepcopy`.
+
+    Every stored object is decoded JSON, and the write path copies it a dozen times (the store hands out copies,
+    listeners get their own); anything that is not plain JSON still goes through `copy.deepcopy`.
+    """
+    return cast(JsonT, _clone(value))
+
+
+def _clone(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _clone(item) for key, item in value.items()}
+    if kind is list:
+        return [_clone(item) for item in value]
+    if kind in _SCALARS:
+        return value
+    return copy.deepcopy(value)
 
 
 def now_rfc3339() -> str:
@@ -92,7 +114,7 @@ class Store:
 
     def _notify(self, rtype: ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
         for listener in list(self._listeners):
-            listener(rtype, event, copy.deepcopy(old), copy.deepcopy(new))
+            listener(rtype, event, clone(old), clone(new))
 
     def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
         if rtype.namespaced and ("namespaces", "", namespace) not in self._objects:
@@ -103,17 +125,17 @@ class Store:
             found = self._objects.get((rtype.key, namespace, name))
             if found is None:
                 raise ApiError(404, "NotFound", f'{rtype.key} "{name}" not found', details=_details(rtype, name))
-            return copy.deepcopy(found)
+            return clone(found)
 
     def find(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj | None:
         with self._lock:
             found = self._objects.get((rtype.key, namespace, name))
-            return copy.deepcopy(found) if found is not None else None
+            return clone(found) if found is not None else None
 
     def list(self, rtype: ResourceType, namespace: str | None = None) -> list[Obj]:
         with self._lock:
             items = [
-                copy.deepcopy(obj)
+                clone(obj)
                 for (key, ns, _), obj in sorted(self._objects.items())
                 if key == rtype.key and (namespace is None or ns == namespace)
             ]
@@ -137,7 +159,7 @@ class Store:
                     f'{rtype.key} "{name}" already exists',
                     details=_details(rtype, name),
                 )
-            stored = copy.deepcopy(obj)
+            stored = clone(obj)
             stored["apiVersion"], stored["kind"] = rtype.api_version, rtype.kind
             smeta = stored["metadata"]
             if rtype.namespaced:
@@ -148,7 +170,7 @@ class Store:
             smeta["generation"] = 1
             self._objects[key] = stored
             self.writes += 1
-            result = copy.deepcopy(stored)
+            result = clone(stored)
         self._notify(rtype, "ADDED", None, result)
         return result
 
@@ -174,12 +196,12 @@ class Store:
                 )
             new = _merge_for_write(rtype, old, obj, status_only=status_only)
             if new == old:
-                return copy.deepcopy(old)  # a no-op write does not bump resourceVersion, as kube-apiserver
+                return clone(old)  # a no-op write does not bump resourceVersion, as kube-apiserver
             new["metadata"]["resourceVersion"] = str(next(self._rv))
             self._objects[key] = new
             self.writes += 1
-            result, previous = copy.deepcopy(new), copy.deepcopy(old)
-        self._notify(rtype, "MODIFIED", previous, result)
+            result = clone(new)
+        self._notify(rtype, "MODIFIED", old, result)  # `old` left the store: no one else holds it
         return result
 
     def delete(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj:
@@ -205,7 +227,7 @@ def _details(rtype: ResourceType, name: str) -> Obj:
 
 
 def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: bool) -> Obj:
-    new = copy.deepcopy(sent)
+    new = clone(sent)
     new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
     fixed = ("uid", "creationTimestamp", "generation", "namespace", "resourceVersion")
     new_meta = new.setdefault("metadata", {})
@@ -215,7 +237,7 @@ def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: b
         else:
             new_meta.pop(name, None)
     if status_only:
-        result = copy.deepcopy(old)
+        result = clone(old)
         if "status" in new:
             result["status"] = new["status"]
         else:
@@ -223,7 +245,7 @@ def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: b
         return result
     if rtype.has_status and "status" in rtype.subresources:
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = clone(old["status"])
         else:
             new.pop("status", None)
     if _spec_of(new) != _spec_of(old):

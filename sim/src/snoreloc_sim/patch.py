@@ -20,7 +20,6 @@ refuse where kube refuses:
 
 from __future__ import annotations
 
-import copy
 import enum
 import json
 from collections.abc import Callable
@@ -81,8 +80,8 @@ def apply(kind: PatchType, target: Obj, body: bytes) -> Obj:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: a map patch merges key by key (null deletes); anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return model.clone(patch)
+    result = model.clone(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -184,7 +183,7 @@ def same_json(left: Any, right: Any) -> bool:
 def _value(op: Obj) -> Any:
     if "value" not in op:
         raise _bad_request(f"operation {op.get('op')!r} on {op.get('path')!r} has no value")
-    return copy.deepcopy(op["value"])
+    return model.clone(op["value"])
 
 
 def _source(op: Obj) -> str:
@@ -201,7 +200,7 @@ def _test(doc: Any, path: str, op: Obj) -> Any:
 
 
 def _move(doc: Any, path: str, op: Obj) -> Any:
-    value = copy.deepcopy(_get(doc, _source(op)))
+    value = model.clone(_get(doc, _source(op)))
     return _add(_remove(doc, _source(op)), path, value)
 
 
@@ -210,7 +209,7 @@ _OPERATIONS: dict[str, Callable[[Any, str, Obj], Any]] = {
     "remove": lambda doc, path, _op: _remove(doc, path),
     "replace": lambda doc, path, op: _replace(doc, path, _value(op)),
     "move": _move,
-    "copy": lambda doc, path, op: _add(doc, path, copy.deepcopy(_get(doc, _source(op)))),
+    "copy": lambda doc, path, op: _add(doc, path, model.clone(_get(doc, _source(op)))),
     "test": _test,
 }
 
@@ -228,7 +227,7 @@ def json_patch(target: Obj, operations: Any) -> Obj:
     """RFC 6902, all-or-nothing: the operations apply in order to a copy."""
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise _bad_request("error decoding patch: a JSON patch must be a list of operations")
-    doc: Any = copy.deepcopy(target)
+    doc: Any = model.clone(target)
     for op in operations:
         doc = _operation(doc, op)
     if not isinstance(doc, dict):
@@ -265,7 +264,7 @@ def _merge_map(target: Any, patch: Obj, path: Path) -> Obj | None:
     body = {k: v for k, v in patch.items() if k != "$patch"}
     if directive == "replace":
         return _strip(body)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    result = model.clone(target) if isinstance(target, dict) else {}
     for key, value in body.items():
         if key.startswith(_IGNORED_PREFIXES):
             continue
@@ -303,7 +302,7 @@ def _merge_list(current: Any, patch: list[Any], path: Path) -> list[Any]:
     key = KEYED_LISTS.get(path)
     if key is None:
         return [_strip(item) if isinstance(item, dict) else item for item in patch]
-    result = copy.deepcopy(stored)
+    result = model.clone(stored)
     for item in patch:
         _merge_keyed_item(result, item, key, path)
     return result

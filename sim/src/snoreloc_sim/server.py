@@ -626,20 +626,20 @@ def _candidate(target: Target, sent: Obj, old: Obj) -> Obj:
     a status write keeps everything but the status, an approval write changes only the approval conditions."""
     rtype = target.rtype
     if target.subresource == "approval":
-        result = copy.deepcopy(old)
+        result = model.clone(old)
         conditions = (sent.get("status") or {}).get("conditions")
         result.setdefault("status", {})["conditions"] = conditions or []
         return result
     if target.subresource:
-        result = copy.deepcopy(old)
+        result = model.clone(old)
         if "status" in sent:
-            result["status"] = copy.deepcopy(sent["status"])
+            result["status"] = model.clone(sent["status"])
         return result
-    result = copy.deepcopy(sent)
+    result = model.clone(sent)
     if rtype.has_status and "status" in rtype.subresources:
         result.pop("status", None)
         if "status" in old:
-            result["status"] = copy.deepcopy(old["status"])
+            result["status"] = model.clone(old["status"])
     return result
 
 

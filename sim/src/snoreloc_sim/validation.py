@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import datetime
 import enum
 import ipaddress
@@ -242,7 +241,7 @@ def _default_property(schema: Obj, parent: Obj, name: str) -> None:
     if name in parent and parent[name] is None and not schema.get("nullable"):
         del parent[name]
     if name not in parent and "default" in schema:
-        parent[name] = copy.deepcopy(schema["default"])
+        parent[name] = model.clone(schema["default"])
     if name in parent:
         default(schema, parent[name])
 
@@ -530,6 +529,27 @@ class CelSkip:
     reason: str
 
 
+@dataclass(frozen=True)
+class _RulePlan:
+    """A schema node's rules, parsed once, and whether any rule sits on it or below (else the walk skips it)."""
+
+    rules: tuple[cel.Rule, ...]
+    active: bool
+
+
+_PLANS: dict[int, tuple[Obj, _RulePlan]] = {}  # id(schema node) -> (the node, kept alive so the id stays its own)
+
+
+def _plan(schema: Obj) -> _RulePlan:
+    found = _PLANS.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    rules = tuple(cel.Rule.from_schema(raw) for raw in schema.get("x-kubernetes-validations") or ())
+    plan = _RulePlan(rules, bool(rules) or next(schema_rules(schema), None) is not None)
+    _PLANS[id(schema)] = (schema, plan)
+    return plan
+
+
 class _CelWalk:
     """Runs every `x-kubernetes-validations` rule on the node it is attached to, correlating old values."""
 
@@ -540,10 +560,11 @@ class _CelWalk:
         self.skipped: list[CelSkip] = []
 
     def node(self, schema: Obj, value: Any, old: Any, path: str) -> None:
-        if value is None:
+        plan = _plan(schema)
+        if value is None or not plan.active:
             return
-        for raw in schema.get("x-kubernetes-validations") or ():
-            self._rule(cel.Rule.from_schema(raw), schema, value, old, path)
+        for rule in plan.rules:
+            self._rule(rule, schema, value, old, path)
         if isinstance(value, dict):
             self._object(schema, value, old, path)
         elif isinstance(value, list) and isinstance(schema.get("items"), dict):
@@ -623,7 +644,7 @@ class Validator:
     ) -> tuple[Obj, list[str]]:
         """The object as it would be stored (pruned, defaulted) and the warnings; raises ApiError 422."""
         info = self._info(rtype)
-        obj = copy.deepcopy(new)
+        obj = model.clone(new)
         if info is None:
             return obj, []
         obj = _scope_write(info, obj, old, subresource)
@@ -644,7 +665,7 @@ class Validator:
         if info is None:
             return []
         removed: list[str] = []
-        prune(info.schema, copy.deepcopy(obj), "", removed, root=True)
+        prune(info.schema, model.clone(obj), "", removed, root=True)
         return removed
 
     def _errors(self, info: CrdInfo, obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -704,14 +725,14 @@ def _scope_write(info: CrdInfo, obj: Obj, old: Obj | None, subresource: str) -> 
     if subresource == "status":
         if old is None:
             return obj
-        merged = copy.deepcopy(old)
+        merged = model.clone(old)
         merged.pop("status", None)
         if "status" in obj:
             merged["status"] = obj["status"]
         return merged
     obj.pop("status", None)
     if old is not None and "status" in old:
-        obj["status"] = copy.deepcopy(old["status"])
+        obj["status"] = model.clone(old["status"])
     return obj
 
 
