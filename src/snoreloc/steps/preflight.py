@@ -86,6 +86,13 @@ class Preflight:
         return {"domain": ctx.site.domain, "tag_mirrors": ctx.site.image_tag_mirrors}
 
     def plan(self, ctx: context.Context) -> base.Plan:
+        """The facts and the health, read through an API that may still come and go after a cold boot (a pool
+        finishing its update reboots the node): such an outage is waited out, bounded by `timeouts.settle`."""
+        return base.wait_for(
+            ctx, self.name, "the API to answer", float(ctx.site.timeouts.settle), lambda: self._survey(ctx)
+        )
+
+    def _survey(self, ctx: context.Context) -> base.Plan:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
         cluster_config.require_mirror_support(ctx.site, (major, minor))
