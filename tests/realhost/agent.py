@@ -1,0 +1,63 @@
+"""snoreloc's own network code, run inside a sandbox: the test process cannot join the sandbox's namespaces itself.
+
+`python agent.py converge BACKEND DESIRED.json [PROBE_WINDOW]` runs `snoreloc.host.network.converge` with the real
+probes and the chosen nmstate backend (`lib`: libnmstate, `cli`: nmstatectl), and prints one JSON line: what
+changed and what the probes saw, or the error class, its exit code and message.
+`python agent.py crash DESIRED.json TIMEOUT` applies without committing under a rollback timeout of TIMEOUT seconds
+and dies at once, as a power cut or an OOM kill would leave it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pathlib
+import sys
+from typing import Any
+
+from snoreloc import errors
+from snoreloc.adapters import clock, command, fs, nmstate, probe
+from snoreloc.host import network
+
+COMPAT_BIN = "/run/site/bin"  # where the sandbox puts its `nmstatectl` (see realhost_sandbox.NMSTATECTL_COMPAT)
+
+
+def backend(name: str) -> nmstate.NmstateBackend:
+    if name == "lib":
+        return nmstate.LibnmstateBackend(importlib.import_module("libnmstate"))
+    os.environ["PATH"] = f"{COMPAT_BIN}:{os.environ['PATH']}"
+    return nmstate.NmstatectlBackend(command.SubprocessRunner(), fs.HostFS())
+
+
+def converge(name: str, desired_file: str, window: str = "3") -> dict[str, Any]:
+    desired = json.loads(pathlib.Path(desired_file).read_text())
+    policy = network.Policy(
+        rollback_timeout=int(float(window)) + 30, probe_window=float(window), probe_interval=1, backoff=0.5
+    )
+    runner = command.SubprocessRunner()
+    try:
+        outcome = network.converge(
+            backend(name), probe.NetworkProber(runner, timeout=1.0), clock.SystemClock(), desired, policy=policy
+        )
+    except errors.SnorelocError as exc:
+        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc)}
+    checks = [[str(check.target), check.ok, check.detail] for check in outcome.checks]
+    return {"change": outcome.change.value, "attempts": outcome.attempts, "checks": checks}
+
+
+def crash(desired_file: str, timeout: str) -> None:
+    desired = json.loads(pathlib.Path(desired_file).read_text())
+    checkpoint = backend("lib").apply(desired, commit=False, rollback_timeout=int(timeout))
+    print(json.dumps({"checkpoint": checkpoint.id if checkpoint else None}), flush=True)
+    os._exit(137)
+
+
+def main(argv: list[str]) -> None:
+    if argv[0] == "crash":
+        crash(*argv[1:])
+    print(json.dumps(converge(*argv[1:])), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
