@@ -5,6 +5,8 @@ probes and the chosen nmstate backend (`lib`: libnmstate, `cli`: nmstatectl), an
 changed and what the probes saw, or the error class, its exit code and message.
 `python agent.py crash DESIRED.json TIMEOUT` applies without committing under a rollback timeout of TIMEOUT seconds
 and dies at once, as a power cut or an OOM kill would leave it.
+`python agent.py discover [LABEL...]` runs `snoreloc.siteconfig.discovery.discover` (blkid, mount) and prints
+what it copied.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import sys
 from typing import Any
 
 from snoreloc import errors
-from snoreloc.adapters import clock, command, fs, nmstate, probe
+from snoreloc.adapters import blockdev, clock, command, fs, nmstate, probe
 from snoreloc.host import network
+from snoreloc.siteconfig import discovery
 
 COMPAT_BIN = "/run/site/bin"  # where the sandbox puts its `nmstatectl` (see realhost_sandbox.NMSTATECTL_COMPAT)
 
@@ -53,9 +56,26 @@ def crash(desired_file: str, timeout: str) -> None:
     os._exit(137)
 
 
+def discover(*labels: str) -> dict[str, Any]:
+    if labels:
+        discovery.LABELS = labels
+    host = fs.HostFS()
+    devices = blockdev.BlockDevices(command.SubprocessRunner(), host)
+    policy = discovery.WaitPolicy(timeout=10, poll=1)
+    try:
+        found = discovery.discover(host, devices, clock.SystemClock(), policy=policy)
+    except errors.SnorelocError as exc:
+        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc)}
+    files = {name: (found.path.parent / name).read_text() for name in found.copied}
+    return {"source": found.source.value, "device": found.device, "files": files, "skipped": list(found.skipped)}
+
+
 def main(argv: list[str]) -> None:
     if argv[0] == "crash":
         crash(*argv[1:])
+    if argv[0] == "discover":
+        print(json.dumps(discover(*argv[1:])), flush=True)
+        return
     print(json.dumps(converge(*argv[1:])), flush=True)
 
 
