@@ -8,9 +8,10 @@ profile is activated again, without the profile being rewritten at every activat
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
-from realhost_sandbox import Sandbox
+from realhost_sandbox import Sandbox, desired_file, require_libnmstate
 from test_realhost_machineconfig import options
 
 from snoreloc.factory import machineconfig
@@ -67,3 +68,37 @@ def test_internal_addresses_at_pre_up_once_and_stable(sandbox: Sandbox, render: 
         assert first.count(address) == 1, first
         assert again.count(address) == 1, again
     assert profile_stamp(sandbox) == stamp, "the dispatcher rewrote the profile although the address was there"
+
+
+def br_ex_site_network() -> dict[str, Any]:
+    """A site network that describes br-ex itself: its site address, the default route and DNS through it."""
+    return {
+        "interfaces": [
+            {
+                "name": "br-ex",
+                "type": "linux-bridge",
+                "state": "up",
+                "ipv4": {"enabled": True, "dhcp": False, "address": [{"ip": "192.0.2.10", "prefix-length": 24}]},
+            }
+        ],
+        "routes": {
+            "config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1", "next-hop-interface": "br-ex"}]
+        },
+        "dns-resolver": {"config": {"server": ["192.0.2.53"]}},
+    }
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11: a site network touching br-ex does not converge (with nmstate 0.3 the apply is committed and "
+    "the internal address is gone from br-ex: kubelet's node IP is lost); fixed on branch node-field",
+)
+def test_site_network_touching_br_ex_converges(sandbox: Sandbox) -> None:
+    require_libnmstate()
+    br_ex(sandbox, "v4")
+    wait_for_addresses(sandbox, INTERNAL["v4"])
+
+    verdict = sandbox.agent("converge", "lib", str(desired_file(sandbox, br_ex_site_network())))
+
+    assert verdict.get("change") == "applied", verdict
+    assert set(wait_for_addresses(sandbox, [*INTERNAL["v4"], "192.0.2.10/24"])) >= {"192.0.2.10/24", *INTERNAL["v4"]}
