@@ -11,6 +11,7 @@ what it copied.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -18,10 +19,14 @@ import pathlib
 import sys
 from typing import Any
 
+import yaml
+
 from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs, nmstate, probe
+from snoreloc.engine import node, paths, runner
 from snoreloc.host import network
 from snoreloc.siteconfig import discovery
+from snoreloc.steps import context
 
 COMPAT_BIN = "/run/site/bin"  # where the sandbox puts its `nmstatectl` (see realhost_sandbox.NMSTATECTL_COMPAT)
 
@@ -70,7 +75,46 @@ def discover(*labels: str) -> dict[str, Any]:
     return {"source": found.source.value, "device": found.device, "files": files, "skipped": list(found.skipped)}
 
 
+def node_flow(desired_file: str, workdir: str) -> dict[str, Any]:
+    """The demo's node flow (site-config, network, kubelet, API wait, cluster steps) with the real network parts.
+
+    The cluster is the simulator, served here; kubelet's systemctl is the demo's scripted one; the network goes
+    through libnmstate to the sandbox's NetworkManager and is probed for real.
+    """
+    from snoreloc_sim import simulator  # noqa: PLC0415 (only this command needs the simulator)
+    from snoreloc_sim.demo import flow  # noqa: PLC0415
+
+    speed = 20.0
+    with simulator.Simulator("4.16", speed, workdir=pathlib.Path(workdir) / "sim") as sim:
+        root = fs.HostFS(pathlib.Path(workdir) / "root")
+        site = flow.write_site(root, sim)
+        document = yaml.safe_load(site.read_text())
+        document["spec"]["network"] = json.loads(pathlib.Path(desired_file).read_text())
+        site.write_text(yaml.safe_dump(document, sort_keys=False))
+        demo = flow.services(root, sim, clock.ScaledClock(speed))
+        real_prober = probe.NetworkProber(command.SubprocessRunner(), timeout=1.0)
+        svc = dataclasses.replace(demo, host=dataclasses.replace(demo.host, nmstate=backend("lib"), prober=real_prober))
+        req = node.NodeRequest(
+            paths=paths.Paths.under(root.path("/")),
+            options=runner.Options(),
+            settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+        )
+        try:
+            node.relocate(req, svc)
+        except errors.SnorelocError as exc:
+            return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc)}
+        report = json.loads(req.paths.report.read_text())
+        return {"report": report, "kubelet": flow_commands(svc)}
+
+
+def flow_commands(svc: Any) -> list[list[str]]:
+    return [list(argv) for argv in svc.devices.runner.commands() if argv[:1] == ("systemctl",)]
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "node-flow":
+        print(json.dumps(node_flow(*argv[1:])), flush=True)
+        return
     if argv[0] == "crash":
         crash(*argv[1:])
     if argv[0] == "discover":
