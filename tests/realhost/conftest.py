@@ -21,6 +21,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.realhost)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line saying how many real-host tests ran, so a CI log shows at once whether they were skipped."""
+    counts = {
+        outcome: sum(1 for report in reports if getattr(report, "nodeid", "").startswith("tests/realhost/"))
+        for outcome, reports in terminalreporter.stats.items()
+        if outcome in {"passed", "failed", "skipped", "xfailed", "xpassed", "error"}
+    }
+    if any(counts.values()):
+        summary = ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items()) if count)
+        terminalreporter.write_line(f"real-host tests: {summary}")
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     reason = missing_prerequisites()
