@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean
+.PHONY: demo test check lint bench clean realhost
 
 $(STAMP): pyproject.toml sim/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,10 @@ lint: $(STAMP)
 test: lint
 	$(BIN)/python -m pytest -n 2 -q
 	$(BIN)/python tools/test_against_served_cluster.py
+
+# The real-host suite alone (root; .ci/run installs its packages first). `make test` runs it too.
+realhost: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m realhost tests/realhost
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
