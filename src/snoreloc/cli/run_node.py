@@ -35,6 +35,9 @@ def execute(args: argparse.Namespace) -> Any:
         paths=run_cmd.make_paths(args), site_config=args.site_config, options=options, settings=settings
     )
     svc = node.host_services(args.root, lambda: run_cmd.make_client(args, clock), clock, _echo)
-    result = node.relocate(req, svc)
-    sys.stdout.write(node.summary(req))
-    return result
+    try:
+        result = node.relocate(req, svc)
+        sys.stdout.write(node.summary(req))
+        return result
+    finally:
+        node.linger(svc)  # the progress page shows the outcome for its keep time

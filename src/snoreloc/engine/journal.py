@@ -19,8 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, waits
 from snoreloc.adapters import clock as clock_mod
+from snoreloc.engine import intervals
 from snoreloc.steps import base
 
 FORMAT_VERSION = 1
@@ -89,6 +90,7 @@ class Journal:
         self.doc = read(path)
         self.doc.setdefault("rollouts", {})
         self.doc.setdefault("steps", {})
+        self._waiting: waits.Waiting | None = None
 
     # --- reading ------------------------------------------------------------------------------------------------
 
@@ -118,6 +120,7 @@ class Journal:
             )
             for name in order:
                 self.doc["steps"].setdefault(name, {"state": StepState.PENDING.value})
+            intervals.forget(self.doc)
             self._save()
 
     def start_step(self, name: str, fingerprint: str) -> None:
@@ -186,3 +189,22 @@ class Journal:
             for name in names:
                 self.doc["rollouts"].pop(name, None)
             self._save()
+
+    # --- the timeline's record (engine/intervals.py) -------------------------------------------------------------
+
+    def observe(self, name: str, busy: bool, since: datetime) -> None:
+        """A rollout's condition as seen now (context.Rollouts): kept as an interval for the timeline."""
+        with self._lock:
+            if intervals.observe(self.doc, name, busy, since):
+                self._save()
+
+    def waiting(self, state: waits.Waiting | None) -> None:
+        """A `snoreloc.waits` notice: the wait's interval is journalled when it ends."""
+        with self._lock:
+            if state is not None:
+                self._waiting = self._waiting or state
+                return
+            if self._waiting is not None:
+                intervals.close_wait(self.doc, self._waiting, self._clock.now())
+                self._waiting = None
+                self._save()

@@ -149,6 +149,15 @@ def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
     return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
 
 
+def _progress_page(values: Mapping[str, Any]) -> model.ProgressPage:
+    default = model.ProgressPage()
+    return model.ProgressPage(
+        enabled=values.get("enabled", default.enabled),
+        port=values.get("port", default.port),
+        keep_minutes=values.get("keepMinutes", default.keep_minutes),
+    )
+
+
 def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
@@ -163,5 +172,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         registry_ca=_registry_cas(spec, checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
+        progress_page=_progress_page(spec.get("progressPage") or {}),
         source_path=source,
     )

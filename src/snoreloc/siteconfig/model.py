@@ -81,6 +81,15 @@ class Kubelet:
 
 
 @dataclass(frozen=True)
+class ProgressPage:
+    """The read-only progress page the agent serves on the node while it runs (engine/page.py)."""
+
+    enabled: bool = True
+    port: int = 8090
+    keep_minutes: int = 15  # after the run ends; the unit's TimeoutStartSec (90 min) must cover total + this
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
 
@@ -95,6 +104,7 @@ class SiteConfig:
     registry_ca: tuple[RegistryCA, ...] = ()
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
+    progress_page: ProgressPage = ProgressPage()
     source_path: str | None = None
 
     @property

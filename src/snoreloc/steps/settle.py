@@ -17,7 +17,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context, domain
+from snoreloc.steps import base, certificates, context, domain, observe
 
 MCP_MASTER_REF = kube.Ref(kube.MCPS, "master")
 
@@ -41,6 +41,7 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
     waiting = []
     for co in ctx.kube.list(kube.CLUSTEROPERATORS):
         name = co["metadata"]["name"]
+        observe.condition(ctx, name, co, "Progressing")
         problems = base.operator_problems(co)
         if problems:
             waiting.append(f"{name}: {'; '.join(problems)}")
@@ -54,6 +55,7 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
 
 def pool_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
     pool = ctx.kube.get(MCP_MASTER_REF)
+    observe.condition(ctx, base.MCP_MASTER, pool, "Updating")
     conds = base.conditions(pool)
     updated = conds.get("Updated", {})
     if updated.get("status") != "True" or conds.get("Degraded", {}).get("status") == "True":
