@@ -16,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", default="/", help="host root prefix (default /)")
     parser.add_argument("--state-dir", help="state directory (default ROOT/var/lib/snoreloc)")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format")
+    parser.add_argument("--svg", metavar="FILE", help="also draw the run's timeline (steps, rollouts, waits) as SVG")
 
 
 def timings(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -32,8 +33,17 @@ def timings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def write_svg(doc: dict[str, Any], path: str) -> None:
+    from snoreloc.engine import timeline, view  # noqa: PLC0415 (lazy: only this option draws)
+
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(timeline.svg(view.timeline_of(doc)))
+
+
 def run(args: argparse.Namespace) -> int:
     doc, _state = status._read(args)
+    if args.svg:
+        write_svg(doc, args.svg)
     rows = timings(doc)
     total = sum(r["seconds"] or 0 for r in rows)
     if args.output == "json":

@@ -1,10 +1,10 @@
 """`snoreloc collect-logs`: one tarball a technician can send, with everything needed for triage and no secret.
 
-It holds status.json, report.json, the debug log, journal excerpts of snoreloc and kubelet for this boot, the
-site-config with secret fields removed structurally (not only masked by pattern), the names and sizes of the files
-it references, and the backups' metadata (kind, name, namespace, time), never their data. Before any text goes in,
-every secret found in the site-config, its referenced secret files and the backups is registered with `redact`,
-so it is masked wherever it surfaces, in any log line.
+It holds status.json, report.json, the run's timeline picture (timeline.svg), the debug log, journal excerpts of
+snoreloc and kubelet for this boot, the site-config with secret fields removed structurally (not only masked by
+pattern), the names and sizes of the files it references, and the backups' metadata (kind, name, namespace, time),
+never their data. Before any text goes in, every secret found in the site-config, its referenced secret files and
+the backups is registered with `redact`, so it is masked wherever it surfaces, in any log line.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def collect(state: pathlib.Path, runner: Any) -> dict[str, bytes]:
     members = {name: _redacted_file(state / name) for name in ("status.json", "report.json", "snoreloc.log")}
     members.update(site_config_members(state / "site-config"))
     members["backups.json"] = _json(backup_metadata(state / "backups"))
+    members["timeline.svg"] = timeline_svg(state / "status.json")
     for unit, lines in JOURNAL_UNITS:
         members[f"journal-{unit}.txt"] = journal(runner, unit, lines)
     return {name: data for name, data in members.items() if data is not None}
@@ -161,6 +162,17 @@ def _redacted_file(path: pathlib.Path) -> bytes | None:
     if not path.is_file():
         return None
     return redact.redact(path.read_text("utf-8", "replace")).encode("utf-8")
+
+
+def timeline_svg(status: pathlib.Path) -> bytes | None:
+    """The run's timeline picture (the same as `analyze --svg` and the progress page draw)."""
+    from snoreloc.engine import timeline, view  # noqa: PLC0415 (lazy, as above)
+
+    try:
+        doc = json.loads(status.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return redact.redact(timeline.svg(view.timeline_of(doc))).encode()
 
 
 def _json(value: Any) -> bytes:

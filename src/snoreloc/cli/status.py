@@ -43,8 +43,15 @@ def _read(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return doc, effective_state(doc, lock.held(paths.lock))
 
 
-def _render(doc: dict[str, Any], state: str, long: bool) -> str:
-    lines = [f"status: {state}"]
+def _guide(doc: dict[str, Any], state: str, args: argparse.Namespace) -> dict[str, str]:
+    """What the technician should do now, and where the progress page is (while it serves)."""
+    from snoreloc.engine import view  # noqa: PLC0415 (lazy, as above)
+
+    return {"now": view.todo_of(doc, state), "page": view.page_address(run_cmd.make_paths(args).state_dir)}
+
+
+def _render(doc: dict[str, Any], state: str, long: bool, guide: dict[str, str] | None = None) -> str:
+    lines = [f"status: {state}"] + [f"{key}: {value}" for key, value in (guide or {}).items() if value]
     steps = doc.get("steps", {})
     for name in doc.get("order") or list(steps):
         record = steps.get(name, {})
@@ -67,8 +74,9 @@ def run(args: argparse.Namespace) -> int:
     while args.wait and state == "running" and time.monotonic() < deadline:
         time.sleep(0.5)
         doc, state = _read(args)
+    guide = _guide(doc, state, args)
     if args.output == "json":
-        sys.stdout.write(json.dumps({**doc, "state": state}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({**doc, "state": state, **guide}, indent=2) + "\n")
     else:
-        sys.stdout.write(_render(doc, state, args.long))
+        sys.stdout.write(_render(doc, state, args.long, guide))
     return _EXIT.get(state, 1)

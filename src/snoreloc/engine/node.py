@@ -133,13 +133,20 @@ def _serve_page(req: NodeRequest, site: model.SiteConfig, svc: Services, say: Re
     port = site.progress_page.port if req.page_port is None else req.page_port
     try:
         source = page.Source(req.paths.status, site, svc.clock)
-        served = page.PageServer((req.page_host, port), source, on_stop=source.unsubscribe).start()
+        served = page.PageServer((req.page_host, port), source).start()
     except OSError as exc:
         source.unsubscribe()
         LOG.warning("the progress page cannot listen on port %s: %s", port, exc)
         return None
     svc.pages.append(served)
     say.page = page.url(site, req.page_host, served.port)
+    unpublish = view.publish_page(req.paths.state_dir, say.page)
+
+    def stopped() -> None:
+        source.unsubscribe()
+        unpublish()
+
+    served.on_stop = stopped
     say.echo(f"progress page: {say.page}")
     return served
 

@@ -220,7 +220,7 @@ class PageServer:
         self._thread = threading.Thread(target=self._server.serve_forever, name="progress-page", daemon=True)
         self._stopped = threading.Event()
         self._timer: threading.Timer | None = None
-        self._on_stop = on_stop
+        self.on_stop = on_stop
         self.keep = 0.0
         self.stopping_at = ""
 
@@ -248,7 +248,7 @@ class PageServer:
             self._timer.cancel()
         self._server.shutdown()
         self._server.server_close()
-        self._on_stop()
+        self.on_stop()
 
     def wait(self, timeout: float) -> bool:
         """Block until the page has stopped, at most `timeout` seconds; True when it has."""

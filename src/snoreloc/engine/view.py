@@ -7,17 +7,30 @@ so a change to the journal's shape touches only the builders here (`progress`, `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from snoreloc import errors, redact, waits
 from snoreloc.engine import intervals
 from snoreloc.engine import timeline as drawing
 
-__all__ = ["BUNDLE", "CurrentWait", "Progress", "StepRow", "progress", "timeline_of", "todo"]
+__all__ = [
+    "BUNDLE",
+    "CurrentWait",
+    "Progress",
+    "StepRow",
+    "page_address",
+    "progress",
+    "publish_page",
+    "timeline_of",
+    "todo",
+    "todo_of",
+]
 
+PAGE_FILE = "progress-page"  # in the state directory while the page serves: its address
 BUNDLE = "/var/lib/snoreloc/snoreloc-logs.tar.gz"  # where the hints ask for the collect-logs bundle
 SITE_CONFIG_STEP = "site-config"
 _FAILED = ("failed", "interrupted", "partial")
@@ -63,7 +76,7 @@ def todo(state: str, *, step: str = "", exit_code: int | None = None, console_ur
     if state in _FAILED:
         return _after_failure(step, exit_code)
     if state == "done":
-        return f"Nothing to do: the relocation is done. Web console: {console_url or 'see snoreloc status'}."
+        return "Nothing to do: the relocation is done." + (f" Web console: {console_url}" if console_url else "")
     if state == "done-with-warnings":
         return f"Done with warnings: send them to support with the bundle (`snoreloc collect-logs --output {BUNDLE}`)."
     return "Wait: the relocation is running. Keep the node powered on; nothing to do."
@@ -76,6 +89,30 @@ def _after_failure(step: str, exit_code: int | None) -> str:
     if exit_code == errors.ExitCode.TEMPORARY:
         return f"Reboot the node or run `snoreloc run` to resume; if it fails again, {support}."
     return support[0].upper() + support[1:] + "."
+
+
+def todo_of(doc: Mapping[str, Any], state: str, console_url: str = "") -> str:
+    """`todo` for a journal document (`state` as `snoreloc status` sees it: a dead run is "interrupted")."""
+    steps = doc.get("steps", {})
+    failed = next((name for name in doc.get("order") or steps if steps.get(name, {}).get("state") == "failed"), "")
+    exit_code = (doc.get("error") or {}).get("exit_code")
+    return todo(state, step=failed, exit_code=exit_code, console_url=console_url)
+
+
+def publish_page(state_dir: Path, url: str) -> Callable[[], None]:
+    """Note where the progress page serves, for `snoreloc status`; returns what removes the note."""
+    note = state_dir / PAGE_FILE
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(url + "\n", encoding="utf-8")
+    return lambda: note.unlink(missing_ok=True)
+
+
+def page_address(state_dir: Path) -> str:
+    """The progress page's address while it serves, else ""."""
+    try:
+        return (state_dir / PAGE_FILE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
 
 
 # --- the progress page ------------------------------------------------------------------------------------------
@@ -119,24 +156,18 @@ def progress(
     console_url: str = "",
     waiting: waits.Waiting | None = None,
     now: datetime | None = None,
-    failure: errors.SnorelocError | None = None,
-    failed_step: str = "",
 ) -> Progress:
-    """The page's model from a journal document, the wait in progress, and a failure the journal may not hold
-    (the site-config is looked for and validated before there is a journal)."""
+    """The page's model from a journal document and the wait in progress."""
     steps = doc.get("steps", {})
     order = list(doc.get("order") or steps)
-    state = "failed" if failure is not None else str(doc.get("state", "new"))
-    error = dict(doc.get("error") or {})
-    if failure is not None:
-        error = {"message": failure.message, "hint": failure.hint, "exit_code": int(failure.exit_code)}
-    step = failed_step or next((n for n in order if steps.get(n, {}).get("state") == "failed"), "")
+    state = str(doc.get("state", "new"))
+    error = doc.get("error") or {}
     done = state.startswith("done")
     return Progress(
         site=redact.redact(site or str(doc.get("site_config", {}).get("name", ""))),
         state=state,
         steps=tuple(_row(name, steps.get(name, {})) for name in order),
-        todo=todo(state, step=step, exit_code=error.get("exit_code"), console_url=console_url),
+        todo=todo_of(doc, state, console_url),
         current=_current(waiting, now or datetime.now().astimezone()) if state in ("new", "running") else None,
         warnings=_warnings(steps, order),
         console_url=console_url if done else "",
