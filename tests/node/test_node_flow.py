@@ -137,3 +137,4 @@ def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_pa
 
     report = json.loads(capsys.readouterr().out)
     assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
+    assert "rollout: kube-apiserver" in (tmp_path / "t.svg").read_text(), "the demo draws its timeline"

@@ -234,6 +234,8 @@ class PageServer:
 
     def finish(self, keep: float) -> None:
         """The run has ended: keep serving its final state for `keep` seconds, then stop."""
+        if self._timer is not None:
+            self._timer.cancel()
         self.keep = max(keep, 0.0)
         self.stopping_at = (datetime.now(UTC) + timedelta(seconds=self.keep)).strftime("%H:%M:%S UTC")
         self._timer = threading.Timer(self.keep, self.stop)
