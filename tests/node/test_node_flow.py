@@ -101,6 +101,7 @@ def test_bad_site_config_changes_nothing(root: fs.HostFS, sim: simulator.Simulat
     assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]
     assert svc.host.nmstate.show() == demo.FACTORY_NETWORK
     assert "FAILED at step site-config" in root.read_text(console.ISSUE_FILE)
+    assert "Now: Re-insert the stick labelled relocation-config" in root.read_text(console.ISSUE_FILE)
     assert root.exists(kubelet.SEAL_MARKER)
 
 

@@ -18,6 +18,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, console, fs
@@ -205,3 +206,20 @@ def test_timeline_of_a_demo_run_draws_every_step_and_rollout(
     assert {"kube-apiserver", "openshift-apiserver", "ingress", "mcp/master"} <= rollouts
     assert view.timeline_of(doc).critical_chain, "the run waited for at least one rollout"
     assert 'class="rollout"' in picture
+
+
+@pytest.mark.simonly
+def test_the_site_config_can_turn_the_page_off(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    site = yaml.safe_load(root.read_text("/etc/snoreloc/site-config.yaml"))
+    site["spec"]["progressPage"] = {"enabled": False}
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(site), mode=0o600)
+    run = _Run(root, sim)
+    run.thread.start()
+    run.thread.join(120)
+
+    assert run.error is None, run.error
+    assert run.svc.pages == []
+    banner = root.read_text(console.ISSUE_FILE)
+    assert "relocation done" in banner and "Progress page" not in banner
+    assert view.page_address(run.req.paths.state_dir) == ""
