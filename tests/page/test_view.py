@@ -80,7 +80,7 @@ def test_a_bounded_wait_is_journalled_with_its_step(tmp_path: pathlib.Path) -> N
         unsubscribe()
     [entry] = json.loads((tmp_path / "status.json").read_text())[intervals.WAITS]
     assert (entry["step"], entry["what"], entry["budget"]) == ("api", "the API", 60)
-    shown = view.timeline_of(jour.doc)
+    shown = view.timeline_of(view.facts(jour.doc))
     assert [(w.step, round(w.end - w.start)) for w in shown.waits] == [("api", 15)]
 
 
@@ -110,7 +110,7 @@ def _finished_run() -> dict[str, Any]:
 
 
 def test_the_long_pole_is_the_critical_chain_and_the_svg_draws_it() -> None:
-    shown = view.timeline_of(_finished_run())
+    shown = view.timeline_of(view.facts(_finished_run()))
     assert shown.critical_chain == ["rollout: kube-apiserver"]
     assert shown.end == 30.0
     root = ET.fromstring(timeline.svg(shown))
@@ -168,8 +168,8 @@ def test_page_html_is_escaped_redacted_and_scriptless() -> None:
     try:
         doc = _finished_run()
         doc["steps"]["settle"]["warnings"] = ["<script>alert(1)</script> token s3cr3t-token-value leaked"]
-        shown = view.progress(doc, console_url="https://console.example")
-        html = page.render(shown, timeline.svg(view.timeline_of(doc)))
+        shown = view.progress(view.facts(doc), console_url="https://console.example")
+        html = page.render(shown, timeline.svg(view.timeline_of(view.facts(doc))))
     finally:
         redact.forget_secrets()
     assert ("s3cr3t-token-value" not in html and redact.MASK in html) or "&lt;redacted&gt;" in html
@@ -180,7 +180,7 @@ def test_page_html_is_escaped_redacted_and_scriptless() -> None:
 def test_the_current_wait_shows_elapsed_and_budget() -> None:
     doc = _doc(state="running", steps={"settle": {"state": "running", "started": at(0).isoformat()}}, order=["settle"])
     wait = waits.Waiting("settle", "the cluster to settle", 1800.0, at(0), 0.0, "kube-apiserver: Progressing=True")
-    shown = view.progress(doc, waiting=wait, now=at(125))
+    shown = view.progress(view.facts(doc), waiting=wait, now=at(125))
     html = page.render(shown, "")
     assert "Waiting in <b>settle</b> for the cluster to settle: 2m 05s of at most 30m 00s" in html
     assert "kube-apiserver: Progressing=True" in html and "http-equiv='refresh'" in html

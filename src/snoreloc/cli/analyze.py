@@ -37,7 +37,7 @@ def write_svg(doc: dict[str, Any], path: str) -> None:
     from snoreloc.engine import timeline, view  # noqa: PLC0415 (lazy: only this option draws)
 
     with open(path, "w", encoding="utf-8") as handle:
-        handle.write(timeline.svg(view.timeline_of(doc)))
+        handle.write(timeline.svg(view.timeline_of(view.facts(doc))))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -172,7 +172,7 @@ def timeline_svg(status: pathlib.Path) -> bytes | None:
         doc = json.loads(status.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return redact.redact(timeline.svg(view.timeline_of(doc))).encode()
+    return redact.redact(timeline.svg(view.timeline_of(view.facts(doc)))).encode()
 
 
 def _json(value: Any) -> bytes:

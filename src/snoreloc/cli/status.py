@@ -47,7 +47,7 @@ def _guide(doc: dict[str, Any], state: str, args: argparse.Namespace) -> dict[st
     """What the technician should do now, and where the progress page is (while it serves)."""
     from snoreloc.engine import view  # noqa: PLC0415 (lazy, as above)
 
-    return {"now": view.todo_of(doc, state), "page": view.page_address(run_cmd.make_paths(args).state_dir)}
+    return {"now": view.todo_of(view.facts(doc), state), "page": view.page_address(run_cmd.make_paths(args).state_dir)}
 
 
 def _render(doc: dict[str, Any], state: str, long: bool, guide: dict[str, str] | None = None) -> str:

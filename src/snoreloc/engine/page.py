@@ -123,11 +123,11 @@ class Source:
         self.waiting = state
 
     def __call__(self) -> tuple[view.Progress, drawing.Timeline]:
-        doc = journal.read(self.status)
+        run = view.facts(journal.read(self.status))
         now = self.clock.now()
         console = f"https://{self.site.console_host}"
-        shown = view.progress(doc, site=self.site.name, console_url=console, waiting=self.waiting, now=now)
-        return shown, view.timeline_of(doc, now=now)
+        shown = view.progress(run, site=self.site.name, console_url=console, waiting=self.waiting, now=now)
+        return shown, view.timeline_of(run, now=now)
 
 
 def _addresses(network: Mapping[str, Any] | None) -> Iterator[str]:
@@ -219,6 +219,7 @@ class PageServer:
         self._server = _Server(address, content)
         self._thread = threading.Thread(target=self._server.serve_forever, name="progress-page", daemon=True)
         self._stopped = threading.Event()
+        self._stopping = threading.Lock()
         self._timer: threading.Timer | None = None
         self.on_stop = on_stop
         self.keep = 0.0
@@ -243,14 +244,15 @@ class PageServer:
         self._timer.start()
 
     def stop(self) -> None:
-        if self._stopped.is_set():
-            return
-        self._stopped.set()
-        if self._timer is not None:
-            self._timer.cancel()
-        self._server.shutdown()
-        self._server.server_close()
-        self.on_stop()
+        with self._stopping:
+            if self._stopped.is_set():
+                return
+            if self._timer is not None:
+                self._timer.cancel()
+            self._server.shutdown()
+            self._server.server_close()
+            self.on_stop()
+            self._stopped.set()
 
     def wait(self, timeout: float) -> bool:
         """Block until the page has stopped, at most `timeout` seconds; True when it has."""

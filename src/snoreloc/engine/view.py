@@ -20,8 +20,12 @@ from snoreloc.engine import timeline as drawing
 __all__ = [
     "BUNDLE",
     "CurrentWait",
+    "Interval",
     "Progress",
+    "RunFacts",
+    "StepFacts",
     "StepRow",
+    "facts",
     "page_address",
     "progress",
     "publish_page",
@@ -91,12 +95,10 @@ def _after_failure(step: str, exit_code: int | None) -> str:
     return support[0].upper() + support[1:] + "."
 
 
-def todo_of(doc: Mapping[str, Any], state: str, console_url: str = "") -> str:
-    """`todo` for a journal document (`state` as `snoreloc status` sees it: a dead run is "interrupted")."""
-    steps = doc.get("steps", {})
-    failed = next((name for name in doc.get("order") or steps if steps.get(name, {}).get("state") == "failed"), "")
-    exit_code = (doc.get("error") or {}).get("exit_code")
-    return todo(state, step=failed, exit_code=exit_code, console_url=console_url)
+def todo_of(run: RunFacts, state: str = "", console_url: str = "") -> str:
+    """`todo` for a run (`state`, when given, as `snoreloc status` sees it: a dead run is "interrupted")."""
+    failed = next((step.name for step in run.steps if step.state == "failed"), "")
+    return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url)
 
 
 def publish_page(state_dir: Path, url: str) -> Callable[[], None]:
@@ -115,31 +117,106 @@ def page_address(state_dir: Path) -> str:
         return ""
 
 
-# --- the progress page ------------------------------------------------------------------------------------------
+# --- the journal, as plain facts: the one place that knows the journal's shape ----------------------------------
 
 
-def _clock_time(text: Any) -> str:
-    moment = intervals.when(text)
-    return moment.strftime("%H:%M:%S") if moment else ""
+@dataclass(frozen=True)
+class StepFacts:
+    name: str
+    state: str
+    started: datetime | None = None
+    finished: datetime | None = None
+    seconds: float | None = None
+    skipped: bool = False
+    error: str = ""
+    hint: str = ""
+    warnings: tuple[str, ...] = ()
 
 
-def _row(name: str, record: Mapping[str, Any]) -> StepRow:
+@dataclass(frozen=True)
+class Interval:
+    """A rollout (`name`: the operator, or mcp/master) or a wait (`name`: its step) during the run."""
+
+    name: str
+    started: datetime
+    finished: datetime | None
+    what: str = ""
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the last run did, as the page, the timeline, `status` and the banner need it."""
+
+    site: str
+    state: str
+    steps: tuple[StepFacts, ...]
+    started: datetime | None = None
+    finished: datetime | None = None
+    rollouts: tuple[Interval, ...] = ()
+    waits: tuple[Interval, ...] = ()
+    error: str = ""
+    hint: str = ""
+    exit_code: int | None = None
+
+
+def _step_facts(name: str, record: Mapping[str, Any]) -> StepFacts:
     error = record.get("error") or {}
     seconds = record.get("duration")
-    return StepRow(
+    return StepFacts(
         name=name,
         state=str(record.get("state", "pending")),
-        started=_clock_time(record.get("started")),
+        started=intervals.when(record.get("started")),
+        finished=intervals.when(record.get("finished")),
         seconds=float(seconds) if isinstance(seconds, int | float) else None,
-        note="unchanged, skipped this run" if record.get("skipped") else "",
+        skipped=bool(record.get("skipped")),
         error=redact.redact(str(error.get("message") or "")),
         hint=redact.redact(str(error.get("hint") or "")),
+        warnings=tuple(redact.redact(str(w)) for w in record.get("warnings") or []),
     )
 
 
-def _warnings(steps: Mapping[str, Any], order: Iterable[str]) -> tuple[str, ...]:
-    found = [str(w) for name in order for w in steps.get(name, {}).get("warnings") or []]
-    return tuple(redact.redact(w) for w in dict.fromkeys(found))
+def _intervals(entries: Iterable[Mapping[str, Any]], key: str) -> tuple[Interval, ...]:
+    found = []
+    for entry in entries:
+        started = intervals.when(entry.get("started"))
+        if started is not None:
+            what = redact.redact(str(entry.get("what", "")))
+            found.append(Interval(str(entry[key]), started, intervals.when(entry.get("finished")), what))
+    return tuple(sorted(found, key=lambda i: i.started))
+
+
+def facts(doc: Mapping[str, Any]) -> RunFacts:
+    """The journal document (`journal.read`) as plain facts."""
+    steps = doc.get("steps") or {}
+    run = doc.get("run") or {}
+    error = doc.get("error") or {}
+    return RunFacts(
+        site=redact.redact(str((doc.get("site_config") or {}).get("name", ""))),
+        state=str(doc.get("state", "new")),
+        steps=tuple(_step_facts(name, steps.get(name, {})) for name in doc.get("order") or steps),
+        started=intervals.when(run.get("started")),
+        finished=intervals.when(run.get("finished")),
+        rollouts=_intervals(doc.get(intervals.ROLLOUTS) or [], "name"),
+        waits=_intervals(doc.get(intervals.WAITS) or [], "step"),
+        error=redact.redact(str(error.get("message") or "")),
+        hint=redact.redact(str(error.get("hint") or "")),
+        exit_code=error.get("exit_code"),
+    )
+
+
+# --- the progress page ------------------------------------------------------------------------------------------
+
+
+def _row(step: StepFacts) -> StepRow:
+    return StepRow(
+        name=step.name,
+        state=step.state,
+        started=step.started.strftime("%H:%M:%S") if step.started else "",
+        seconds=step.seconds,
+        note="unchanged, skipped this run" if step.skipped else "",
+        error=step.error,
+        hint=step.hint,
+    )
 
 
 def _current(wait: waits.Waiting | None, now: datetime) -> CurrentWait | None:
@@ -150,60 +227,44 @@ def _current(wait: waits.Waiting | None, now: datetime) -> CurrentWait | None:
 
 
 def progress(
-    doc: Mapping[str, Any],
+    run: RunFacts,
     *,
     site: str = "",
     console_url: str = "",
     waiting: waits.Waiting | None = None,
     now: datetime | None = None,
 ) -> Progress:
-    """The page's model from a journal document and the wait in progress."""
-    steps = doc.get("steps", {})
-    order = list(doc.get("order") or steps)
-    state = str(doc.get("state", "new"))
-    error = doc.get("error") or {}
-    done = state.startswith("done")
+    """The page's model from the run's facts and the wait in progress."""
+    going = run.state in ("new", "running")
     return Progress(
-        site=redact.redact(site or str(doc.get("site_config", {}).get("name", ""))),
-        state=state,
-        steps=tuple(_row(name, steps.get(name, {})) for name in order),
-        todo=todo_of(doc, state, console_url),
-        current=_current(waiting, now or datetime.now().astimezone()) if state in ("new", "running") else None,
-        warnings=_warnings(steps, order),
-        console_url=console_url if done else "",
-        error=redact.redact(str(error.get("message") or "")),
-        hint=redact.redact(str(error.get("hint") or "")),
+        site=redact.redact(site) or run.site,
+        state=run.state,
+        steps=tuple(_row(step) for step in run.steps),
+        todo=todo_of(run, console_url=console_url),
+        current=_current(waiting, now or datetime.now().astimezone()) if going else None,
+        warnings=tuple(dict.fromkeys(w for step in run.steps for w in step.warnings)),
+        console_url=console_url if run.state.startswith("done") else "",
+        error=run.error,
+        hint=run.hint,
     )
 
 
 # --- the timeline -----------------------------------------------------------------------------------------------
 
 
-def _seconds(origin: datetime, text: Any, default: float) -> float:
-    moment = intervals.when(text)
-    return (moment - origin).total_seconds() if moment else default
-
-
-def _step_bars(doc: Mapping[str, Any], origin: datetime, now: float) -> list[drawing.Bar]:
-    steps = doc.get("steps", {})
+def _step_bars(run: RunFacts, origin: datetime, now: float) -> list[drawing.Bar]:
     bars = []
-    for name in doc.get("order") or steps:
-        record = steps.get(name, {})
-        start = _seconds(origin, record.get("started"), -1.0)
-        if start < 0 or record.get("skipped"):
+    for step in run.steps:
+        if step.started is None or step.started < origin or step.skipped:
             continue  # not run by this run
-        end = _seconds(origin, record.get("finished"), now)
-        bars.append(drawing.Bar(name, start, end, failed=record.get("state") == "failed"))
+        end = (step.finished - origin).total_seconds() if step.finished else now
+        bars.append(drawing.Bar(step.name, (step.started - origin).total_seconds(), end, failed=step.state == "failed"))
     return bars
 
 
-def _rollout_bars(doc: Mapping[str, Any], origin: datetime, now: float) -> list[drawing.Bar]:
-    bars = []
-    for entry in sorted(doc.get(intervals.ROLLOUTS) or [], key=lambda e: str(e["started"])):
-        start = _seconds(origin, entry["started"], 0.0)
-        end = _seconds(origin, entry["finished"], now)
-        bars.append(drawing.Bar(f"rollout: {entry['name']}", start, end, drawing.Kind.ROLLOUT))
-    return bars
+def _seconds(origin: datetime, interval: Interval, now: float) -> tuple[float, float]:
+    end = (interval.finished - origin).total_seconds() if interval.finished else now
+    return (interval.started - origin).total_seconds(), end
 
 
 def critical_chain(rollouts: Sequence[drawing.Bar], end: float) -> set[int]:
@@ -220,27 +281,18 @@ def critical_chain(rollouts: Sequence[drawing.Bar], end: float) -> set[int]:
         point = rollouts[last].start
 
 
-def _wait_marks(doc: Mapping[str, Any], origin: datetime) -> tuple[drawing.WaitMark, ...]:
-    return tuple(
-        drawing.WaitMark(
-            str(entry["step"]),
-            redact.redact(str(entry["what"])),
-            _seconds(origin, entry["started"], 0.0),
-            _seconds(origin, entry["finished"], 0.0),
-        )
-        for entry in doc.get(intervals.WAITS) or []
-    )
+def _rollout_bars(run: RunFacts, origin: datetime, now: float) -> list[drawing.Bar]:
+    bars = [drawing.Bar(f"rollout: {r.name}", *_seconds(origin, r, now), drawing.Kind.ROLLOUT) for r in run.rollouts]
+    chain = critical_chain(bars, now)
+    return [drawing.Bar(b.label, b.start, b.end, b.kind, critical=i in chain) for i, b in enumerate(bars)]
 
 
-def timeline_of(doc: Mapping[str, Any], *, now: datetime | None = None, title: str = "") -> drawing.Timeline:
-    """The last run's timeline from its journal: seconds after the run started; a running run ends at `now`."""
-    origin = intervals.when(doc.get("run", {}).get("started")) or datetime.now().astimezone()
-    finished = intervals.when(doc.get("run", {}).get("finished"))
-    end = (finished - origin).total_seconds() if finished else None
+def timeline_of(run: RunFacts, *, now: datetime | None = None, title: str = "") -> drawing.Timeline:
+    """The last run's timeline: seconds after the run started; a run still going ends at `now`."""
+    origin = run.started or datetime.now().astimezone()
+    end = (run.finished - origin).total_seconds() if run.finished else None
     current = end if end is not None else ((now or datetime.now().astimezone()) - origin).total_seconds()
-    rollouts = _rollout_bars(doc, origin, current)
-    chain = critical_chain(rollouts, current)
-    rollouts = [drawing.Bar(b.label, b.start, b.end, b.kind, critical=i in chain) for i, b in enumerate(rollouts)]
-    name = redact.redact(str(doc.get("site_config", {}).get("name", "")))
-    heading = title or f"snoreloc relocation of {name or 'this node'}, started {origin:%Y-%m-%d %H:%M:%S %Z}"
-    return drawing.Timeline(heading, tuple(_step_bars(doc, origin, current) + rollouts), _wait_marks(doc, origin), end)
+    marks = tuple(drawing.WaitMark(w.name, w.what, *_seconds(origin, w, current)) for w in run.waits)
+    bars = _step_bars(run, origin, current) + _rollout_bars(run, origin, current)
+    heading = title or f"snoreloc relocation of {run.site or 'this node'}, started {origin:%Y-%m-%d %H:%M:%S %Z}"
+    return drawing.Timeline(heading, tuple(bars), marks, end)

@@ -177,7 +177,7 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
 
 def _write_svg(req: node.NodeRequest, path: Path) -> None:
     doc = json.loads(req.paths.status.read_text(encoding="utf-8"))
-    path.write_text(timeline.svg(view.timeline_of(doc)), encoding="utf-8")
+    path.write_text(timeline.svg(view.timeline_of(view.facts(doc))), encoding="utf-8")
     sys.stderr.write(f"  timeline picture: {path}\n")
 
 
