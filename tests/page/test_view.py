@@ -138,6 +138,7 @@ def test_analyze_writes_the_svg(tmp_path: pathlib.Path, capsys: pytest.CaptureFi
         ("failed", "network", 65, "Re-insert the stick labelled relocation-config"),
         ("failed", "settle", 75, "run `snoreloc run` to resume; if it fails again, call support with the bundle at"),
         ("interrupted", "domain", 70, "Call support with the bundle at /var/lib/snoreloc/snoreloc-logs.tar.gz"),
+        ("interrupted", "domain", None, "Reboot the node or run `snoreloc run` to resume"),
         ("done", "", None, "Nothing to do: the relocation is done."),
     ],
 )

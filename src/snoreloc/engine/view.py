@@ -90,7 +90,7 @@ def _after_failure(step: str, exit_code: int | None) -> str:
     if step == SITE_CONFIG_STEP or exit_code == errors.ExitCode.BAD_CONFIG:
         return "Re-insert the stick labelled relocation-config (with a corrected site-config), then reboot the node."
     support = f"call support with the bundle at {BUNDLE} (write it with `snoreloc collect-logs --output {BUNDLE}`)"
-    if exit_code == errors.ExitCode.TEMPORARY:
+    if exit_code in (None, errors.ExitCode.TEMPORARY):  # cut off (power, kill) or a wait ran out
         return f"Reboot the node or run `snoreloc run` to resume; if it fails again, {support}."
     return support[0].upper() + support[1:] + "."
 
