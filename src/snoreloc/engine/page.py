@@ -157,6 +157,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     server_version = "snoreloc-progress"
     sys_version = ""
+    timeout = 10  # seconds a connection may stay idle: a stalled client does not hold a thread for long
 
     def _reply(self) -> _Reply:
         if self.path.split("?")[0] not in ("/", "/timeline.svg"):
