@@ -215,3 +215,10 @@ class TestSiteConfigBlock:
         path = self._write(tmp_path, "  progressPage:\n    port: 443\n")
         assert cli.main(["validate", str(path)]) == errors.ExitCode.BAD_CONFIG
         assert "spec.progressPage.port: must be at least 1024" in capsys.readouterr().err
+
+
+def test_the_page_address_is_the_nodes_first_static_site_address() -> None:
+    example = loader.load(str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "site-config.yaml"))
+    assert example.progress_page == page.model.ProgressPage(True, 8090, 15)
+    assert page.url(example, "0.0.0.0", 8090) == "http://10.41.20.10:8090/"
+    assert page.url(example, "127.0.0.1", 41234) == "http://127.0.0.1:41234/"
