@@ -14,7 +14,7 @@ import pytest
 from snoreloc import errors, redact, waits
 from snoreloc.adapters import clock
 from snoreloc.cli import main as cli
-from snoreloc.engine import intervals, journal, page, timeline, view
+from snoreloc.engine import intervals, journal, node, page, timeline, view
 from snoreloc.siteconfig import loader
 
 T0 = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
@@ -222,3 +222,12 @@ def test_the_page_address_is_the_nodes_first_static_site_address() -> None:
     assert example.progress_page == page.model.ProgressPage(True, 8090, 15)
     assert page.url(example, "0.0.0.0", 8090) == "http://10.41.20.10:8090/"
     assert page.url(example, "127.0.0.1", 41234) == "http://127.0.0.1:41234/"
+
+
+def test_the_process_lingers_while_the_page_shows_the_outcome_then_ends() -> None:
+    run = view.facts(_finished_run())
+    served = page.PageServer(("127.0.0.1", 0), lambda: (view.progress(run), view.timeline_of(run)))
+    served.start().finish(0.3)
+    started = datetime.now(UTC)
+    node.linger([served])
+    assert served.wait(0) and (datetime.now(UTC) - started).total_seconds() < 5

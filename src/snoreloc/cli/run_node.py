@@ -40,4 +40,4 @@ def execute(args: argparse.Namespace) -> Any:
         sys.stdout.write(node.summary(req))
         return result
     finally:
-        node.linger(svc)  # the progress page shows the outcome for its keep time
+        node.linger(svc.pages)  # the progress page shows the outcome for its keep time

@@ -151,9 +151,9 @@ def _serve_page(req: NodeRequest, site: model.SiteConfig, svc: Services, say: Re
     return served
 
 
-def linger(svc: Services) -> None:
+def linger(pages: list[page.PageServer]) -> None:
     """Keep the process (and so the page) alive until the page stops by itself after its keep time."""
-    for served in svc.pages:
+    for served in pages:
         if served.stopping_at:
             waits.PROGRESS.info("the progress page stays up until %s", served.stopping_at)
         served.wait(served.keep + 5.0)
