@@ -25,6 +25,12 @@ def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
 
 
+def _observe(doc: dict[str, Any], name: str, busy: bool, since: datetime) -> bool:
+    log = doc.setdefault(intervals.ROLLOUTS, [])
+    written = intervals.when(doc["rollouts"].get(name))
+    return intervals.observe(log, name, busy, since, run_started=at(0), written=written)
+
+
 def _doc(**extra: Any) -> dict[str, Any]:
     return {"run": {"started": at(0).isoformat()}, "rollouts": {}, "steps": {}, "order": [], **extra}
 
@@ -32,10 +38,10 @@ def _doc(**extra: Any) -> dict[str, Any]:
 class TestRolloutLog:
     def test_seen_start_and_end_make_one_interval(self) -> None:
         doc = _doc()
-        assert intervals.observe(doc, "kube-apiserver", True, at(10))
-        assert not intervals.observe(doc, "kube-apiserver", True, at(10)), "the same reading twice changes nothing"
-        assert intervals.observe(doc, "kube-apiserver", False, at(250))
-        assert not intervals.observe(doc, "kube-apiserver", False, at(250))
+        assert _observe(doc, "kube-apiserver", True, at(10))
+        assert not _observe(doc, "kube-apiserver", True, at(10)), "the same reading twice changes nothing"
+        assert _observe(doc, "kube-apiserver", False, at(250))
+        assert not _observe(doc, "kube-apiserver", False, at(250))
         [entry] = doc[intervals.ROLLOUTS]
         assert (entry["started"], entry["finished"], entry["start_seen"]) == (
             at(10).isoformat(timespec="milliseconds"),
@@ -45,14 +51,14 @@ class TestRolloutLog:
 
     def test_an_unseen_start_is_our_write(self) -> None:
         doc = _doc(rollouts={"ingress": at(5).isoformat()})
-        assert intervals.observe(doc, "ingress", False, at(40))
+        assert _observe(doc, "ingress", False, at(40))
         [entry] = doc[intervals.ROLLOUTS]
         assert entry["started"].startswith(at(5).isoformat()[:19]) and not entry["start_seen"]
 
     def test_transitions_before_the_run_or_without_our_write_are_not_rollouts(self) -> None:
         doc = _doc()
-        assert not intervals.observe(doc, "dns", True, at(-3600))
-        assert not intervals.observe(doc, "dns", False, at(30)), "no open interval and no write of ours"
+        assert not _observe(doc, "dns", True, at(-3600))
+        assert not _observe(doc, "dns", False, at(30)), "no open interval and no write of ours"
         assert doc.get(intervals.ROLLOUTS, []) == []
 
     def test_the_journal_keeps_them_and_a_new_run_forgets_them(self, tmp_path: pathlib.Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from snoreloc.waits import Waiting
 
-__all__ = ["ROLLOUTS", "WAITS", "close_wait", "forget", "observe", "when"]
+__all__ = ["ROLLOUTS", "WAITS", "Log", "close_wait", "observe", "when"]
 
 ROLLOUTS = "rollout_log"
 WAITS = "wait_log"
@@ -33,21 +33,16 @@ def when(text: Any) -> datetime | None:
         return None
 
 
-def _before_run(doc: dict[str, Any], since: datetime) -> bool:
-    started = when(doc.get("run", {}).get("started"))
-    return started is None or since < started.replace(microsecond=0)  # clusters stamp conditions to the second
+Log = list[dict[str, Any]]  # JSON-ready entries, as the journal stores them
 
 
-def forget(doc: dict[str, Any]) -> None:
-    """A new run draws its own timeline: drop the previous run's intervals."""
-    doc[ROLLOUTS], doc[WAITS] = [], []
-
-
-def observe(doc: dict[str, Any], name: str, busy: bool, since: datetime) -> bool:
-    """Record that `name` was (busy) or was not rolling out since `since`; True when the log changed."""
-    if _before_run(doc, since):
+def observe(
+    log: Log, name: str, busy: bool, since: datetime, *, run_started: datetime | None, written: datetime | None
+) -> bool:
+    """Record that `name` was (busy) or was not rolling out since `since`; True when the log changed.
+    `written`: the time of our last write that set `name` in motion, if any."""
+    if run_started is None or since < run_started.replace(microsecond=0):  # clusters stamp to the second
         return False
-    log: list[dict[str, Any]] = doc.setdefault(ROLLOUTS, [])
     stamp = _iso(since)
     mine = [entry for entry in log if entry["name"] == name]
     open_ = next((entry for entry in mine if entry["finished"] is None), None)
@@ -59,23 +54,15 @@ def observe(doc: dict[str, Any], name: str, busy: bool, since: datetime) -> bool
     if open_ is not None:
         open_["finished"] = stamp
         return True
-    return _closed_unseen(doc, log, mine, name, since)
-
-
-def _closed_unseen(
-    doc: dict[str, Any], log: list[dict[str, Any]], mine: list[dict[str, Any]], name: str, since: datetime
-) -> bool:
-    written = when(doc.get("rollouts", {}).get(name))
-    stamp = _iso(since)
     if written is None or written.replace(microsecond=0) > since or any(e["finished"] == stamp for e in mine):
         return False
     log.append({"name": name, "started": _iso(min(written, since)), "finished": stamp, "start_seen": False})
     return True
 
 
-def close_wait(doc: dict[str, Any], wait: Waiting, finished: datetime) -> None:
+def close_wait(log: Log, wait: Waiting, finished: datetime) -> None:
     """Add a finished wait to the log."""
-    doc.setdefault(WAITS, []).append(
+    log.append(
         {
             "step": wait.step,
             "what": wait.what,

@@ -120,7 +120,7 @@ class Journal:
             )
             for name in order:
                 self.doc["steps"].setdefault(name, {"state": StepState.PENDING.value})
-            intervals.forget(self.doc)
+            self.doc[intervals.ROLLOUTS], self.doc[intervals.WAITS] = [], []  # a new run draws its own timeline
             self._save()
 
     def start_step(self, name: str, fingerprint: str) -> None:
@@ -195,7 +195,10 @@ class Journal:
     def observe(self, name: str, busy: bool, since: datetime) -> None:
         """A rollout's condition as seen now (context.Rollouts): kept as an interval for the timeline."""
         with self._lock:
-            if intervals.observe(self.doc, name, busy, since):
+            log = self.doc.setdefault(intervals.ROLLOUTS, [])
+            started = intervals.when(self.doc.get("run", {}).get("started"))
+            written = intervals.when(self.doc["rollouts"].get(name))
+            if intervals.observe(log, name, busy, since, run_started=started, written=written):
                 self._save()
 
     def waiting(self, state: waits.Waiting | None) -> None:
@@ -205,6 +208,6 @@ class Journal:
                 self._waiting = self._waiting or state
                 return
             if self._waiting is not None:
-                intervals.close_wait(self.doc, self._waiting, self._clock.now())
+                intervals.close_wait(self.doc.setdefault(intervals.WAITS, []), self._waiting, self._clock.now())
                 self._waiting = None
                 self._save()
