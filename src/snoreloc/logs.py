@@ -2,17 +2,24 @@
 
 On a terminal people get short human lines; under systemd each line starts with a `<N>` priority prefix so that
 journald records its level (SyslogLevelPrefix=). The redaction filter sits on the handler, so no module can log
-a secret by accident, whichever logger it uses.
+a secret by accident, whichever logger it uses. At the default verbosity people see warnings and errors, and the
+`snoreloc.progress` lines (what a wait waits for, for how long, of what budget): a twenty-minute wait must not be
+silent on the console or in the journal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TextIO
 
 from snoreloc import redact
+
+PROGRESS_LOGGER = "snoreloc.progress"  # `snoreloc.waits.PROGRESS`; named here, since logs sits below waits
 
 _SYSLOG_PRIORITY = {
     logging.CRITICAL: 2,
@@ -34,6 +41,19 @@ class RedactingFilter(logging.Filter):
         if record.exc_text:
             record.exc_text = redact.redact(record.exc_text)
         return True
+
+
+class LevelOrProgress(logging.Filter):
+    """Passes records at `level` and above, and the progress logger's at INFO and above."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= self.level:
+            return True
+        return record.levelno >= logging.INFO and record.name.startswith(PROGRESS_LOGGER)
 
 
 class JournalFormatter(logging.Formatter):
@@ -61,16 +81,17 @@ def make_handler(stream: TextIO) -> logging.Handler:
 
 
 def setup(verbosity: int = 0, stream: TextIO | None = None) -> None:
-    """Configure the `snoreloc` logger tree; 0 = warnings, 1 = info, 2+ = debug."""
+    """Configure the `snoreloc` logger tree; 0 = warnings and progress, 1 = info, 2+ = debug."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     root = logging.getLogger("snoreloc")
     for old in list(root.handlers):
         root.removeHandler(old)
     handler = make_handler(stream or sys.stderr)
-    handler.setLevel(level)
+    handler.addFilter(LevelOrProgress(level))
     root.addHandler(handler)
     root.setLevel(level)
     root.propagate = False
+    logging.getLogger(PROGRESS_LOGGER).setLevel(min(level, logging.INFO))
 
 
 def add_file(path: str) -> logging.Handler:
@@ -83,3 +104,19 @@ def add_file(path: str) -> logging.Handler:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     return handler
+
+
+@contextlib.contextmanager
+def file_log(path: Path) -> Iterator[None]:
+    """`add_file` for the duration of the block; the file is created 0600 (debug detail stays root's, redacted)."""
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    root = logging.getLogger("snoreloc")
+    level = root.level
+    handler = add_file(str(path))
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()

@@ -9,8 +9,10 @@ including base64 of them. Every secret the agent reads is registered the moment 
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 import threading
+from collections.abc import Collection, Mapping
 
 MASK = "<redacted>"
 
@@ -67,6 +69,33 @@ def register_secret(value: str | bytes) -> None:
     text = text.strip()
     if len(text) >= _MIN_SECRET_LEN:
         _REGISTRY.add(text)
+
+
+def register_fields(document: object, fields: Collection[str]) -> None:
+    """Register the string values of the keys named in `fields`, anywhere in a parsed JSON/YAML `document`.
+
+    A value that is base64 of text (a registry `auth` is base64 of `user:password`) is registered decoded as well,
+    and so is the part after its first colon, the password alone.
+    """
+    if isinstance(document, Mapping):
+        for key, value in document.items():
+            if key in fields and isinstance(value, str):
+                _register_with_decoded(value)
+            else:
+                register_fields(value, fields)
+    elif isinstance(document, list):
+        for item in document:
+            register_fields(item, fields)
+
+
+def _register_with_decoded(value: str) -> None:
+    register_secret(value)
+    try:
+        decoded = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return
+    register_secret(decoded)
+    register_secret(decoded.partition(":")[2])
 
 
 def forget_secrets() -> None:

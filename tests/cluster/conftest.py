@@ -49,7 +49,7 @@ def site_config(**overrides: Any) -> model.SiteConfig:
     values: dict[str, Any] = {
         "name": "site7",
         "domain": NEW_DOMAIN,
-        "pull_secret": model.PullSecret(PULL_SECRET),
+        "pull_secret": model.PullSecret(json.loads(PULL_SECRET)),
         "image_digest_mirrors": (model.Mirror("quay.io/openshift-release-dev", (f"{MIRROR}/ocp",)),),
         "image_tag_mirrors": (model.Mirror("registry.redhat.io", (f"{MIRROR}/rh",)),),
         "remove_mirrors": ("factory-mirror",),

@@ -90,7 +90,7 @@ def test_faults_complete_or_resume(relocation: Relocation) -> None:
             break
         except errors.TemporaryError:
             continue
-    assert relocation.status()["state"] == "done"
+    assert relocation.status()["state"] in ("done", "done-with-warnings")  # the seeded shop route's certificate
     named = relocation.get(kube.Ref(kube.APISERVERS, "cluster"))["spec"]["servingCerts"]["namedCertificates"]
     assert [n["servingCertificate"]["name"] for n in named].count("snoreloc-api-cert") == 1
 
@@ -102,7 +102,7 @@ def test_hung_requests_time_out_and_are_retried(cluster_target: ClusterTarget, t
     relocation = Relocation(cluster_target, tmp_path, client, clock)
     started = time.monotonic()
     relocation.run()
-    assert relocation.status()["state"] == "done"
+    assert relocation.status()["state"] == "done-with-warnings"  # the seeded shop route's own certificate
     assert time.monotonic() - started < 60
 
 

@@ -29,7 +29,16 @@ def test_second_run_is_refused_while_the_lock_is_held(tmp_path: Path) -> None:
             lock.RunLock(the_paths.lock).acquire()
         assert info.value.exit_code == 69
     assert not lock.held(the_paths.lock)
-    assert the_paths.lock == tmp_path / "run/snoreloc/lock"
+    assert the_paths.lock == tmp_path / "var/lib/snoreloc/lock"
+
+
+def test_two_state_directories_under_one_root_lock_apart(tmp_path: Path) -> None:
+    """Two clusters relocated from one workstation: each state directory has its own lock."""
+    first = paths.Paths.under(tmp_path, tmp_path / "cluster-a")
+    second = paths.Paths.under(tmp_path, tmp_path / "cluster-b")
+    with lock.RunLock(first.lock), lock.RunLock(second.lock):
+        assert lock.held(first.lock) and lock.held(second.lock)
+    assert first.lock.parent == first.state_dir
 
 
 def test_run_command_exits_69_when_locked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -80,9 +89,9 @@ def test_restored_puts_back_spec_data_and_labels_not_status() -> None:
 
 
 def test_fingerprint_is_stable_and_hides_bytes() -> None:
-    one = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{}}'))
-    two = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{}}'))
-    other = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret(b'{"auths":{"x":{}}}'))
+    one = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {}}))
+    two = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {}}))
+    other = model.SiteConfig(name="s", domain="a.example.com", pull_secret=model.PullSecret({"auths": {"x": {}}}))
     assert fingerprint.of(one) == fingerprint.of(two) != fingerprint.of(other)
     assert "auths" not in fingerprint.canonical(one)
 

@@ -118,3 +118,40 @@ def test_unparsable_site_config_is_omitted(tmp_path: pathlib.Path) -> None:
     (tmp_path / "site-config.yaml").write_text(f"pullSecret: [{AUTH}\n  key: {{")
     members = collect_logs.site_config_members(tmp_path)
     assert AUTH.encode() not in members["site-config/site-config.yaml"]
+
+
+def _site_file(path: pathlib.Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    site = {
+        "apiVersion": "snoreloc.io/v1alpha1",
+        "kind": "SiteConfig",
+        "metadata": {"name": "store-043"},
+        "spec": {"domain": "store043.example.com", "pullSecret": {"inline": {"auths": {"m.example": {"auth": AUTH}}}}},
+    }
+    path.write_text(yaml.safe_dump(site))
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["path-in-status", "host-file"])
+def test_the_site_config_the_run_used_is_included_wherever_it_was(tmp_path: pathlib.Path, recorded: bool) -> None:
+    """`--site-config` (recorded in status.json) or /etc/snoreloc/site-config.yaml: included, scrubbed."""
+    state = tmp_path / "var/lib/snoreloc"
+    state.mkdir(parents=True)
+    used = tmp_path / ("work/edge.yaml" if recorded else "etc/snoreloc/site-config.yaml")
+    _site_file(used)
+    status = {"site_config": {"name": "store-043", "path": str(used) if recorded else None}}
+    (state / "status.json").write_text(json.dumps(status))
+    runner = command.FakeRunner().on(["journalctl"], command.Result(0, ""))
+    members = collect_logs.collect(state, runner, root=tmp_path)
+    site = yaml.safe_load(members[f"site-config/used/{used.name}"])
+    assert site["spec"]["domain"] == "store043.example.com"
+    assert site["spec"]["pullSecret"] == "<redacted>"
+    assert members["site-config/used/SOURCE.txt"].decode().strip() == str(used)
+    assert not any(PASSWORD.encode() in data or AUTH.encode() in data for data in members.values())
+
+
+def test_a_stick_copy_is_not_included_twice(state: tuple[pathlib.Path, list[str]]) -> None:
+    directory, _secrets = state
+    copy = directory / "site-config/site-config.yaml"
+    (directory / "status.json").write_text(json.dumps({"site_config": {"path": str(copy)}}))
+    members = collect_logs.collect(directory, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
+    assert not any(name.startswith("site-config/used/") for name in members)

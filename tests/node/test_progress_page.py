@@ -22,7 +22,7 @@ import yaml
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, console, fs
-from snoreloc.engine import node, paths, runner, timeline, view
+from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host import kubelet
 from snoreloc.steps import context
 from snoreloc_sim import simulator
@@ -196,12 +196,12 @@ def test_timeline_of_a_demo_run_draws_every_step_and_rollout(
     with _Run(root, sim) as run:
         run.thread.join(120)
         assert run.error is None, run.error
-    doc = json.loads(run.req.paths.status.read_text(encoding="utf-8"))
+    doc = journal.read(run.req.paths.status)
     picture = timeline.svg(view.timeline_of(view.facts(doc)))
     (tmp_path / "timeline.svg").write_text(picture)
 
     labels = [t.text for t in ET.fromstring(picture).iter("{http://www.w3.org/2000/svg}text")]
-    assert set(doc["order"]) <= set(labels), "every step has its row"
+    assert set(doc.order) <= set(labels), "every step has its row"
     rollouts = {label.removeprefix("rollout: ") for label in labels if label and label.startswith("rollout: ")}
     assert {"kube-apiserver", "openshift-apiserver", "ingress", "mcp/master"} <= rollouts
     assert view.timeline_of(view.facts(doc)).critical_chain, "the run waited for at least one rollout"

@@ -31,6 +31,10 @@ def _observe(doc: dict[str, Any], name: str, busy: bool, since: datetime) -> boo
     return intervals.observe(log, name, busy, since, run_started=at(0), written=written)
 
 
+def _facts(doc: dict[str, Any]) -> view.RunFacts:
+    return view.facts(journal.Document.from_storage(doc))
+
+
 def _doc(**extra: Any) -> dict[str, Any]:
     return {"run": {"started": at(0).isoformat()}, "rollouts": {}, "steps": {}, "order": [], **extra}
 
@@ -70,8 +74,9 @@ class TestRolloutLog:
         jour.observe("console", False, fake.now())
         saved = json.loads((tmp_path / "status.json").read_text())
         assert [e["name"] for e in saved[intervals.ROLLOUTS]] == ["console"]
+        assert [e["name"] for e in journal.read(tmp_path / "status.json").rollout_log] == ["console"]
         jour.begin_run(site_name="s", site_fingerprint="f", order=["settle"], mode="node")
-        assert jour.doc[intervals.ROLLOUTS] == []
+        assert jour.doc.rollout_log == []
 
 
 def test_a_bounded_wait_is_journalled_with_its_step(tmp_path: pathlib.Path) -> None:
@@ -79,7 +84,7 @@ def test_a_bounded_wait_is_journalled_with_its_step(tmp_path: pathlib.Path) -> N
     jour = journal.Journal(tmp_path / "status.json", fake)
     jour.begin_run(site_name="s", site_fingerprint="f", order=["api"], mode="node")
     answers = iter([None, None, None, True])
-    unsubscribe = waits.subscribe(jour.waiting)
+    unsubscribe = waits.subscribe(jour.on_wait)
     try:
         waits.until(lambda: next(answers), waits.Wait("api", "the API", budget=60, interval=5), fake)
     finally:
@@ -116,7 +121,7 @@ def _finished_run() -> dict[str, Any]:
 
 
 def test_the_long_pole_is_the_critical_chain_and_the_svg_draws_it() -> None:
-    shown = view.timeline_of(view.facts(_finished_run()))
+    shown = view.timeline_of(_facts(_finished_run()))
     assert shown.critical_chain == ["rollout: kube-apiserver"]
     assert shown.end == 30.0
     root = ET.fromstring(timeline.svg(shown))
@@ -175,8 +180,8 @@ def test_page_html_is_escaped_redacted_and_scriptless() -> None:
     try:
         doc = _finished_run()
         doc["steps"]["settle"]["warnings"] = ["<script>alert(1)</script> token s3cr3t-token-value leaked"]
-        shown = view.progress(view.facts(doc), console_url="https://console.example")
-        html = page.render(shown, timeline.svg(view.timeline_of(view.facts(doc))))
+        shown = view.progress(_facts(doc), console_url="https://console.example")
+        html = page.render(shown, timeline.svg(view.timeline_of(_facts(doc))))
     finally:
         redact.forget_secrets()
     assert ("s3cr3t-token-value" not in html and redact.MASK in html) or "&lt;redacted&gt;" in html
@@ -187,7 +192,7 @@ def test_page_html_is_escaped_redacted_and_scriptless() -> None:
 def test_the_current_wait_shows_elapsed_and_budget() -> None:
     doc = _doc(state="running", steps={"settle": {"state": "running", "started": at(0).isoformat()}}, order=["settle"])
     wait = waits.Waiting("settle", "the cluster to settle", 1800.0, at(0), 0.0, "kube-apiserver: Progressing=True")
-    shown = view.progress(view.facts(doc), waiting=wait, now=at(125))
+    shown = view.progress(_facts(doc), waiting=wait, now=at(125))
     html = page.render(shown, "")
     assert "Waiting in <b>settle</b> for the cluster to settle: 2m 05s of at most 30m 00s" in html
     assert "kube-apiserver: Progressing=True" in html and "http-equiv='refresh'" in html
@@ -231,7 +236,7 @@ def test_the_page_address_is_the_nodes_first_static_site_address() -> None:
 
 
 def test_the_process_lingers_while_the_page_shows_the_outcome_then_ends() -> None:
-    run = view.facts(_finished_run())
+    run = _facts(_finished_run())
     served = page.PageServer(("127.0.0.1", 0), lambda: (view.progress(run), view.timeline_of(run)))
     served.start().finish(0.3)
     started = datetime.now(UTC)

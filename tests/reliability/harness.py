@@ -143,7 +143,7 @@ def site_model(ca_pem: str) -> Any:
     return model.SiteConfig(
         name="edge9",
         domain=NEW_DOMAIN,
-        pull_secret=model.PullSecret(json.dumps(PULL_SECRET).encode()),
+        pull_secret=model.PullSecret(PULL_SECRET),
         image_digest_mirrors=(
             model.Mirror("quay.io/openshift-release-dev/ocp-release", ("mirror.edge9.example.net:5000/ocp",)),
         ),

@@ -109,6 +109,9 @@ def api_address(sim: simulator.Simulator) -> tuple[str, int]:
     return parsed.hostname, parsed.port
 
 
+GENERATED = "openshift.io/host.generated"
+
+
 def rollouts(sim: simulator.Simulator, operator: str) -> list[Any]:
     return [r for r in sim.cluster.recorder.rollouts if r.operator == operator]
 
@@ -159,6 +162,28 @@ def test_route_with_explicit_host_is_not_marked_generated(
     created = create_route(custom, "edge-app", new_route("named", f"named.{sim.seed_facts.apps_domain}"))
     assert created["spec"]["host"] == f"named.{sim.seed_facts.apps_domain}"
     assert "openshift.io/host.generated" not in (created["metadata"].get("annotations") or {})
+
+
+def test_a_generated_route_keeps_its_marker_when_its_host_changes_or_is_cleared(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi
+) -> None:
+    """openshift-apiserver never removes `openshift.io/host.generated`, and an update clearing the host keeps it."""
+    created = create_route(custom, "edge-app", new_route("moved"))
+    other = f"moved.other.{sim.seed_facts.apps_domain}"
+    patch = {"spec": {"host": other}}
+    custom.patch_namespaced_custom_object("route.openshift.io", "v1", "edge-app", "routes", "moved", patch)
+    changed = get_route(custom, "edge-app", "moved")
+    assert changed["spec"]["host"] == other
+    assert changed["metadata"]["annotations"] == created["metadata"]["annotations"] == {GENERATED: "true"}
+    for _attempt in range(5):  # the router's status writes may move the resourceVersion meanwhile
+        cleared = get_route(custom, "edge-app", "moved")
+        cleared["spec"].pop("host")
+        try:
+            custom.replace_namespaced_custom_object("route.openshift.io", "v1", "edge-app", "routes", "moved", cleared)
+            break
+        except client.ApiException as exc:
+            assert exc.status == 409
+    assert get_route(custom, "edge-app", "moved")["spec"]["host"] == other
 
 
 def test_apps_domain_switches_after_openshift_apiserver_rollout(

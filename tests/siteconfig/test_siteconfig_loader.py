@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import pathlib
 import textwrap
 
@@ -53,13 +52,13 @@ class TestExamples:
         assert (config.name, config.domain) == ("store-0412", "sno1.store-0412.example.com")
         assert config.network is not None and [i["name"] for i in config.network["interfaces"]] == ["eno1", "eno1.120"]
         assert config.pull_secret is not None and config.pull_secret.mode is model.PullSecretMode.REPLACE
-        assert json.loads(config.pull_secret.dockerconfigjson)["auths"]
+        assert config.pull_secret.auths
         assert config.image_digest_mirrors[1].mirror_source_policy == "NeverContactSource"
         assert config.image_tag_mirrors[0].source == "registry.redhat.io/rhel9"
         assert config.remove_mirrors == ("factory-mirrors",)
         assert config.registry_ca[0].registry == "registry.store-0412.example.com:8443"
         assert config.registry_ca[0].bundle_pem.startswith("-----BEGIN CERTIFICATE-----")  # comment stripped
-        assert config.timeouts == model.Timeouts(total=5400, site_config=600, network_probe=180, api=1200, settle=2700)
+        assert config.timeouts == model.Timeouts(total=5400, network_probe=180, api=1200, settle=2700)
         assert config.kubelet == model.Kubelet(node_name="sno1", approve_csrs=True)
         assert config.certificates == model.Certificates()
 

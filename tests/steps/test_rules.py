@@ -12,7 +12,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from snoreloc.siteconfig import model
 from snoreloc.steps import cluster_config, csr, domain, routes, settle
+from snoreloc_sim import certs as sim_certs
 
 OLD = "apps.sno1.factory.example.com"
 NEW = "apps.edge.example.net"
@@ -26,11 +28,41 @@ def test_named_certificates_keep_others_and_replace_ours() -> None:
     assert merged == [theirs, {"names": ["api.edge.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}}]
 
 
+def test_a_named_certificate_shared_with_someone_else_loses_only_our_name() -> None:
+    shared = {"names": ["api.edge.example.net", "legacy.example.org"], "servingCertificate": {"name": "legacy"}}
+    merged = domain.merged_named_certificates([shared], ["api.edge.example.net"], "snoreloc-api-cert")
+    assert merged == [
+        {"names": ["legacy.example.org"], "servingCertificate": {"name": "legacy"}},
+        {"names": ["api.edge.example.net"], "servingCertificate": {"name": "snoreloc-api-cert"}},
+    ]
+
+
+def test_a_new_apps_domain_inside_the_old_one_is_not_moved_twice() -> None:
+    inner = f"apps.edge.{OLD}"
+    route = {"metadata": {"namespace": "edge-app", "name": "shop"}, "spec": {"host": f"shop.{inner}"}}
+    assert routes.classify(route, OLD, inner).handling is routes.Handling.ARRIVED
+    route["spec"]["host"] = f"shop.{OLD}"
+    assert routes.classify(route, OLD, inner).new_host == f"shop.{inner}"
+
+
 def test_component_routes_merge_by_namespace_and_name() -> None:
     other = {"namespace": "openshift-console", "name": "console-extra", "hostname": "x.example.org"}
     old = {"namespace": "openshift-console", "name": "console", "hostname": "c.old.example.org"}
     new = {"namespace": "openshift-console", "name": "console", "hostname": "c.new.example.org"}
-    assert domain.merged_component_routes([other, old], [new]) == [other, new]
+    assert domain.merged_component_routes([other, old], [new], "old.example.org") == [other, new]
+
+
+def test_a_component_route_on_the_users_own_domain_is_kept_and_ours_is_replaced() -> None:
+    theirs = {"namespace": "openshift-console", "name": "downloads", "hostname": "downloads.mycorp.example.com",
+              "servingCertKeyPairSecret": {"name": "mycorp-downloads"}}  # fmt: skip
+    ours = {"namespace": "openshift-authentication", "name": "oauth-openshift", "hostname": "o.elsewhere.example",
+            "servingCertKeyPairSecret": {"name": "snoreloc-ingress-cert"}}  # fmt: skip
+    wanted = [
+        {"namespace": "openshift-console", "name": "downloads", "hostname": "d.new.example.org"},
+        {"namespace": "openshift-authentication", "name": "oauth-openshift", "hostname": "o.new.example.org"},
+    ]
+    assert domain.merged_component_routes([theirs, ours], wanted, "old.example.org") == [theirs, wanted[1]]
+    assert domain.users_component_routes([theirs, ours], "old.example.org") == [theirs]
 
 
 @pytest.mark.parametrize(
@@ -55,6 +87,28 @@ def test_route_classification(
     assert info.handling is handling
     if new_host is not None:
         assert info.new_host == new_host
+
+
+@pytest.mark.parametrize(
+    ("sans", "own", "handling", "warned"),
+    [
+        ([f"shop.{OLD}"], model.OwnCertificates.MOVE_AND_WARN, routes.Handling.REWRITE, True),
+        ([f"shop.{OLD}"], model.OwnCertificates.KEEP_HOST, routes.Handling.KEEP, True),
+        ([f"shop.{OLD}", f"*.{NEW}"], model.OwnCertificates.KEEP_HOST, routes.Handling.REWRITE, False),
+    ],
+    ids=["move-and-warn", "keep-host", "covers-the-new-host"],
+)
+def test_a_route_with_its_own_certificate_is_never_moved_silently(
+    sans: list[str], own: model.OwnCertificates, handling: routes.Handling, warned: bool
+) -> None:
+    pair = sim_certs.issue(sim_certs.make_ca("route-ca"), sans)
+    tls = {"termination": "edge", "certificate": pair.cert_pem.decode(), "key": pair.key_pem.decode()}
+    route = {"metadata": {"namespace": "edge-app", "name": "shop"}, "spec": {"host": f"shop.{OLD}", "tls": tls}}
+    info = routes.classify(route, OLD, NEW, own)
+    assert info.handling is handling
+    assert (info.certificate_warning is not None) == warned
+    if warned:
+        assert f"shop.{OLD}" in str(info.certificate_warning) and f"shop.{NEW}" in str(info.certificate_warning)
 
 
 def test_registry_ca_key_uses_double_dot_for_the_port() -> None:

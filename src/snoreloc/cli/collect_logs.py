@@ -1,10 +1,13 @@
 """`snoreloc collect-logs`: one tarball a technician can send, with everything needed for triage and no secret.
 
 It holds status.json, report.json, the run's timeline picture (timeline.svg), the debug log, journal excerpts of
-snoreloc and kubelet for this boot, the site-config with secret fields removed structurally (not only masked by
-pattern), the names and sizes of the files it references, and the backups' metadata (kind, name, namespace, time),
-never their data. Before any text goes in, every secret found in the site-config, its referenced secret files and
-the backups is registered with `redact`, so it is masked wherever it surfaces, in any log line.
+snoreloc and kubelet for this boot, the
+site-config with secret fields removed structurally (not only masked by pattern), the names and sizes of the files
+it references, and the backups' metadata (kind, name, namespace, time), never their data. The site-config is the
+one the last run used, wherever it came from: the copy from a stick in the state directory, and the file named in
+status.json (`--site-config`, `/etc/snoreloc/site-config.yaml`) when that is elsewhere. Before any text goes in,
+every secret found in the site-config, its referenced secret files and the backups is registered with `redact`,
+so it is masked wherever it surfaces, in any log line.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from typing import Any
 
 import yaml
 
-from snoreloc import redact
+from snoreloc import errors, redact
+from snoreloc.cli import common
+from snoreloc.siteconfig import discovery
 
 HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
-STATE_DIR = "var/lib/snoreloc"
 JOURNAL_UNITS: tuple[tuple[str, int], ...] = (("snoreloc", 5000), ("kubelet", 2000))
 JOURNAL_TIMEOUT = 60.0
 _SECRET_NAMES = frozenset({"key", "pullsecret", "auth", "auths", "dockerconfigjson", "data", "stringdata"})
@@ -34,29 +38,31 @@ _SECRET_PARTS = ("password", "secret", "token", "psk", "privatekey")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", default="/", help="host root (default /; /host in the container)")
-    parser.add_argument("--state-dir", help="state directory (default: <root>/var/lib/snoreloc)")
+    common.add_state(parser)
     parser.add_argument("--output", help="tarball to write (default: ./snoreloc-logs-<host>-<time>.tar.gz)")
 
 
 def run(args: argparse.Namespace) -> int:
     from snoreloc.adapters import command  # noqa: PLC0415 (kept off the import path of other commands)
 
-    state = pathlib.Path(args.state_dir or pathlib.Path(args.root, STATE_DIR))
+    state = common.make_paths(args).state_dir
     output = pathlib.Path(
         args.output or f"snoreloc-logs-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz"
     )
     runner = command.SubprocessRunner(enter_host=command.in_container())
-    write_tarball(output, collect(state, runner))
+    write_tarball(output, collect(state, runner, root=pathlib.Path(args.root)))
     print(output)
     return 0
 
 
-def collect(state: pathlib.Path, runner: Any) -> dict[str, bytes]:
+def collect(state: pathlib.Path, runner: Any, root: pathlib.Path = pathlib.Path("/")) -> dict[str, bytes]:
     """Every member of the tarball, by name, already redacted. `runner` is an `adapters.command.Runner`."""
-    register_known_secrets(state)
+    used = used_site_config(state, root)
+    register_known_secrets(state, used)
     members = {name: _redacted_file(state / name) for name in ("status.json", "report.json", "snoreloc.log")}
     members.update(site_config_members(state / "site-config"))
+    if used is not None:
+        members.update(used_site_config_members(used))
     members["backups.json"] = _json(backup_metadata(state / "backups"))
     members["timeline.svg"] = timeline_svg(state / "status.json")
     for unit, lines in JOURNAL_UNITS:
@@ -144,8 +150,11 @@ def _secret_leaves(value: Any, base: pathlib.Path) -> Iterator[str]:
             yield from _leaves(inner)
 
 
-def register_known_secrets(state: pathlib.Path) -> None:
-    for document, base in _site_config_documents(state / "site-config"):
+def register_known_secrets(state: pathlib.Path, used: pathlib.Path | None = None) -> None:
+    documents = list(_site_config_documents(state / "site-config"))
+    if used is not None:
+        documents += [(document, used.parent) for document in _yaml_or_none(used)]
+    for document, base in documents:
         for value in _secret_values(document):
             for text in _secret_leaves(value, base):
                 register_text_secrets(text)
@@ -166,25 +175,68 @@ def _redacted_file(path: pathlib.Path) -> bytes | None:
 
 def timeline_svg(status: pathlib.Path) -> bytes | None:
     """The run's timeline picture (the same as `analyze --svg` and the progress page draw)."""
-    from snoreloc.engine import timeline, view  # noqa: PLC0415 (lazy, as above)
+    from snoreloc.engine import journal, timeline, view  # noqa: PLC0415 (lazy, as above)
 
-    try:
-        doc = json.loads(status.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    if not status.exists():
         return None
-    return redact.redact(timeline.svg(view.timeline_of(view.facts(doc)))).encode()
+    try:
+        run = view.facts(journal.read(status))
+    except errors.SnorelocError:
+        return None
+    return redact.redact(timeline.svg(view.timeline_of(run))).encode()
 
 
 def _json(value: Any) -> bytes:
     return redact.redact(json.dumps(value, indent=2, sort_keys=True, default=str)).encode("utf-8")
 
 
+def _yaml_or_none(path: pathlib.Path) -> list[Any]:
+    """The document in a YAML file, as a one-item list; empty when it does not parse."""
+    try:
+        return [yaml.safe_load(path.read_text("utf-8", "replace"))]
+    except yaml.YAMLError:
+        return []
+
+
 def _site_config_documents(directory: pathlib.Path) -> Iterator[tuple[Any, pathlib.Path]]:
     for path in sorted(directory.glob("*.y*ml")) if directory.is_dir() else []:
-        try:
-            yield yaml.safe_load(path.read_text("utf-8", "replace")), directory
-        except yaml.YAMLError:
-            continue
+        for document in _yaml_or_none(path):
+            yield document, directory
+
+
+def _recorded_site_config(status: pathlib.Path) -> pathlib.Path | None:
+    """The site-config file the last run loaded, as the journal records it."""
+    from snoreloc.engine import journal  # noqa: PLC0415 (kept off the import path of other commands)
+
+    try:
+        site = journal.read(status).site
+    except errors.SnorelocError:
+        return None
+    return pathlib.Path(site.path) if site is not None and site.path else None
+
+
+def used_site_config(state: pathlib.Path, root: pathlib.Path) -> pathlib.Path | None:
+    """The site-config file the last run used when it is not the stick copy in the state directory: the recorded
+    path, else (a run that recorded none) the host file under `root`."""
+    candidate = _recorded_site_config(state / "status.json") or root / discovery.HOST_FILE.lstrip("/")
+    copies = state / "site-config"
+    if not candidate.is_file() or (copies.is_dir() and candidate.resolve().parent == copies.resolve()):
+        return None
+    return candidate
+
+
+def used_site_config_members(path: pathlib.Path) -> dict[str, bytes]:
+    """The used site-config, scrubbed, under `site-config/used/`, with the path it was read from."""
+    documents = _yaml_or_none(path)
+    text = (
+        yaml.safe_dump(scrub(documents[0]), sort_keys=False)
+        if documents
+        else "# did not parse as YAML; contents omitted (they may hold secrets)\n"
+    )
+    return {
+        f"site-config/used/{path.name}": redact.redact(text).encode("utf-8"),
+        "site-config/used/SOURCE.txt": redact.redact(f"{path}\n").encode("utf-8"),
+    }
 
 
 def site_config_members(directory: pathlib.Path) -> dict[str, bytes]:

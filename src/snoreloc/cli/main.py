@@ -2,7 +2,9 @@
 
 Each command lives in its own module under `snoreloc.cli` with `HELP` (one line), `add_arguments(parser)` and
 `run(args) -> int`. Command modules import heavy libraries (the kubernetes client) inside `run`, so that
-`snoreloc --version` and `snoreloc validate` start fast. Commands that ship outside the product layers (the
+`snoreloc --version`, `status`, `analyze` and `validate` start fast. The parser is built lazily: only the chosen
+verb's sub-parser gets its arguments (`--help` still lists every verb), and the entry points are scanned only when
+the verb is not a built-in one. Commands that ship outside the product layers (the
 simulator's `sim` and `demo`) plug in through the `snoreloc.commands` entry-point group, so no product module
 imports them.
 """
@@ -14,7 +16,6 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from types import ModuleType
 from typing import NoReturn, Protocol, cast
 
@@ -65,6 +66,8 @@ def _load(module_name: str) -> CommandModule:
 
 
 def _plugin_commands() -> list[tuple[str, CommandModule]]:
+    from importlib import metadata  # noqa: PLC0415 (lazy: scanning entry points costs more than most verbs)
+
     found = []
     for entry in metadata.entry_points(group="snoreloc.commands"):
         try:
@@ -74,9 +77,21 @@ def _plugin_commands() -> list[tuple[str, CommandModule]]:
     return found
 
 
-def _commands() -> list[tuple[str, CommandModule]]:
-    builtin = [(name, _load(module)) for name, module in BUILTIN_COMMANDS]
-    return builtin + sorted(_plugin_commands(), key=lambda item: item[0])
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb the command line names (the first word that is not an option), if any."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _commands(verb: str | None, argv: Sequence[str]) -> list[tuple[str, CommandModule]]:
+    """The commands the parser must offer: a built-in verb alone; else every verb (for `--help`, a plugin verb or
+    a usage error), except that `--version` alone needs none."""
+    builtin = dict(BUILTIN_COMMANDS)
+    if verb in builtin:
+        return [(verb, _load(builtin[verb]))]
+    if verb is None and "--version" in argv:
+        return []
+    everything = [(name, _load(module)) for name, module in BUILTIN_COMMANDS]
+    return everything + sorted(_plugin_commands(), key=lambda item: item[0])
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,7 +103,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(int(errors.ExitCode.USAGE), f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the chosen verb's sub-parser fully built, the others listed (all of them if None)."""
+    argv = list(argv or [])
+    verb = _verb(argv)
     parser = _Parser(
         prog="snoreloc",
         description="Relocate a pre-installed Single Node OpenShift cluster to its edge site.",
@@ -98,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"snoreloc {snoreloc.__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in _commands():
+    for name, module in _commands(verb, argv):
         child = sub.add_parser(
             name,
             help=module.HELP,
@@ -106,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=_exit_code_epilog(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        module.add_arguments(child)
+        if name == verb or not argv:
+            module.add_arguments(child)
         child.set_defaults(handler=module.run)
     return parser
 
@@ -121,7 +140,7 @@ def _report(exc: errors.SnorelocError) -> None:
 
 def _missing_optional(argv: Sequence[str]) -> str | None:
     """The optional verb the command line asks for when its distribution is not installed, else None."""
-    verb = next((arg for arg in argv if not arg.startswith("-")), None)
+    verb = _verb(argv)
     if verb not in OPTIONAL_COMMANDS:
         return None
     return None if verb in {name for name, _module in _plugin_commands()} else verb
@@ -136,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "install the snoreloc-sim package (`pip install ./sim` from the source tree)\n"
         )
         return int(errors.ExitCode.UNAVAILABLE)
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logs.setup(args.verbose)
     if not getattr(args, "handler", None):

@@ -6,22 +6,22 @@ import argparse
 import json
 import sys
 
-from snoreloc.cli import run as run_cmd
+from snoreloc.cli import common
 
 HELP = "restore every object snoreloc changed to its original, and delete what it created"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    run_cmd.add_common(parser)
+    common.add_cluster(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from snoreloc.engine import pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
-    clock = run_cmd.make_clock(args)
-    client = run_cmd.make_client(args, clock)
+    clock = common.make_clock(args)
+    client = common.make_client(args, clock)
     try:
-        result = pipeline.rollback(run_cmd.make_paths(args), client, clock)
+        result = pipeline.rollback(common.make_paths(args), client, clock)
     finally:
         client.close()
     doc = {"restored": result.restored, "deleted": result.deleted, "recreated": result.recreated}

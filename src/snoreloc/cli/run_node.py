@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
-from snoreloc.cli import run as run_cmd
+from snoreloc.cli import common
+
+if TYPE_CHECKING:
+    from snoreloc.engine import runner
 
 
 def _echo(line: str) -> None:
@@ -18,23 +21,18 @@ def _echo(line: str) -> None:
     sys.stderr.flush()
 
 
-def execute(args: argparse.Namespace) -> Any:
-    """Run the node flow; returns the runner's result (the caller prints the report and picks the exit code)."""
-    from snoreloc.engine import node, runner  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
-    from snoreloc.steps import context  # noqa: PLC0415 (lazy, as above)
+def execute(args: argparse.Namespace) -> runner.Result:
+    """Run the node flow; returns the runner's result (the caller picks the exit code)."""
+    from snoreloc.engine import node  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
-    clock = run_cmd.make_clock(args)
-    settings = context.Settings(
-        ingress_endpoint=args.ingress_endpoint,
-        route_workers=args.route_workers,
-        poll_interval=args.poll_interval,
-        ignore_preflight=args.ignore_preflight,
-    )
-    options = runner.Options(force=args.force, step=args.step, start_from=args.start_from, dry_run=args.dry_run)
+    clock = common.make_clock(args)
     req = node.NodeRequest(
-        paths=run_cmd.make_paths(args), site_config=args.site_config, options=options, settings=settings
+        paths=common.make_paths(args),
+        site_config=args.site_config,
+        options=common.make_options(args, dry_run=args.dry_run),
+        settings=common.make_settings(args),
     )
-    svc = node.host_services(args.root, lambda: run_cmd.make_client(args, clock), clock, _echo)
+    svc = node.host_services(args.root, lambda: common.make_client(args, clock), clock, _echo)
     try:
         result = node.relocate(req, svc)
         sys.stdout.write(node.summary(req))

@@ -1,7 +1,8 @@
 """`snoreloc status`: the relocation's state from status.json, for people and for scripts.
 
 Exit codes: 0 done, 1 failed (or cut off), 2 done with warnings, 3 still running. `--wait` blocks (bounded)
-until the run is no longer running.
+until the run is no longer running. A journal that says "running" while no process holds the run lock was cut off
+(a crash, a reboot): it is shown as interrupted and exits 1.
 """
 
 from __future__ import annotations
@@ -10,73 +11,114 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from snoreloc.cli import run as run_cmd
+from snoreloc.cli import common
+
+if TYPE_CHECKING:
+    from snoreloc.engine import journal
 
 HELP = "show the relocation's progress (exit 0 done, 1 failed, 2 done with warnings, 3 running)"
 
-_EXIT = {"done": 0, "failed": 1, "done-with-warnings": 2, "running": 3}
+INTERRUPTED_EXIT = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--root", default="/", help="host root prefix (default /)")
-    parser.add_argument("--state-dir", help="state directory (default ROOT/var/lib/snoreloc)")
+    common.add_state(parser)
     parser.add_argument("--wait", action="store_true", help="wait until the run is no longer running")
     parser.add_argument("--timeout", type=float, default=7200.0, help="longest --wait, in seconds")
     parser.add_argument("--long", action="store_true", help="every step, its timing, and errors with hints")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format")
+    common.add_output(parser)
 
 
-def effective_state(doc: dict[str, Any], lock_held: bool) -> str:
-    state = str(doc.get("state", "new"))
-    if state == "running" and not lock_held:
-        return "interrupted"
-    return state
+def exit_codes() -> dict[journal.RunState, int]:
+    """The exit code for each state a journal can hold."""
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy: `--help` builds this parser too)
+
+    state = journal.RunState
+    return {
+        state.NEW: 1,
+        state.RUNNING: 3,
+        state.DONE: 0,
+        state.DONE_WITH_WARNINGS: 2,
+        state.FAILED: 1,
+        state.PARTIAL: 1,
+        state.ROLLED_BACK: 1,
+    }
 
 
-def _read(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    from snoreloc.engine import journal, lock  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+def _read(args: argparse.Namespace) -> tuple[journal.Document, bool]:
+    """The journal, and whether it was cut off (says running, but no process holds the lock)."""
+    from snoreloc.engine import journal, lock  # noqa: PLC0415 (lazy: `--help` builds this parser too)
 
-    paths = run_cmd.make_paths(args)
-    doc = journal.read(paths.status)
-    return doc, effective_state(doc, lock.held(paths.lock))
+    the_paths = common.make_paths(args)
+    doc = journal.read(the_paths.status)
+    return doc, doc.state is journal.RunState.RUNNING and not lock.held(the_paths.lock)
 
 
-def _guide(doc: dict[str, Any], state: str, args: argparse.Namespace) -> dict[str, str]:
+def _headline(doc: journal.Document, interrupted: bool) -> str:
+    if interrupted:
+        return f"status: {doc.state.value} (interrupted: no snoreloc process is running; `snoreloc run` resumes)"
+    return f"status: {doc.state.value}"
+
+
+def _waiting_line(doc: journal.Document) -> list[str]:
+    from snoreloc import waits  # noqa: PLC0415 (lazy, as above)
+
+    wait = doc.waiting
+    if wait is None:
+        return []
+    tail = f" (last seen: {wait.detail})" if wait.detail else ""
+    spent = f"{waits.duration(wait.elapsed)} of at most {waits.duration(wait.budget)}"
+    return [f"  waiting: {wait.step}: {wait.what}: {spent}, since {wait.since:%H:%M:%S}{tail}"]
+
+
+def _step_lines(name: str, record: journal.StepRecord, long: bool) -> list[str]:
+    took = f" {record.duration:.1f}s" if record.duration is not None else ""
+    lines = [f"  {name}: {record.state.value}{took}"]
+    if record.error is not None:
+        lines += [f"    error: {record.error.message}", f"    hint: {record.error.hint}"]
+    if long:
+        lines += [f"    warning: {w}" for w in record.warnings]
+    return lines
+
+
+def _guide(doc: journal.Document, interrupted: bool, args: argparse.Namespace) -> dict[str, str]:
     """What the technician should do now, and where the progress page is (while it serves)."""
     from snoreloc.engine import view  # noqa: PLC0415 (lazy, as above)
 
-    return {"now": view.todo_of(view.facts(doc), state), "page": view.page_address(run_cmd.make_paths(args).state_dir)}
+    state = "interrupted" if interrupted else ""
+    page = view.page_address(common.make_paths(args).state_dir)
+    return {"now": view.todo_of(view.facts(doc), state), "page": page}
 
 
-def _render(doc: dict[str, Any], state: str, long: bool, guide: dict[str, str] | None = None) -> str:
-    lines = [f"status: {state}"] + [f"{key}: {value}" for key, value in (guide or {}).items() if value]
-    steps = doc.get("steps", {})
-    for name in doc.get("order") or list(steps):
-        record = steps.get(name, {})
-        if not long and record.get("state") in ("done", None):
-            continue
-        took = f" {record['duration']:.1f}s" if isinstance(record.get("duration"), int | float) else ""
-        lines.append(f"  {name}: {record.get('state', 'pending')}{took}")
-        error = record.get("error") or {}
-        if error:
-            lines.append(f"    error: {error.get('message')}")
-            lines.append(f"    hint: {error.get('hint')}")
-        if long:
-            lines += [f"    warning: {w}" for w in record.get("warnings") or []]
+def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[str, str]) -> str:
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
+
+    lines = [_headline(doc, interrupted), *(f"{key}: {value}" for key, value in guide.items() if value)]
+    lines += _waiting_line(doc)
+    for name in doc.step_names():
+        record = doc.record(name)
+        if long or record.state is not journal.StepState.DONE:
+            lines += _step_lines(name, record, long)
     return "\n".join(lines) + "\n"
 
 
+def _as_json(doc: journal.Document, interrupted: bool) -> dict[str, Any]:
+    return {**doc.to_storage(), "interrupted": interrupted}
+
+
 def run(args: argparse.Namespace) -> int:
-    doc, state = _read(args)
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
+
+    doc, interrupted = _read(args)
     deadline = time.monotonic() + args.timeout
-    while args.wait and state == "running" and time.monotonic() < deadline:
+    while args.wait and doc.state is journal.RunState.RUNNING and not interrupted and time.monotonic() < deadline:
         time.sleep(0.5)
-        doc, state = _read(args)
-    guide = _guide(doc, state, args)
+        doc, interrupted = _read(args)
+    guide = _guide(doc, interrupted, args)
     if args.output == "json":
-        sys.stdout.write(json.dumps({**doc, "state": state, **guide}, indent=2) + "\n")
+        sys.stdout.write(json.dumps({**_as_json(doc, interrupted), **guide}, indent=2) + "\n")
     else:
-        sys.stdout.write(_render(doc, state, args.long, guide))
-    return _EXIT.get(state, 1)
+        sys.stdout.write(_render(doc, interrupted, args.long, guide))
+    return INTERRUPTED_EXIT if interrupted else exit_codes()[doc.state]

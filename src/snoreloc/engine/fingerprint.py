@@ -1,7 +1,8 @@
 """Fingerprints: a stable hash of a step's inputs, so a re-run knows which steps must run again.
 
-Inputs are canonical JSON (sorted keys, no spaces); bytes become their SHA-256 first, so secret material
-never sits in memory longer than needed and is never stored: status.json keeps only the digests.
+Inputs are canonical JSON (sorted keys, no spaces); bytes, and dataclass fields kept out of `repr` (the model's
+mark for secret material, such as a parsed pull secret), become their SHA-256 first, so secret material never sits
+in the canonical text and is never stored: status.json keeps only the digests.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: _field(getattr(value, f.name), secret=not f.repr) for f in dataclasses.fields(value)}
     if isinstance(value, bytes):
         return "sha256:" + hashlib.sha256(value).hexdigest()
     if isinstance(value, enum.Enum):
@@ -27,6 +28,12 @@ def _plain(value: Any) -> Any:
         items = [_plain(v) for v in value]
         return sorted(items, key=json.dumps) if isinstance(value, set | frozenset) else items
     return value
+
+
+def _field(value: Any, *, secret: bool) -> Any:
+    if secret and not isinstance(value, bytes):
+        return "sha256:" + hashlib.sha256(canonical(value).encode()).hexdigest()
+    return _plain(value)
 
 
 def canonical(value: Any) -> str:

@@ -11,11 +11,9 @@ Waits are recorded from `snoreloc.waits`' notices: the first report opens one, t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from snoreloc.waits import Waiting
-
-__all__ = ["ROLLOUTS", "WAITS", "Log", "close_wait", "observe", "when"]
+__all__ = ["ROLLOUTS", "WAITS", "Ended", "Log", "close_wait", "observe", "when"]
 
 ROLLOUTS = "rollout_log"
 WAITS = "wait_log"
@@ -60,7 +58,20 @@ def observe(
     return True
 
 
-def close_wait(log: Log, wait: Waiting, finished: datetime) -> None:
+class Ended(Protocol):
+    """A wait that has ended (`journal.WaitRecord`, `waits.Waiting`)."""
+
+    @property
+    def step(self) -> str: ...
+    @property
+    def what(self) -> str: ...
+    @property
+    def budget(self) -> float: ...
+    @property
+    def since(self) -> datetime: ...
+
+
+def close_wait(log: Log, wait: Ended, finished: datetime) -> None:
     """Add a finished wait to the log."""
     log.append(
         {

@@ -1,9 +1,13 @@
 """The journal, `status.json`: the single source of truth of a relocation's progress.
 
-Every transition (step started, finished, failed; a rollout we set in motion) rewrites the whole file atomically:
-a temporary file in the same directory, fsync, rename over, fsync of the directory. A reader (or a run after a
-`kill -9` or a power cut) therefore sees either the previous or the next state, never a torn one. `status`,
-`analyze`, the console banner and the resumed run all read this file, and nothing else.
+Every transition (step started, finished, failed; a rollout we set in motion; the wait in progress) rewrites the
+whole file atomically: a temporary file in the same directory, fsync, rename over, fsync of the directory. A reader
+(or a run after a `kill -9` or a power cut) therefore sees either the previous or the next state, never a torn one.
+`status`, `analyze`, the report and the resumed run all read this file through `read`, and nothing else.
+
+The records are typed (`Document`, `StepRecord`, ...); `to_storage`/`from_storage` are the only places that know the
+JSON keys. Format 1 (snoreloc 0.1.0) also stored `_started_mono`, a monotonic clock reading meaningless in another
+process: format 2 keeps it in memory only and adds `waiting`. Both load; a newer format is refused by name.
 """
 
 from __future__ import annotations
@@ -15,16 +19,37 @@ import os
 import tempfile
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snoreloc import errors, redact, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import intervals
-from snoreloc.steps import base
 
-FORMAT_VERSION = 1
+if TYPE_CHECKING:  # the step contract pulls in the kubernetes client; `status` must not
+    from snoreloc.steps import base
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Document",
+    "ErrorRecord",
+    "Journal",
+    "RunInfo",
+    "RunState",
+    "SiteRef",
+    "StepRecord",
+    "StepState",
+    "TimingRow",
+    "WaitRecord",
+    "read",
+    "timings",
+    "write_atomic",
+]
+
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 class RunState(enum.Enum):
@@ -44,8 +69,240 @@ class StepState(enum.Enum):
     FAILED = "failed"
 
 
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds")
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="milliseconds")
+
+
+def _when(text: object) -> datetime | None:
+    return datetime.fromisoformat(text) if isinstance(text, str) and text else None
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Why a step or the run failed, with what to do about it."""
+
+    message: str
+    hint: str | None
+    exit_code: int
+
+    @classmethod
+    def of(cls, exc: errors.SnorelocError) -> ErrorRecord:
+        return cls(exc.message, exc.hint, int(exc.exit_code))
+
+    def to_storage(self) -> dict[str, Any]:
+        return {"message": self.message, "hint": self.hint, "exit_code": self.exit_code}
+
+    @classmethod
+    def from_storage(cls, data: object) -> ErrorRecord | None:
+        if not isinstance(data, Mapping) or not data:
+            return None
+        return cls(str(data.get("message", "")), data.get("hint"), int(data.get("exit_code", 1)))
+
+
+@dataclass(frozen=True)
+class SiteRef:
+    """The site-config a run worked from."""
+
+    name: str
+    fingerprint: str
+    path: str | None = None  # the file it was loaded from (`collect-logs` includes it, redacted)
+
+    def to_storage(self) -> dict[str, Any]:
+        return {"name": self.name, "fingerprint": self.fingerprint, "path": self.path}
+
+    @classmethod
+    def from_storage(cls, data: object) -> SiteRef | None:
+        if not isinstance(data, Mapping):
+            return None
+        path = data.get("path")
+        return cls(str(data.get("name", "")), str(data.get("fingerprint", "")), None if path is None else str(path))
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The process that ran last: its pid, when it started and finished, and how it was run."""
+
+    pid: int
+    started: datetime | None
+    finished: datetime | None
+    mode: str
+
+    def to_storage(self) -> dict[str, Any]:
+        return {"pid": self.pid, "started": _iso(self.started), "finished": _iso(self.finished), "mode": self.mode}
+
+    @classmethod
+    def from_storage(cls, data: object) -> RunInfo | None:
+        if not isinstance(data, Mapping):
+            return None
+        return cls(
+            int(data.get("pid", 0)), _when(data.get("started")), _when(data.get("finished")), str(data.get("mode", ""))
+        )
+
+
+@dataclass(frozen=True)
+class WaitRecord:
+    """What the run is waiting for right now (`snoreloc.waits`), as of the wait's last report."""
+
+    step: str
+    what: str
+    budget: float
+    since: datetime
+    elapsed: float
+    detail: str = ""
+
+    @classmethod
+    def of(cls, waiting: waits.Waiting) -> WaitRecord:
+        return cls(waiting.step, waiting.what, waiting.budget, waiting.since, waiting.elapsed, waiting.detail)
+
+    def to_storage(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "what": self.what,
+            "budget": self.budget,
+            "since": _iso(self.since),
+            "elapsed": self.elapsed,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_storage(cls, data: object) -> WaitRecord | None:
+        since = _when(data.get("since")) if isinstance(data, Mapping) else None
+        if not isinstance(data, Mapping) or since is None:
+            return None
+        fields = (str(data.get("step", "")), str(data.get("what", "")), float(data.get("budget", 0.0)))
+        return cls(*fields, since, float(data.get("elapsed", 0.0)), str(data.get("detail", "")))
+
+
+@dataclass
+class StepRecord:
+    """One step's last state. `duration` is in seconds; `skipped` is when a run last found it unchanged."""
+
+    state: StepState = StepState.PENDING
+    fingerprint: str | None = None
+    started: datetime | None = None
+    finished: datetime | None = None
+    duration: float | None = None
+    skipped: datetime | None = None
+    error: ErrorRecord | None = None
+    changed: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_storage(self) -> dict[str, Any]:
+        return {
+            "state": self.state.value,
+            "fingerprint": self.fingerprint,
+            "started": _iso(self.started),
+            "finished": _iso(self.finished),
+            "duration": self.duration,
+            "skipped": _iso(self.skipped),
+            "error": None if self.error is None else self.error.to_storage(),
+            "changed": list(self.changed),
+            "warnings": list(self.warnings),
+            "details": self.details,
+        }
+
+    @classmethod
+    def from_storage(cls, data: Mapping[str, Any]) -> StepRecord:
+        duration = data.get("duration")
+        return cls(
+            state=StepState(data.get("state", StepState.PENDING.value)),
+            fingerprint=data.get("fingerprint"),
+            started=_when(data.get("started")),
+            finished=_when(data.get("finished")),
+            duration=float(duration) if isinstance(duration, int | float) else None,
+            skipped=_when(data.get("skipped")),
+            error=ErrorRecord.from_storage(data.get("error")),
+            changed=list(data.get("changed") or []),
+            warnings=list(data.get("warnings") or []),
+            details=dict(data.get("details") or {}),
+        )
+
+
+@dataclass
+class Document:
+    """The whole of status.json. `rollouts` are the rollouts we set in motion and have not yet seen settle."""
+
+    state: RunState = RunState.NEW
+    order: list[str] = field(default_factory=list)
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    rollouts: dict[str, datetime] = field(default_factory=dict)
+    site: SiteRef | None = None
+    run: RunInfo | None = None
+    error: ErrorRecord | None = None
+    waiting: WaitRecord | None = None
+    rollout_log: intervals.Log = field(default_factory=list)  # the timeline's rollouts (engine/intervals.py)
+    wait_log: intervals.Log = field(default_factory=list)  # and its finished waits
+
+    def step_names(self) -> list[str]:
+        """The steps in run order (a journal written before `order` was known: in the order recorded)."""
+        return list(self.order) or list(self.steps)
+
+    def record(self, name: str) -> StepRecord:
+        return self.steps.get(name) or StepRecord()
+
+    def to_storage(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION,
+            "state": self.state.value,
+            "order": list(self.order),
+            "steps": {name: record.to_storage() for name, record in self.steps.items()},
+            "rollouts": {name: _iso(when) for name, when in self.rollouts.items()},
+            "site_config": None if self.site is None else self.site.to_storage(),
+            "run": None if self.run is None else self.run.to_storage(),
+            "error": None if self.error is None else self.error.to_storage(),
+            "waiting": None if self.waiting is None else self.waiting.to_storage(),
+            intervals.ROLLOUTS: list(self.rollout_log),
+            intervals.WAITS: list(self.wait_log),
+        }
+
+    @classmethod
+    def from_storage(cls, data: Mapping[str, Any]) -> Document:
+        """Formats 1 and 2; a step's `_started_mono` (format 1) is ignored."""
+        rollouts = {name: _when(when) for name, when in (data.get("rollouts") or {}).items()}
+        return cls(
+            state=RunState(data.get("state", RunState.NEW.value)),
+            order=[str(name) for name in data.get("order") or []],
+            steps={name: StepRecord.from_storage(rec) for name, rec in (data.get("steps") or {}).items()},
+            rollouts={name: when for name, when in rollouts.items() if when is not None},
+            site=SiteRef.from_storage(data.get("site_config")),
+            run=RunInfo.from_storage(data.get("run")),
+            error=ErrorRecord.from_storage(data.get("error")),
+            waiting=WaitRecord.from_storage(data.get("waiting")),
+            rollout_log=[dict(entry) for entry in data.get(intervals.ROLLOUTS) or []],
+            wait_log=[dict(entry) for entry in data.get(intervals.WAITS) or []],
+        )
+
+
+@dataclass(frozen=True)
+class TimingRow:
+    """One step's timing, as `analyze` and the report show it."""
+
+    step: str
+    state: StepState
+    started: datetime | None
+    finished: datetime | None
+    seconds: float | None
+    skipped_at: datetime | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "state": self.state.value,
+            "started": _iso(self.started),
+            "finished": _iso(self.finished),
+            "seconds": self.seconds,
+            "skipped_at": _iso(self.skipped_at),
+        }
+
+
+def timings(doc: Document) -> list[TimingRow]:
+    """The per-step timing rows, in run order: the one source for `analyze` and the report."""
+    rows = []
+    for name in doc.step_names():
+        rec = doc.record(name)
+        rows.append(TimingRow(name, rec.state, rec.started, rec.finished, rec.duration, rec.skipped))
+    return rows
 
 
 def write_atomic(path: Path, data: str, mode: int = 0o600) -> None:
@@ -69,15 +326,27 @@ def write_atomic(path: Path, data: str, mode: int = 0o600) -> None:
         os.close(dir_fd)
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> Document:
     """The journal's content, or an empty one when there is none yet."""
     try:
-        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return {"version": FORMAT_VERSION, "state": RunState.NEW.value, "steps": {}, "order": [], "rollouts": {}}
+        return Document()
     except (OSError, ValueError) as exc:
         raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file to start afresh.") from exc
-    return doc
+    if not isinstance(data, Mapping):
+        raise errors.UnavailableError(f"cannot read {path}: not a JSON object", hint="Remove the file to start afresh.")
+    version = data.get("version", 1)
+    if version not in READABLE_VERSIONS:
+        raise errors.UnavailableError(
+            f"{path} has journal format {version!r}; this snoreloc reads formats "
+            f"{', '.join(map(str, READABLE_VERSIONS))}",
+            hint="Use the snoreloc version that wrote it (a newer one), or remove the file to start afresh.",
+        )
+    try:
+        return Document.from_storage(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file to start afresh.") from exc
 
 
 class Journal:
@@ -87,107 +356,119 @@ class Journal:
         self.path = path
         self._clock = clock
         self._lock = threading.RLock()
-        self.doc = read(path)
-        self.doc.setdefault("rollouts", {})
-        self.doc.setdefault("steps", {})
-        self._waiting: waits.Waiting | None = None
+        self._doc = read(path)
+        self._started_mono: dict[str, float] = {}  # per running step; meaningless outside this process
 
     # --- reading ------------------------------------------------------------------------------------------------
 
-    def step(self, name: str) -> dict[str, Any]:
+    @property
+    def doc(self) -> Document:
+        """A copy of the whole journal, safe to read while the run goes on."""
         with self._lock:
-            return copy.deepcopy(self.doc["steps"].get(name, {}))
+            return copy.deepcopy(self._doc)
+
+    def step(self, name: str) -> StepRecord:
+        with self._lock:
+            return copy.deepcopy(self._doc.record(name))
 
     def is_done(self, name: str, fingerprint: str) -> bool:
         record = self.step(name)
-        return record.get("state") == StepState.DONE.value and record.get("fingerprint") == fingerprint
+        return record.state is StepState.DONE and record.fingerprint == fingerprint
 
     # --- writing ------------------------------------------------------------------------------------------------
 
     def _save(self) -> None:
-        text = redact.redact(json.dumps(self.doc, indent=2, sort_keys=True, default=str))
+        text = redact.redact(json.dumps(self._doc.to_storage(), indent=2, sort_keys=True, default=str))
         write_atomic(self.path, text + "\n")
 
-    def begin_run(self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str) -> None:
+    def begin_run(
+        self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str, site_path: str | None = None
+    ) -> None:
+        """`site_path` is the file the site-config was loaded from (`collect-logs` includes it, redacted)."""
         with self._lock:
-            self.doc.update(
-                version=FORMAT_VERSION,
-                state=RunState.RUNNING.value,
-                site_config={"name": site_name, "fingerprint": site_fingerprint},
-                order=order,
-                run={"pid": os.getpid(), "started": _iso(self._clock.now()), "finished": None, "mode": mode},
-                error=None,
-            )
+            doc = self._doc
+            doc.state, doc.order, doc.error, doc.waiting = RunState.RUNNING, list(order), None, None
+            doc.site = SiteRef(site_name, site_fingerprint, site_path)
+            doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode)
             for name in order:
-                self.doc["steps"].setdefault(name, {"state": StepState.PENDING.value})
-            self.doc[intervals.ROLLOUTS], self.doc[intervals.WAITS] = [], []  # a new run draws its own timeline
+                doc.steps.setdefault(name, StepRecord())
+            doc.rollout_log, doc.wait_log = [], []  # a new run draws its own timeline
             self._save()
 
     def start_step(self, name: str, fingerprint: str) -> None:
         with self._lock:
-            record = self.doc["steps"].setdefault(name, {})
-            record.update(
-                state=StepState.RUNNING.value,
-                fingerprint=fingerprint,
-                started=_iso(self._clock.now()),
-                finished=None,
-                error=None,
-                _started_mono=self._clock.monotonic(),
-            )
+            record = self._doc.steps.setdefault(name, StepRecord())
+            record.state, record.fingerprint, record.error = StepState.RUNNING, fingerprint, None
+            record.started, record.finished = self._clock.now(), None
+            self._started_mono[name] = self._clock.monotonic()
             self._save()
 
-    def _close_step(self, name: str, state: StepState) -> dict[str, Any]:
-        record: dict[str, Any] = self.doc["steps"].setdefault(name, {})
-        started = record.pop("_started_mono", None)
-        record.update(state=state.value, finished=_iso(self._clock.now()))
+    def _close_step(self, name: str, state: StepState) -> StepRecord:
+        record = self._doc.steps.setdefault(name, StepRecord())
+        record.state, record.finished = state, self._clock.now()
+        started = self._started_mono.pop(name, None)
         if started is not None:
-            record["duration"] = round(self._clock.monotonic() - started, 3)
+            record.duration = round(self._clock.monotonic() - started, 3)
+        self._doc.waiting = None
         return record
 
     def finish_step(self, name: str, outcome: base.Outcome) -> None:
         with self._lock:
             record = self._close_step(name, StepState.DONE)
-            record.update(changed=list(outcome.changed), warnings=list(outcome.warnings), details=dict(outcome.details))
-            for rollout, written in outcome.rollouts.items():
-                self.doc["rollouts"][rollout] = _iso(written)
+            record.changed, record.warnings = list(outcome.changed), list(outcome.warnings)
+            record.details = dict(outcome.details)
+            self._doc.rollouts.update(outcome.rollouts)
             self._save()
 
     def skip_step(self, name: str) -> None:
         """Inputs unchanged and verified: keep the record, note that this run skipped it."""
         with self._lock:
-            self.doc["steps"].setdefault(name, {})["skipped"] = _iso(self._clock.now())
+            self._doc.steps.setdefault(name, StepRecord()).skipped = self._clock.now()
             self._save()
 
     def fail_step(self, name: str, exc: errors.SnorelocError) -> None:
         with self._lock:
-            record = self._close_step(name, StepState.FAILED)
-            record["error"] = {"message": exc.message, "hint": exc.hint, "exit_code": int(exc.exit_code)}
+            self._close_step(name, StepState.FAILED).error = ErrorRecord.of(exc)
             self._save()
 
     def end_run(self, state: RunState, error: errors.SnorelocError | None = None) -> None:
         with self._lock:
-            self.doc["state"] = state.value
-            self.doc.setdefault("run", {})["finished"] = _iso(self._clock.now())
+            doc = self._doc
+            doc.state, doc.waiting = state, None
+            run = doc.run or RunInfo(os.getpid(), None, None, "")
+            doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode)
             if error is not None:
-                self.doc["error"] = {"message": error.message, "hint": error.hint, "exit_code": int(error.exit_code)}
+                doc.error = ErrorRecord.of(error)
             self._save()
 
     def reset(self, state: RunState) -> None:
         """Forget every step (after a rollback): the next run starts from the beginning."""
         with self._lock:
-            self.doc.update(state=state.value, steps={}, rollouts={})
+            self._doc.state, self._doc.steps, self._doc.rollouts, self._doc.waiting = state, {}, {}, None
+            self._doc.rollout_log, self._doc.wait_log = [], []
             self._save()
+
+    def on_wait(self, waiting: waits.Waiting | None) -> None:
+        """A `snoreloc.waits` subscriber: record the wait in progress (None: it ended)."""
+        with self._lock:
+            record = None if waiting is None else WaitRecord.of(waiting)
+            ended = self._doc.waiting if record is None else None
+            if ended is not None:  # the timeline keeps it (engine/intervals.py)
+                intervals.close_wait(self._doc.wait_log, ended, self._clock.now())
+            if record != self._doc.waiting:
+                self._doc.waiting = record
+                self._save()
 
     # --- context.Rollouts ---------------------------------------------------------------------------------------
 
     def pending(self) -> Mapping[str, datetime]:
         with self._lock:
-            return {name: datetime.fromisoformat(when) for name, when in self.doc["rollouts"].items()}
+            return dict(self._doc.rollouts)
 
     def settled(self, names: list[str]) -> None:
         with self._lock:
             for name in names:
-                self.doc["rollouts"].pop(name, None)
+                self._doc.rollouts.pop(name, None)
             self._save()
 
     # --- the timeline's record (engine/intervals.py) -------------------------------------------------------------
@@ -195,19 +476,7 @@ class Journal:
     def observe(self, name: str, busy: bool, since: datetime) -> None:
         """A rollout's condition as seen now (context.Rollouts): kept as an interval for the timeline."""
         with self._lock:
-            log = self.doc.setdefault(intervals.ROLLOUTS, [])
-            started = intervals.when(self.doc.get("run", {}).get("started"))
-            written = intervals.when(self.doc["rollouts"].get(name))
-            if intervals.observe(log, name, busy, since, run_started=started, written=written):
-                self._save()
-
-    def waiting(self, state: waits.Waiting | None) -> None:
-        """A `snoreloc.waits` notice: the wait's interval is journalled when it ends."""
-        with self._lock:
-            if state is not None:
-                self._waiting = self._waiting or state
-                return
-            if self._waiting is not None:
-                intervals.close_wait(self.doc.setdefault(intervals.WAITS, []), self._waiting, self._clock.now())
-                self._waiting = None
+            started = self._doc.run.started if self._doc.run else None
+            written = self._doc.rollouts.get(name)
+            if intervals.observe(self._doc.rollout_log, name, busy, since, run_started=started, written=written):
                 self._save()

@@ -1,4 +1,6 @@
-"""One run at a time: an flock on `run/snoreloc/lock`. A second run is refused at once (exit 69), never queued.
+"""One run at a time per state directory: an flock on `<state dir>/lock`. A second run is refused at once (exit 69),
+never queued. The lock sits with the state it guards, so runs against two clusters with two state directories
+(`--state-dir`) proceed side by side, and `--root` moves it with everything else.
 
 The kernel drops an flock when its holder dies, so a `kill -9` leaves no stale lock behind.
 """

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from snoreloc import errors, waits
+from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import page, paths, pipeline, report, runner, view
@@ -103,7 +103,16 @@ def node_steps(host: HostServices) -> list[base.Step]:
 
 
 def relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    """Run the whole relocation; on success kubelet is enabled again and the seal marker is removed."""
+    """Run the whole relocation; on success kubelet is enabled again and the seal marker is removed. Everything is
+    also logged (debug, redacted) to the state directory's `snoreloc.log`, as `run --cluster-only` does."""
+    if req.options.dry_run:
+        return _relocate(req, svc)
+    req.paths.ensure()
+    with logs.file_log(req.paths.log):
+        return _relocate(req, svc)
+
+
+def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
     steps = node_steps(svc.host) + pipeline.cluster_steps()
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:

@@ -38,9 +38,8 @@ class Paths:
 
     @property
     def lock(self) -> Path:
-        if self.root == Path("/") or self.state_dir.is_relative_to(self.root):
-            return self.root / "run/snoreloc/lock"
-        return self.state_dir / "lock"  # a free-standing --state-dir keeps its own lock beside it
+        """Beside the state it guards: two state directories (two clusters from one workstation) never share it."""
+        return self.state_dir / "lock"
 
     def ensure(self) -> None:
         """Create the state directory (0700) and the backups directory (0700)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from snoreloc import waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, paths, report, runner
@@ -74,11 +73,9 @@ def execute(
     with lock.RunLock(request.paths.lock):
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
-        unsubscribe = waits.subscribe(jour.waiting)
         try:
             return runner.Runner(steps or cluster_steps(), ctx, jour, request.options, progress).run()
         finally:
-            unsubscribe()
             report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
 
 

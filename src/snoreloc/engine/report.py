@@ -15,37 +15,27 @@ from snoreloc.engine import journal
 from snoreloc.siteconfig import model
 
 
-def build(site: model.SiteConfig, doc: dict[str, Any], extra_warnings: list[str] | None = None) -> dict[str, Any]:
-    steps = doc.get("steps", {})
-    order = doc.get("order") or list(steps)
-    changed = [item for name in order for item in steps.get(name, {}).get("changed") or []]
-    warnings = [w for name in order for w in steps.get(name, {}).get("warnings") or []] + list(extra_warnings or [])
-    routes = steps.get("routes", {}).get("details", {}).get("routes", [])
-    timings = [
-        {
-            "step": name,
-            "state": steps.get(name, {}).get("state", "pending"),
-            "started": steps.get(name, {}).get("started"),
-            "finished": steps.get(name, {}).get("finished"),
-            "seconds": steps.get(name, {}).get("duration"),
-            "skipped_at": steps.get(name, {}).get("skipped"),
-        }
-        for name in order
-    ]
+def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[str] | None = None) -> dict[str, Any]:
+    records = [doc.record(name) for name in doc.step_names()]
+    changed = [item for rec in records for item in rec.changed]
+    warnings = [w for rec in records for w in rec.warnings] + list(extra_warnings or [])
     return {
         "site": site.name,
         "domain": site.domain,
-        "state": doc.get("state"),
+        "state": doc.state.value,
         "urls": {
             "console": f"https://{site.console_host}",
             "oauth_login": f"https://{site.oauth_host}",
             "api": f"https://{site.api_host}:6443",
         },
         "changed": changed,
-        "routes": routes,
-        "steps": timings,
+        "routes": doc.record("routes").details.get("routes", []),
+        "kept": [
+            item for rec in records for item in rec.details.get("kept") or []
+        ],  # users' settings left as they were
+        "steps": [row.as_json() for row in journal.timings(doc)],
         "warnings": sorted(set(warnings), key=warnings.index),
-        "error": doc.get("error"),
+        "error": None if doc.error is None else doc.error.to_storage(),
     }
 
 
@@ -67,5 +57,6 @@ def render(rep: dict[str, Any]) -> str:
     if rep["routes"]:
         lines.append(f"routes ({len(rep['routes'])}):")
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
+    lines += [f"kept: {k}" for k in rep.get("kept") or []]
     lines += [f"warning: {w}" for w in rep["warnings"]]
     return redact.redact("\n".join(lines) + "\n")

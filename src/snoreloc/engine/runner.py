@@ -12,8 +12,9 @@ import enum
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from snoreloc import errors
+from snoreloc import errors, waits
 from snoreloc.engine import fingerprint, journal
 from snoreloc.steps import base, context
 
@@ -121,14 +122,23 @@ class Runner:
     def run(self) -> Result:
         """Run the selected steps; on the first failure journal it and raise it."""
         selected = _selected(self.steps, self.options)
+        if self.options.dry_run:
+            return self._run_selected(selected)
+        self.journal.begin_run(
+            site_name=self.ctx.site.name,
+            site_fingerprint=fingerprint.of(self.ctx.site),
+            site_path=self.ctx.site.source_path and str(Path(self.ctx.site.source_path).resolve()),
+            order=[s.name for s in self.steps],
+            mode=self.options.mode,
+        )
+        unsubscribe = waits.subscribe(self.journal.on_wait)  # `snoreloc status` shows the wait in progress
+        try:
+            return self._run_selected(selected)
+        finally:
+            unsubscribe()
+
+    def _run_selected(self, selected: list[base.Step]) -> Result:
         result = Result()
-        if not self.options.dry_run:
-            self.journal.begin_run(
-                site_name=self.ctx.site.name,
-                site_fingerprint=fingerprint.of(self.ctx.site),
-                order=[s.name for s in self.steps],
-                mode=self.options.mode,
-            )
         for step in selected:
             try:
                 self._run_step(step, result)
@@ -147,7 +157,7 @@ class Runner:
         if self.options.dry_run:
             return journal.RunState.NEW
         recorded = [self.journal.step(s.name) for s in self.steps]
-        if any(r.get("state") != journal.StepState.DONE.value for r in recorded):
+        if any(r.state is not journal.StepState.DONE for r in recorded):
             return journal.RunState.PARTIAL
-        warned = any(r.get("warnings") for r in recorded) or result.warnings
+        warned = any(r.warnings for r in recorded) or result.warnings
         return journal.RunState.DONE_WITH_WARNINGS if warned else journal.RunState.DONE

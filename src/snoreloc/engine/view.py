@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from snoreloc import errors, redact, waits
-from snoreloc.engine import intervals
+from snoreloc.engine import intervals, journal
 from snoreloc.engine import timeline as drawing
 
 __all__ = [
@@ -159,19 +159,18 @@ class RunFacts:
     exit_code: int | None = None
 
 
-def _step_facts(name: str, record: Mapping[str, Any]) -> StepFacts:
-    error = record.get("error") or {}
-    seconds = record.get("duration")
+def _step_facts(name: str, record: journal.StepRecord) -> StepFacts:
+    error = record.error
     return StepFacts(
         name=name,
-        state=str(record.get("state", "pending")),
-        started=intervals.when(record.get("started")),
-        finished=intervals.when(record.get("finished")),
-        seconds=float(seconds) if isinstance(seconds, int | float) else None,
-        skipped=bool(record.get("skipped")),
-        error=redact.redact(str(error.get("message") or "")),
-        hint=redact.redact(str(error.get("hint") or "")),
-        warnings=tuple(redact.redact(str(w)) for w in record.get("warnings") or []),
+        state=record.state.value,
+        started=record.started,
+        finished=record.finished,
+        seconds=record.duration,
+        skipped=record.skipped is not None,
+        error=redact.redact(error.message) if error else "",
+        hint=redact.redact(error.hint or "") if error else "",
+        warnings=tuple(redact.redact(str(w)) for w in record.warnings),
     )
 
 
@@ -185,22 +184,20 @@ def _intervals(entries: Iterable[Mapping[str, Any]], key: str) -> tuple[Interval
     return tuple(sorted(found, key=lambda i: i.started))
 
 
-def facts(doc: Mapping[str, Any]) -> RunFacts:
-    """The journal document (`journal.read`) as plain facts."""
-    steps = doc.get("steps") or {}
-    run = doc.get("run") or {}
-    error = doc.get("error") or {}
+def facts(doc: journal.Document) -> RunFacts:
+    """The journal (`journal.read`, `Journal.doc`) as plain facts: the one place here that reads its records."""
+    error = doc.error
     return RunFacts(
-        site=redact.redact(str((doc.get("site_config") or {}).get("name", ""))),
-        state=str(doc.get("state", "new")),
-        steps=tuple(_step_facts(name, steps.get(name, {})) for name in doc.get("order") or steps),
-        started=intervals.when(run.get("started")),
-        finished=intervals.when(run.get("finished")),
-        rollouts=_intervals(doc.get(intervals.ROLLOUTS) or [], "name"),
-        waits=_intervals(doc.get(intervals.WAITS) or [], "step"),
-        error=redact.redact(str(error.get("message") or "")),
-        hint=redact.redact(str(error.get("hint") or "")),
-        exit_code=error.get("exit_code"),
+        site=redact.redact(doc.site.name if doc.site else ""),
+        state=doc.state.value,
+        steps=tuple(_step_facts(name, doc.record(name)) for name in doc.step_names()),
+        started=doc.run.started if doc.run else None,
+        finished=doc.run.finished if doc.run else None,
+        rollouts=_intervals(doc.rollout_log, "name"),
+        waits=_intervals(doc.wait_log, "step"),
+        error=redact.redact(error.message) if error else "",
+        hint=redact.redact(error.hint or "") if error else "",
+        exit_code=error.exit_code if error else None,
     )
 
 

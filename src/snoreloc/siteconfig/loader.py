@@ -16,18 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from snoreloc import errors, redact
-from snoreloc.pki import certs
 from snoreloc.siteconfig import findings, model, schema, semantic, structural, yamlpos
 
 LOG = logging.getLogger(__name__)
-
-# Values shown masked by `--annotate`: inline private keys and pull secrets.
-SECRET_PATHS: tuple[findings.Path, ...] = (
-    ("spec", "certificates", "api", "key", "pem"),
-    ("spec", "certificates", "ingress", "key", "pem"),
-    ("spec", "pullSecret", "inline"),
-    ("spec", "pullSecret", "json"),
-)
 
 
 @dataclass(frozen=True)
@@ -99,7 +90,7 @@ def validate_bytes(raw: bytes, *, base_dir: str, source: str, now: dt.datetime |
     errs = _sorted([p for p in problems if p.severity == findings.Severity.ERROR.value])
     warns = _sorted([p for p in problems if p.severity != findings.Severity.ERROR.value])
     config = _build(doc.data, checked, source) if checked is not None and not errs else None
-    spans = tuple(doc.spans[p] for p in SECRET_PATHS if p in doc.spans)
+    spans = tuple(doc.spans[p] for p in schema.SECRET_PATHS if p in doc.spans)
     return Report(source, errs, warns, config, raw.decode("utf-8"), spans)
 
 
@@ -122,11 +113,10 @@ def _pair(checked: semantic.Checked, which: str) -> model.CertKeyPair | None:
 
 
 def _pull_secret(spec: Mapping[str, Any], checked: semantic.Checked) -> model.PullSecret | None:
-    raw = checked.sources.get(("spec", "pullSecret"))
-    if raw is None:
+    if checked.pull_secret is None:
         return None
     mode = model.PullSecretMode(spec["pullSecret"].get("mode", model.PullSecretMode.REPLACE.value))
-    return model.PullSecret(raw, mode)
+    return model.PullSecret(checked.pull_secret, mode)
 
 
 def _mirrors(entries: Any) -> tuple[model.Mirror, ...]:
@@ -136,13 +126,18 @@ def _mirrors(entries: Any) -> tuple[model.Mirror, ...]:
 def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[model.RegistryCA, ...]:
     out = []
     for index, entry in enumerate(spec.get("registryCA") or ()):
-        bundle = certs.pem_bundle(certs.parse_chain(checked.sources[("spec", "registryCA", index, "certificate")]))
+        bundle = checked.sources[("spec", "registryCA", index, "certificate")]  # already a clean PEM bundle
         out.append(model.RegistryCA(entry["registry"], bundle.decode("ascii")))
     return tuple(out)
 
 
+def _routes(values: Mapping[str, Any]) -> model.Routes:
+    default = model.Routes().own_certificates.value
+    return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
+
+
 def _timeouts(values: Mapping[str, int]) -> model.Timeouts:
-    return model.Timeouts(**{schema.TIMEOUT_FIELDS[key]: value for key, value in values.items()})
+    return model.Timeouts(**{schema.TIMEOUT_FIELDS[k]: v for k, v in values.items() if k in schema.TIMEOUT_FIELDS})
 
 
 def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
@@ -172,6 +167,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         registry_ca=_registry_cas(spec, checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
+        routes=_routes(spec.get("routes") or {}),
         progress_page=_progress_page(spec.get("progressPage") or {}),
         source_path=source,
     )

@@ -1,13 +1,15 @@
 """The site-config as the rest of snoreloc sees it: frozen, typed, already validated.
 
 The loader turns a YAML document into these values only after the schema and every semantic check have passed,
-so steps never re-check input. Secret material (keys, pull secrets) is held as bytes and never appears in
-`repr`, so an accidental log line shows a placeholder instead.
+so steps never re-check or re-parse input: the pull secret arrives parsed, CA bundles cleaned, certificate pairs
+checked for the names in `served_names`. Secret material (keys, the pull secret) is kept out of `repr`, so an
+accidental log line shows a placeholder instead, and out of step fingerprints, which hash such fields whole.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +23,33 @@ class CertKeyPair:
 
     cert_pem: bytes
     key_pem: bytes = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ServedNames:
+    """The names one serving certificate is for: what a user's must cover, and what snoreloc issues its own for.
+
+    `required` is what the cluster serves with it. The API's namedCertificate is chosen by SNI for `api.<domain>`
+    only; `api-int.<domain>` (what the node itself dials) keeps the internal load-balancer certificate, and OpenShift
+    says not to give it a named certificate (the cluster degrades): "Adding API server certificates",
+    access.redhat.com/documentation/.../openshift_container_platform/4.7/html/security_and_compliance/
+    api-server-certificates. The router serves routes at `<route>.apps.<domain>` with the IngressController's
+    default certificate: "User-provided certificates for default ingress", docs.openshift.com/container-platform/
+    4.6/security/certificate_types_descriptions/user-provided-certificates-for-default-ingress.html.
+    `issued` adds names that cost nothing in our own certificates, for clients that ask for them.
+    """
+
+    required: tuple[str, ...]
+    issued: tuple[str, ...]
+
+
+def served_names(which: str, domain: str) -> ServedNames:
+    """The names of the `api` or `ingress` certificate (the keys of `spec.certificates`) for `domain`."""
+    if which == "api":
+        return ServedNames((f"api.{domain}",), (f"api.{domain}", f"api-int.{domain}"))
+    if which == "ingress":
+        return ServedNames((f"*.apps.{domain}",), (f"*.apps.{domain}", f"apps.{domain}"))
+    raise ValueError(f"no certificate {which!r}; there are api and ingress")
 
 
 @dataclass(frozen=True)
@@ -38,10 +67,15 @@ class PullSecretMode(enum.Enum):
 
 @dataclass(frozen=True)
 class PullSecret:
-    """A dockerconfigjson document (`{"auths": {...}}`) and how to combine it with the cluster's."""
+    """A checked dockerconfigjson document, parsed (`{"auths": {registry: {...}}}`), and how to combine it."""
 
-    dockerconfigjson: bytes = field(repr=False)
+    document: Mapping[str, Any] = field(repr=False)
     mode: PullSecretMode = PullSecretMode.REPLACE
+
+    @property
+    def auths(self) -> Mapping[str, Any]:
+        auths: Mapping[str, Any] = self.document["auths"]
+        return auths
 
 
 @dataclass(frozen=True)
@@ -66,7 +100,6 @@ class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
     total: int = 3600
-    site_config: int = 600
     network_probe: int = 120
     api: int = 1200
     settle: int = 1800
@@ -78,6 +111,20 @@ class Kubelet:
 
     node_name: str | None = None  # default: the host's name
     approve_csrs: bool = True
+
+
+class OwnCertificates(enum.Enum):
+    """What to do with a route whose own certificate (`spec.tls.certificate`) would not cover its new host."""
+
+    MOVE_AND_WARN = "move-and-warn"  # move it like the others; a warning names it (exit 2)
+    KEEP_HOST = "keep-host"  # leave it on its factory host; a warning names it (exit 2)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """How user routes are moved to the new apps domain."""
+
+    own_certificates: OwnCertificates = OwnCertificates.MOVE_AND_WARN
 
 
 @dataclass(frozen=True)
@@ -104,6 +151,7 @@ class SiteConfig:
     registry_ca: tuple[RegistryCA, ...] = ()
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
+    routes: Routes = Routes()
     progress_page: ProgressPage = ProgressPage()
     source_path: str | None = None
 
@@ -111,9 +159,8 @@ class SiteConfig:
     def api_host(self) -> str:
         return f"api.{self.domain}"
 
-    @property
-    def api_int_host(self) -> str:
-        return f"api-int.{self.domain}"
+    def names_for(self, which: str) -> ServedNames:
+        return served_names(which, self.domain)
 
     @property
     def apps_domain(self) -> str:

@@ -7,7 +7,9 @@ are errors everywhere we own the shape, because a typo'd optional field would ot
 site nobody can reach.
 
 Two keywords of our own ride along (JSON Schema ignores unknown keywords): `x-message`, the sentence shown when a
-`pattern` or a combinator in that subschema fails, and `x-secret`, marking values never to be echoed.
+`pattern` or a combinator in that subschema fails, and `x-secret`, marking values never to be echoed. The lists of
+secret fields (`SECRET_PATHS`, `AUTH_SECRET_FIELDS`) and of ignored fields (`DEPRECATED_PATHS`, the standard
+`deprecated` keyword) are read from the schema itself, so marking a property here is the whole change.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import findings, model
 
 SCHEMA_ID = "https://snoreloc.io/schemas/site-config-v1alpha1.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -56,14 +58,12 @@ BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3a
 # Bounds of every timeout override, seconds: (minimum, maximum). Defaults live in model.Timeouts.
 TIMEOUT_BOUNDS: dict[str, tuple[int, int]] = {
     "total": (600, 86400),
-    "siteConfig": (0, 3600),
     "networkProbe": (10, 1800),
     "api": (60, 7200),
     "settle": (300, 14400),
 }
 TIMEOUT_FIELDS = {
     "total": "total",
-    "siteConfig": "site_config",
     "networkProbe": "network_probe",
     "api": "api",
     "settle": "settle",
@@ -315,7 +315,7 @@ def _pull_secret() -> dict[str, Any]:
             {
                 "file": _file_ref("File holding the pull secret JSON", "pull-secret.json"),
                 "inline": _prop(
-                    "The pull secret as YAML/JSON data.",
+                    "The pull secret as YAML/JSON data; each `auths` entry as `$defs/dockerAuth` describes.",
                     [{"auths": {"registry.example.com:8443": {"auth": "ZmFrZS11c2VyOmZha2UtcGFzcw=="}}}],
                     type="object",
                     **{"x-secret": True},
@@ -348,6 +348,29 @@ def _pull_secret() -> dict[str, Any]:
     )
 
 
+def _docker_auth() -> dict[str, Any]:
+    """One entry of a dockerconfigjson's `auths`; its `x-secret` fields are the ones redacted wherever they appear.
+
+    Published for editors and readers; the entries themselves are checked by `semantic` (whichever of `file`,
+    `inline` or `json` they come from), so one message covers all three.
+    """
+    secret = {"type": "string", "x-secret": True}
+    return _prop(
+        "Credentials for one registry: `auth` (base64 of `user:password`), or `username` and `password`.",
+        [{"auth": "ZmFrZS11c2VyOmZha2UtcGFzcw=="}],
+        type="object",
+        properties={
+            "auth": _prop("base64 of `user:password`.", ["ZmFrZS11c2VyOmZha2UtcGFzcw=="], **secret),
+            "username": _prop("User name (with `password`).", ["fake-user"], type="string"),
+            "password": _prop("Password (with `username`).", ["fake-pass"], **secret),
+            "identitytoken": _prop("An OAuth identity token.", ["fake-identity-token"], **secret),
+            "registrytoken": _prop("A registry bearer token.", ["fake-registry-token"], **secret),
+            "email": _prop("Unused by the cluster; allowed.", ["ops@example.com"], type="string"),
+        },
+        additionalProperties=True,
+    )
+
+
 def _registry_ca() -> dict[str, Any]:
     return _obj(
         {
@@ -368,7 +391,6 @@ def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
         "total": "the whole run",
-        "siteConfig": "waiting for the site-config medium to appear",
         "networkProbe": "probing gateway, DNS and API after the network change before rolling it back",
         "api": "waiting for the Kubernetes API after kubelet starts",
         "settle": "waiting for cluster operators and rollouts to settle, and, before any change, for a freshly "
@@ -384,6 +406,14 @@ def _timeouts() -> dict[str, Any]:
             minimum=low,
             maximum=high,
         )
+    # Read from the very file it would bound, so it can bound nothing: kept only so old site-configs still validate.
+    properties["siteConfig"] = _prop(
+        "Ignored: a site-config cannot bound the wait for its own arrival (the agent's discovery timeout does). "
+        "Remove it; `validate` warns while it is set.",
+        [600],
+        type="integer",
+        deprecated=True,
+    )
     return _prop("Overrides of the bounded waits, in seconds.", [{"total": 5400, "settle": 2700}], **_obj(properties))
 
 
@@ -403,6 +433,24 @@ def _kubelet() -> dict[str, Any]:
                 ),
                 "approveCSRs": _prop(
                     "Approve this node's pending kubelet certificate requests (only its own).", [True], type="boolean"
+                ),
+            }
+        ),
+    )
+
+
+def _routes() -> dict[str, Any]:
+    return _prop(
+        "How user routes move to the new apps domain.",
+        [{"ownCertificates": "keep-host"}],
+        **_obj(
+            {
+                "ownCertificates": _prop(
+                    "A route with its own certificate (spec.tls.certificate) that would not cover its new host: "
+                    "`move-and-warn` (default) moves it and warns; `keep-host` leaves it on its factory host and "
+                    "warns. Either way `plan` and the report name it.",
+                    ["keep-host"],
+                    enum=[choice.value for choice in model.OwnCertificates],
                 ),
             }
         ),
@@ -473,6 +521,7 @@ def _spec() -> dict[str, Any]:
                 ),
                 "timeouts": _timeouts(),
                 "kubelet": _kubelet(),
+                "routes": _routes(),
                 "progressPage": _progress_page(),
             },
             ("domain",),
@@ -545,11 +594,50 @@ def build() -> dict[str, Any]:
             },
             ("apiVersion", "kind", "metadata", "spec"),
         ),
+        "$defs": {"dockerAuth": _docker_auth()},
     }
 
 
 SCHEMA: dict[str, Any] = build()
 NETWORK_SCHEMA: dict[str, Any] = {"$schema": DIALECT, **_nmstate()}
+
+
+def marked(keyword: str, node: Any = None, path: findings.Path = ()) -> tuple[findings.Path, ...]:
+    """Document paths of the properties whose schema carries `keyword` (not looking inside such a property).
+
+    Only named properties are followed; the ones under a list or a free-form mapping have no fixed path.
+    """
+    node = SCHEMA if node is None else node
+    if not isinstance(node, dict):
+        return ()
+    if node.get(keyword) and path:
+        return (path,)
+    found: tuple[findings.Path, ...] = ()
+    for name, child in (node.get("properties") or {}).items():
+        found += marked(keyword, child, (*path, name))
+    for child in node.get("allOf") or ():
+        found += marked(keyword, child, path)
+    return found
+
+
+def _secret_fields(definition: dict[str, Any]) -> frozenset[str]:
+    return frozenset(name for name, prop in definition["properties"].items() if prop.get("x-secret"))
+
+
+def at(path: findings.Path) -> dict[str, Any]:
+    """The schema of the named property at a document `path` (one that `marked` returned)."""
+    node: dict[str, Any] = SCHEMA
+    for name in path:
+        node = node["properties"][name]
+    return node
+
+
+# Where secrets sit in a site-config: masked by `--annotate`, never quoted in a message.
+SECRET_PATHS: tuple[findings.Path, ...] = marked("x-secret")
+# The secret fields of a registry's credentials, in the site-config's pull secret and in the cluster's.
+AUTH_SECRET_FIELDS: frozenset[str] = _secret_fields(SCHEMA["$defs"]["dockerAuth"])
+# Fields still accepted but ignored, each with a warning.
+DEPRECATED_PATHS: tuple[findings.Path, ...] = marked("deprecated")
 
 
 def dumps() -> str:

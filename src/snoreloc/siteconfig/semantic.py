@@ -19,26 +19,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography import x509
+
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import files, findings, model, nmstate_check, schema, structural, yamlpos
 
 SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _MAX_NAME = 253
 _MAX_LABEL = 63
 _REGISTRY_KEY = re.compile(schema.MIRROR_PATTERN)
-_SECRET_FIELDS = ("auth", "password", "identitytoken", "registrytoken")
 _PORTS = range(1, 65536)
 
 
 @dataclass(frozen=True)
 class Checked:
-    """Findings plus what the checks read: source bytes by the path of their `{file|pem}` object, the network."""
+    """Findings plus what the checks read and parsed, for the model: source bytes by the path of their
+    `{file|pem}` object, the network, the pull secret document."""
 
     found: tuple[findings.Finding, ...]
     sources: Mapping[findings.Path, bytes] = field(repr=False)
     network: dict[str, Any] | None = None
+    pull_secret: dict[str, Any] | None = field(default=None, repr=False)
 
 
 class _Run:
@@ -49,6 +52,7 @@ class _Run:
         self.out: list[findings.Finding] = []
         self.sources: dict[findings.Path, bytes] = {}
         self.network: dict[str, Any] | None = None
+        self.pull_secret: dict[str, Any] | None = None
 
     def sound(self, path: findings.Path) -> bool:
         """No schema error inside `path` or on any of its ancestors."""
@@ -184,7 +188,7 @@ def _network(run: _Run, spec: Mapping[str, Any]) -> None:
     run.network = dict(network)
 
 
-def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: list[str]) -> None:
+def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: tuple[str, ...]) -> None:
     path = (*SPEC, "certificates", which)
     cert = run.source((*path, "certificate"), pair["certificate"], secret=False)
     key = run.source((*path, "key"), pair["key"], secret=True)
@@ -197,31 +201,12 @@ def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: list[str]) -> N
 
 
 def _certificates(run: _Run, spec: Mapping[str, Any], domain: str | None) -> None:
-    wanted = {"api": f"api.{domain}", "ingress": f"*.apps.{domain}"}
     if not run.sound((*SPEC, "certificates")):
         return
     for which, pair in (spec.get("certificates") or {}).items():
         if run.sound((*SPEC, "certificates", which)):
-            _pair(run, which, pair, [wanted[which]] if domain else [])
-
-
-def _register_auths(doc: Any) -> None:
-    auths = doc.get("auths") if isinstance(doc, Mapping) else None
-    for entry in (auths or {}).values() if isinstance(auths, Mapping) else ():
-        for name in _SECRET_FIELDS:
-            value = entry.get(name) if isinstance(entry, Mapping) else None
-            if isinstance(value, str):
-                redact.register_secret(value)
-                _register_decoded(value)
-
-
-def _register_decoded(value: str) -> None:
-    try:
-        decoded = base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return
-    redact.register_secret(decoded)
-    redact.register_secret(decoded.partition(":")[2])
+            names = model.served_names(which, domain).required if domain else ()
+            _pair(run, which, pair, names)
 
 
 def _auth_problem(entry: Any) -> str | None:
@@ -289,9 +274,9 @@ def _pull_secret(run: _Run, spec: Mapping[str, Any]) -> None:
         detail = f"{exc.msg} at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         run.error(where, f"is not valid JSON ({detail or 'not UTF-8'})")
         return
-    _register_auths(doc)
+    redact.register_fields(doc, schema.AUTH_SECRET_FIELDS)
     if _auths(run, doc, where, inline=where[-1] == "inline"):
-        run.sources[path] = raw
+        run.pull_secret = doc
 
 
 def _entries(spec: Mapping[str, Any], key: str) -> list[tuple[findings.Path, Mapping[str, Any]]]:
@@ -336,19 +321,45 @@ def _registry_ca(run: _Run, spec: Mapping[str, Any]) -> None:
                 (*path, "registry"), f"already listed at registryCA[{seen[registry]}]; put both CAs in one bundle"
             )
         bundle = run.source((*path, "certificate"), entry["certificate"], secret=False)
-        if bundle is not None:
-            _bundle(run, origin((*path, "certificate"), entry["certificate"]), bundle)
+        chain = _bundle(run, origin((*path, "certificate"), entry["certificate"]), bundle) if bundle else None
+        if chain:
+            run.sources[(*path, "certificate")] = certs.pem_bundle(chain)  # without comments or stray text
 
 
-def _bundle(run: _Run, path: findings.Path, bundle: bytes) -> None:
+def _bundle(run: _Run, path: findings.Path, bundle: bytes) -> list[x509.Certificate] | None:
     try:
         chain = certs.parse_chain(bundle)
     except certs.CertError as exc:
         run.error(path, str(exc))
-        return
+        return None
     for position, cert in enumerate(chain, start=1):
         if cert.not_valid_after_utc <= run.now:
             run.warn(path, f"certificate {position} of the bundle expired on {cert.not_valid_after_utc:%Y-%m-%d}")
+    return chain
+
+
+def _has_credentials(registries: list[str], mirror: str) -> bool:
+    """Whether a pull-secret `auths` key serves `mirror` (a key is a host[:port], optionally with a path prefix)."""
+    return any(mirror == key or mirror.startswith(key.rstrip("/") + "/") for key in registries)
+
+
+def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
+    """A replace-mode pull secret becomes the cluster's only one: warn for each mirror it has no credentials for."""
+    secret = spec.get("pullSecret")
+    if run.pull_secret is None or not isinstance(secret, Mapping) or secret.get("mode", "replace") != "replace":
+        return
+    registries = [str(key) for key in run.pull_secret["auths"]]
+    for key in ("imageDigestMirrors", "imageTagMirrors"):
+        for path, entry in _entries(spec, key):
+            mirrors = entry.get("mirrors") if run.sound(path) else None
+            for position, mirror in enumerate(mirrors if isinstance(mirrors, list) else ()):
+                if not _has_credentials(registries, str(mirror)):
+                    host = str(mirror).split("/", 1)[0]
+                    run.warn(
+                        (*path, "mirrors", position),
+                        f"the pull secret (mode replace) has no credentials for {host}: the cluster will pull "
+                        f"from it anonymously; add an auths entry for {host}, or use mode: merge",
+                    )
 
 
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
@@ -357,8 +368,21 @@ def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     if not run.sound(path) or "total" not in values:
         return
     for key, value in values.items():
-        if key != "total" and value > values["total"]:
+        if key != "total" and (*path, key) not in schema.DEPRECATED_PATHS and value > values["total"]:
             run.error((*path, "total"), f"is shorter than timeouts.{key} ({value}s); raise total or lower {key}")
+
+
+def _deprecated(run: _Run, data: Mapping[str, Any]) -> None:
+    for path in schema.DEPRECATED_PATHS:
+        parent = _at(data, path[:-1])
+        if isinstance(parent, Mapping) and path[-1] in parent:
+            run.warn(path, str(schema.at(path)["description"]))
+
+
+def _at(data: Any, path: findings.Path) -> Any:
+    for part in path:
+        data = data.get(part) if isinstance(data, Mapping) else None
+    return data
 
 
 # Ports OpenShift's own services listen on in a control-plane node's host network (openshift/openshift-docs
@@ -391,6 +415,8 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageDigestMirrors")
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
+        _mirror_credentials(run, spec)
         _timeouts(run, spec)
         _progress_page(run, spec)
-    return Checked(tuple(run.out), run.sources, run.network)
+    _deprecated(run, data)
+    return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)

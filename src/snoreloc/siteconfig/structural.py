@@ -19,7 +19,6 @@ from snoreloc.siteconfig import findings, schema
 
 _VALIDATOR = jsonschema.Draft202012Validator(schema.SCHEMA)
 NETWORK_VALIDATOR = jsonschema.Draft202012Validator(schema.NETWORK_SCHEMA)
-_SECRET_WORDS = ("pullSecret", "key")
 _SHOWN_MAX = 80
 _TYPE_WORDS = {
     "object": "a mapping",
@@ -54,12 +53,16 @@ def _json_type(value: Any) -> str:
 def _shown(err: Error) -> str:
     """` (got 'x')` when the value is short and not secret, else nothing."""
     value = err.instance
-    secret = _schema(err).get("x-secret", False)
-    if secret or any(word in map(str, err.absolute_path) for word in _SECRET_WORDS):
+    if _schema(err).get("x-secret", False) or _near_secret(tuple(err.absolute_path)):
         return ""
     if isinstance(value, str | int | float) and len(str(value)) <= _SHOWN_MAX:
         return f" (got {json.dumps(value)})"
     return ""
+
+
+def _near_secret(path: findings.Path) -> bool:
+    """Inside a secret, or above one (a secret written where its parent mapping belongs is still a secret)."""
+    return any(findings.is_under(path, s) or findings.is_under(s, path) for s in schema.SECRET_PATHS)
 
 
 def _custom(err: Error, fallback: str) -> str:

@@ -2,8 +2,10 @@
 
 By default each is issued by the cluster's own signer (API: `loadbalancer-serving-signer`, so kubeconfigs that
 already trust the cluster keep working; ingress: the ingress operator's `router-ca`); a user's pair from the
-site-config is used instead when given, after the same checks. The secrets have fixed names, so a re-run
-finds them and reuses them (no write) while they are still valid for the same names and not close to expiry.
+site-config is used instead when given, after the same checks `validate` made, for the same names
+(`model.served_names`: a user's certificate must cover what the cluster serves with it; ours add a few names). The
+secrets have fixed names, so a re-run finds them and reuses them (no write) while they are still valid for the same
+names and not close to expiry.
 The ingress pair is written twice: componentRoutes read `openshift-config`, the IngressController reads
 `openshift-ingress`.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,23 +36,28 @@ class Target:
     """One serving certificate: the names it serves, who signs it by default, and where it is stored."""
 
     what: str
-    names: tuple[str, ...]
+    served: model.ServedNames
     signer: kube.Ref
     secrets: tuple[kube.Ref, ...]
     user: model.CertKeyPair | None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """What the stored pair must cover: the required names for the user's pair, all of ours for one we issue."""
+        return self.served.required if self.user else self.served.issued
 
 
 def targets(site: model.SiteConfig) -> tuple[Target, Target]:
     api = Target(
         "API",
-        (site.api_host, site.api_int_host),
+        site.names_for("api"),
         kube.Ref(kube.SECRETS, "loadbalancer-serving-signer", "openshift-kube-apiserver-operator"),
         (kube.Ref(kube.SECRETS, API_SECRET, "openshift-config"),),
         site.certificates.api,
     )
     ingress = Target(
         "ingress",
-        (f"*.{site.apps_domain}", site.apps_domain),
+        site.names_for("ingress"),
         kube.Ref(kube.SECRETS, "router-ca", "openshift-ingress-operator"),
         (
             kube.Ref(kube.SECRETS, INGRESS_SECRET, "openshift-config"),
@@ -89,7 +97,7 @@ def _issue(ctx: context.Context, target: Target) -> tuple[bytes, bytes]:
             f"cannot issue the {target.what} certificate: signer {target.signer} is missing or incomplete",
             hint="Supply the certificate in the site-config (certificates section) instead.",
         )
-    chain, key = certs.issue_serving(signer[0], signer[1], list(target.names), now=ctx.clock.now())
+    chain, key = certs.issue_serving(signer[0], signer[1], list(target.served.issued), now=ctx.clock.now())
     redact.register_secret(key)
     return chain, key
 
@@ -101,13 +109,21 @@ def _material(ctx: context.Context, target: Target) -> tuple[tuple[bytes, bytes]
     if stored is not None and not pair_problems(ctx, stored, target.names) and (user is None or stored == user):
         return stored, "reused"
     if user is not None:
-        problems = certs.check_pair(user[0], user[1], target.names, ctx.clock.now())
-        if problems:
-            raise errors.ConfigError(f"the {target.what} certificate from the site-config cannot be used: "
-                                     + "; ".join(problems))  # fmt: skip
-        redact.register_secret(user[1])
-        return user, "user-supplied"
+        return user_pair(target, ctx.clock.now()), "user-supplied"
     return _issue(ctx, target), "issued"
+
+
+def user_pair(target: Target, now: dt.datetime) -> tuple[bytes, bytes]:
+    """The site-config's pair for `target`, checked as `validate` checks it; ConfigError when it cannot serve."""
+    if target.user is None:
+        raise ValueError(f"the site-config has no {target.what} certificate")
+    pair = (target.user.cert_pem, target.user.key_pem)
+    redact.register_secret(pair[1])
+    problems = certs.check_pair(pair[0], pair[1], target.served.required, now)
+    if problems:
+        raise errors.ConfigError(f"the {target.what} certificate from the site-config cannot be used: "
+                                 + "; ".join(problems))  # fmt: skip
+    return pair
 
 
 def tls_secret(ref: kube.Ref, pair: tuple[bytes, bytes]) -> kube.Obj:

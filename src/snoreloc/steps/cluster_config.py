@@ -6,58 +6,54 @@ one rollout instead of three. Mirrors use the API the cluster's version reads (I
 rather than duplicates. An ImageContentSourcePolicy mirrors by digest only, so tag mirrors on an older cluster are
 refused (`require_mirror_support`, called by preflight before anything changes), never rewritten as digest
 mirrors. The registry CA is merged into the ConfigMap the cluster already trusts, if it has one.
+
+What is ours is decided by our label (`app.kubernetes.io/managed-by: snoreloc`), never by name alone: a mirror set
+that carries our name but not our label is the user's, and is neither deleted nor overwritten. `removeMirrors`
+names the user's objects to delete; a name that matches nothing, or that names one of ours, is a warning in the
+plan and the report (exit 2), never a silent no-op.
 """
 
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
-from snoreloc.siteconfig import model
-from snoreloc.steps import base, context
+from snoreloc.siteconfig import model, schema
+from snoreloc.steps import base, certificates, context
 
 PULL_SECRET = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
 DIGEST_MIRRORS = "snoreloc-digest-mirrors"
 TAG_MIRRORS = "snoreloc-tag-mirrors"
 REGISTRY_CA = "snoreloc-registry-ca"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "snoreloc"}
+MANAGED_BY = certificates.MANAGED_BY
 _MCO = (base.MCP_MASTER,)
 
 
 # --- pull secret ----------------------------------------------------------------------------------------------------
 
 
-def _parse_auths(raw: bytes, where: str) -> dict[str, Any]:
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise errors.ConfigError(f"{where} is not valid JSON") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("auths"), dict):
-        raise errors.ConfigError(f"{where} has no 'auths' object")
-    for entry in doc["auths"].values():
-        for key in ("auth", "password", "identitytoken"):
-            if isinstance(entry, dict) and entry.get(key):
-                redact.register_secret(str(entry[key]))
-    return doc
-
-
 def _current_pull_secret(secret: kube.Obj) -> dict[str, Any]:
+    """The cluster's pull secret, its credentials registered as secrets; a broken one reads as empty (and is
+    replaced, after a backup, like any other)."""
     encoded = (secret.get("data") or {}).get(".dockerconfigjson", "")
     try:
-        return _parse_auths(base64.b64decode(encoded), "the cluster's pull secret")
-    except errors.ConfigError:
-        return {"auths": {}}  # a broken cluster pull secret is replaced (and backed up) like any other
+        doc = json.loads(base64.b64decode(encoded))
+    except ValueError:
+        return {"auths": {}}
+    redact.register_fields(doc, schema.AUTH_SECRET_FIELDS)
+    return doc if isinstance(doc, dict) and isinstance(doc.get("auths"), dict) else {"auths": {}}
 
 
 def desired_pull_secret(site: model.PullSecret, current: dict[str, Any]) -> dict[str, Any]:
-    wanted = _parse_auths(site.dockerconfigjson, "the site-config's pull secret")
+    """The site's document (already checked by the loader), or the cluster's with the site's registries merged in."""
     if site.mode is model.PullSecretMode.REPLACE:
-        return wanted
-    return {**current, "auths": {**current.get("auths", {}), **wanted["auths"]}}
+        return dict(site.document)
+    return {**current, "auths": {**current.get("auths", {}), **site.auths}}
 
 
 def pull_secret_change(ctx: context.Context) -> base.Change | None:
@@ -107,13 +103,31 @@ def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.Ch
     return base.upsert(ctx, ref, desired, merge)
 
 
+def ours(obj: kube.Obj | None) -> bool:
+    """Whether we created the object: it carries our label."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+
+
 def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field: str, entries: list[Any]) -> list[Any]:
     ref = kube.Ref(resource, name)
+    current = ctx.kube.find(ref)
+    if current is not None and not ours(current):
+        if not entries:
+            return []  # the user's object that happens to have our name: not ours to delete
+        raise errors.PermanentStepError(
+            f"cluster-config: {ref} exists but was not created by snoreloc (no {_label()} label); not overwriting it",
+            hint=f"Rename or delete {ref} if it is no longer needed, or add the label if it is snoreloc's, then run "
+            "again.",
+        )
     if entries:
         change = _set_spec(ctx, ref, _mirror_object(resource, name, field, entries))
         return [] if change is None else [_with(change, why="site mirrors")]
-    current = ctx.kube.find(ref)
     return [] if current is None else [base.delete(ref, current, rollouts=_MCO, why="no mirrors in the site-config")]
+
+
+def _label() -> str:
+    return ", ".join(f"{key}={value}" for key, value in MANAGED_BY.items())
 
 
 def _with(change: base.Change, *, why: str) -> base.Change:
@@ -167,15 +181,45 @@ def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.Change]:
     )
 
 
-def removal_changes(ctx: context.Context) -> list[base.Change]:
-    changes = []
-    for name in ctx.site.remove_mirrors:
-        for resource in (kube.ICSP, kube.IDMS, kube.ITMS):
-            ref = kube.Ref(resource, name)
-            current = _find_optional(ctx, ref)
-            if current is not None:
+MIRROR_KINDS = (kube.ICSP, kube.IDMS, kube.ITMS)
+
+
+def removal_changes(ctx: context.Context) -> tuple[list[base.Change], list[str]]:
+    """The deletions `removeMirrors` asks for, and a warning for each name that matches nothing or one of ours."""
+    changes: list[base.Change] = []
+    warnings: list[str] = []
+    for index, name in enumerate(ctx.site.remove_mirrors):
+        found = [(kube.Ref(r, name), obj) for r in MIRROR_KINDS if (obj := _find_optional(ctx, kube.Ref(r, name)))]
+        if not found:
+            warnings.append(f"spec.removeMirrors[{index}]: {unknown_mirror(ctx, name)}")
+        for ref, current in found:
+            if ours(current):
+                warnings.append(
+                    f"spec.removeMirrors[{index}]: {ref} is snoreloc's own (from spec.imageDigestMirrors or "
+                    "imageTagMirrors), not a factory mirror set: not removed; take it out of removeMirrors"
+                )
+            else:
                 changes.append(base.delete(ref, current, rollouts=_MCO, why="removeMirrors"))
-    return changes
+    return changes, warnings
+
+
+def unknown_mirror(ctx: context.Context, name: str) -> str:
+    """The warning for a removeMirrors name that matches no mirror set, with the closest names there are."""
+    present = sorted(
+        {obj["metadata"]["name"] for resource in MIRROR_KINDS for obj in _list_optional(ctx, resource) if not ours(obj)}
+    )
+    close = difflib.get_close_matches(name, present, n=3)
+    hint = f"did you mean {' or '.join(close)}?" if close else f"the cluster has: {', '.join(present) or 'none'}"
+    kinds = "ImageContentSourcePolicy, ImageDigestMirrorSet or ImageTagMirrorSet"
+    return f"no {kinds} named {name}: nothing removed ({hint})"
+
+
+def _list_optional(ctx: context.Context, resource: kube.Resource) -> list[kube.Obj]:
+    """Like list, but a kind the cluster does not serve is simply empty."""
+    try:
+        return ctx.kube.list(resource)
+    except kube.ApiError:
+        return []
 
 
 def _find_optional(ctx: context.Context, ref: kube.Ref) -> kube.Obj | None:
@@ -201,7 +245,8 @@ def registry_ca_changes(ctx: context.Context) -> list[base.Change]:
     image = ctx.kube.get(base.IMAGE_CLUSTER)
     name = (image.get("spec", {}).get("additionalTrustedCA") or {}).get("name") or REGISTRY_CA
     ref = kube.Ref(kube.CONFIGMAPS, name, "openshift-config")
-    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ref.namespace}}
+    metadata = {"name": name, "namespace": ref.namespace, "labels": dict(MANAGED_BY)}
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
 
     def merge(current: kube.Obj) -> kube.Obj:
         current["data"] = {**(current.get("data") or {}), **wanted}
@@ -236,9 +281,10 @@ class ClusterConfig:
         require_mirror_support(ctx.site, version)  # again here: --step/--from may skip preflight
         legacy = is_legacy(version)
         changes = [c for c in [pull_secret_change(ctx)] if c is not None]
-        changes += mirror_changes(ctx, legacy) + removal_changes(ctx) + registry_ca_changes(ctx)
+        removals, removal_warnings = removal_changes(ctx)
+        changes += mirror_changes(ctx, legacy) + removals + registry_ca_changes(ctx)
         note = "mirrors as ImageContentSourcePolicy" if legacy else "mirrors as ImageDigestMirrorSet/ImageTagMirrorSet"
-        warnings = legacy_warnings(ctx.site) if legacy else []
+        warnings = (legacy_warnings(ctx.site) if legacy else []) + removal_warnings
         return base.Plan(self.name, tuple(changes), (note, *warnings), data={"warnings": warnings})
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:

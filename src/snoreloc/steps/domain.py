@@ -2,10 +2,13 @@
 
 Three objects, written back to back so their rollouts (kube-apiserver, openshift-apiserver, ingress, console,
 authentication) overlap instead of queueing: APIServer `cluster` namedCertificates, Ingress `cluster`
-appsDomain and componentRoutes, IngressController `default` defaultCertificate. Lists are merged, never
-replaced: other namedCertificates and componentRoutes stay as they were, ours are replaced by name. A
-namedCertificate that points at a missing or broken secret crash-loops kube-apiserver, so every secret we
-reference is checked right before the write, and the APIServer is written last.
+appsDomain and componentRoutes, IngressController `default` defaultCertificate. Users' settings are merged, never
+clobbered: other namedCertificates stay as they were; a componentRoute is replaced only when it is ours (it uses
+our secret) or still points at the factory apps domain, and one the user moved to a domain of their own (say
+`downloads.mycorp.example.com` with its own secret) is kept and reported; a defaultCertificate that already serves
+`*.<new apps domain>` and is valid is kept. A namedCertificate that points at a missing or broken secret
+crash-loops kube-apiserver, so every secret we reference is checked right before the write, and the APIServer is
+written last.
 """
 
 from __future__ import annotations
@@ -31,18 +34,42 @@ COMPONENT_ROUTES = (
 
 
 def merged_named_certificates(current: list[Any], names: list[str], secret: str) -> list[Any]:
-    """Keep every entry that is not ours; ours (same secret, or serving any of our names) is replaced."""
-    kept = [
-        entry
-        for entry in current
-        if (entry.get("servingCertificate") or {}).get("name") != secret
-        and not set(entry.get("names") or []) & set(names)
-    ]
+    """Ours (our secret) is replaced; another entry that also lists one of our names loses only those names (and
+    goes when none is left), everything else in it stays."""
+    kept = []
+    for entry in current:
+        if (entry.get("servingCertificate") or {}).get("name") == secret:
+            continue
+        listed = entry.get("names") or []
+        rest = [name for name in listed if name not in names]
+        if rest == listed:
+            kept.append(entry)
+        elif rest:
+            kept.append({**entry, "names": rest})
     return [*kept, {"names": names, "servingCertificate": {"name": secret}}]
 
 
-def merged_component_routes(current: list[Any], wanted: list[dict[str, Any]]) -> list[Any]:
-    """Merge by (namespace, name): ours replace theirs, others keep their place."""
+def replaceable_route(entry: Mapping[str, Any], factory_apps: str) -> bool:
+    """A componentRoute we may replace: ours (it uses our secret) or one still on the factory apps domain."""
+    ours = (entry.get("servingCertKeyPairSecret") or {}).get("name") == certificates.INGRESS_SECRET
+    return ours or str(entry.get("hostname") or "").endswith(f".{factory_apps}")
+
+
+def users_component_routes(current: list[Any], factory_apps: str) -> list[Any]:
+    """Entries for our component routes that the user moved to a domain of their own: kept as they are."""
+    ours = {(namespace, name) for namespace, name, _prefix, _operator in COMPONENT_ROUTES}
+    return [
+        entry
+        for entry in current
+        if (entry.get("namespace"), entry.get("name")) in ours and not replaceable_route(entry, factory_apps)
+    ]
+
+
+def merged_component_routes(current: list[Any], wanted: list[dict[str, Any]], factory_apps: str) -> list[Any]:
+    """Merge by (namespace, name): ours and factory-domain entries are replaced, the user's own are kept, other
+    entries keep their place."""
+    kept = {(e.get("namespace"), e.get("name")) for e in users_component_routes(current, factory_apps)}
+    wanted = [w for w in wanted if (w["namespace"], w["name"]) not in kept]
     keys = {(w["namespace"], w["name"]) for w in wanted}
     return [entry for entry in current if (entry.get("namespace"), entry.get("name")) not in keys] + wanted
 
@@ -60,7 +87,7 @@ def wanted_component_routes(ctx: context.Context) -> list[dict[str, Any]]:
 
 
 def _apiserver(ctx: context.Context) -> base.Change | None:
-    names = [ctx.site.api_host]
+    names = list(ctx.site.names_for("api").required)  # the names the API serves by SNI with our certificate
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         serving = obj.setdefault("spec", {}).setdefault("servingCerts", {})
@@ -74,14 +101,15 @@ def _apiserver(ctx: context.Context) -> base.Change | None:
 
 def _ingress(ctx: context.Context) -> base.Change | None:
     wanted = wanted_component_routes(ctx)
+    current = ctx.kube.get(base.INGRESS_CLUSTER)
+    factory_apps = str((current.get("spec") or {}).get("domain") or "")
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         spec = obj.setdefault("spec", {})
         spec["appsDomain"] = ctx.site.apps_domain
-        spec["componentRoutes"] = merged_component_routes(spec.get("componentRoutes") or [], wanted)
+        spec["componentRoutes"] = merged_component_routes(spec.get("componentRoutes") or [], wanted, factory_apps)
         return obj
 
-    current = ctx.kube.get(base.INGRESS_CLUSTER)
     change = base.update(base.INGRESS_CLUSTER, current, mutate, why="apps domain and component routes")
     if change is None:
         return None
@@ -93,19 +121,50 @@ def _ingress(ctx: context.Context) -> base.Change | None:
     )
 
 
+def kept_default_certificate(ctx: context.Context, controller: kube.Obj) -> str | None:
+    """The name of the IngressController's own defaultCertificate secret when it already serves the new apps
+    domain (valid now, covers `*.<apps domain>`); None when there is none or it must be replaced."""
+    name = ((controller.get("spec") or {}).get("defaultCertificate") or {}).get("name")
+    if not name or name == certificates.INGRESS_SECRET:
+        return None
+    pair = certificates.tls_pair(ctx.kube.find(kube.Ref(kube.SECRETS, str(name), "openshift-ingress")))
+    if pair is None or certs.check_pair(*pair, [f"*.{ctx.site.apps_domain}"], ctx.clock.now()):
+        return None
+    return str(name)
+
+
 def _ingresscontroller(ctx: context.Context) -> base.Change | None:
     def mutate(obj: kube.Obj) -> kube.Obj:
         obj.setdefault("spec", {})["defaultCertificate"] = {"name": certificates.INGRESS_SECRET}
         return obj
 
     current = ctx.kube.get(base.DEFAULT_INGRESSCONTROLLER)
+    if kept_default_certificate(ctx, current) is not None:
+        return None
     return base.update(base.DEFAULT_INGRESSCONTROLLER, current, mutate, rollouts=("ingress",), why="router certificate")
+
+
+def kept_notes(ctx: context.Context) -> tuple[str, ...]:
+    """What the user configured that we keep as it is, for the plan and the report."""
+    notes = []
+    controller = ctx.kube.get(base.DEFAULT_INGRESSCONTROLLER)
+    kept = kept_default_certificate(ctx, controller)
+    if kept is not None:
+        notes.append(f"kept the router's defaultCertificate {kept}: it already serves *.{ctx.site.apps_domain}")
+    ingress = ctx.kube.get(base.INGRESS_CLUSTER)
+    factory_apps = str((ingress.get("spec") or {}).get("domain") or "")
+    for entry in users_component_routes((ingress.get("spec") or {}).get("componentRoutes") or [], factory_apps):
+        notes.append(
+            f"kept componentRoute {entry.get('namespace')}/{entry.get('name')} on {entry.get('hostname')}: "
+            "it is on a domain of your own, not the factory apps domain"
+        )
+    return tuple(notes)
 
 
 def check_secrets(ctx: context.Context) -> None:
     """Refuse to reference a secret that is missing or does not hold a usable pair for its names."""
-    api_names = (ctx.site.api_host,)
-    ingress_names = (f"*.{ctx.site.apps_domain}",)
+    api_names = ctx.site.names_for("api").required
+    ingress_names = ctx.site.names_for("ingress").required
     for ref, names in (
         (API_SECRET, api_names),
         (INGRESS_SECRET_CONFIG, ingress_names),
@@ -130,12 +189,13 @@ class Domain:
     def plan(self, ctx: context.Context) -> base.Plan:
         # Ingress and router first, APIServer last: its rollout takes the API away for a minute.
         found = [_ingresscontroller(ctx), _ingress(ctx), _apiserver(ctx)]
-        return base.Plan(self.name, tuple(c for c in found if c is not None))
+        return base.Plan(self.name, tuple(c for c in found if c is not None), kept_notes(ctx))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         if not plan.empty:
             check_secrets(ctx)
-        return base.apply_changes(ctx, plan)
+        outcome = base.apply_changes(ctx, plan)
+        return base.Outcome(outcome.changed, outcome.rollouts, outcome.warnings, {"kept": list(plan.notes)})
 
     def verify(self, ctx: context.Context) -> None:
         base.verify_no_changes(ctx, self)

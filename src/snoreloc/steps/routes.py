@@ -10,6 +10,9 @@ under the old apps domain is kept and handled by kind:
 - a generated host of a user's route: we write the host that regeneration would give (same prefix, new suffix).
   OpenShift allocates a host only when a route is created, so clearing the host of an existing route is not
   guaranteed to regenerate it; writing it is one deterministic write, and the route keeps its identity;
+- a route with its own certificate (`spec.tls.certificate`) that would not cover its new host is named in the
+  plan and the report; the site-config's `routes.ownCertificates` says whether it moves anyway (`move-and-warn`,
+  the default) or stays on its factory host (`keep-host`). Either way it is a warning, never silent;
 - console, downloads and oauth-openshift are moved by componentRoutes (the domain step) and are left alone;
 - anything outside the old apps domain is untouched.
 
@@ -29,6 +32,8 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
+from snoreloc.pki import certs
+from snoreloc.siteconfig import model
 from snoreloc.steps import base, context, domain
 
 GENERATED = "openshift.io/host.generated"
@@ -37,6 +42,7 @@ COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPO
 
 class Handling(enum.Enum):
     REWRITE = "rewrite"  # we patch spec.host
+    KEEP = "keep-host"  # its own certificate would not cover the new host, and the site-config says keep it
     OWNER = "owner"  # the owning operator regenerates it
     COMPONENT = "component-route"
     ARRIVED = "arrived"  # already under the new apps domain (regenerated, or created there)
@@ -50,6 +56,19 @@ class RouteInfo:
     host: str
     new_host: str
     handling: Handling
+    uncovered: tuple[str, ...] | None = None  # the names of its own certificate when they miss the new host
+
+    @property
+    def certificate_warning(self) -> str | None:
+        """What to tell the user about the route's own certificate, when it would not serve the new host."""
+        if self.uncovered is None:
+            return None
+        names = ", ".join(self.uncovered) or "no readable names"
+        where = f"stays on {self.host}" if self.handling is Handling.KEEP else f"moves to {self.new_host}"
+        return (
+            f"route {self.namespace}/{self.name} has its own certificate ({names}), which does not cover "
+            f"{self.new_host}: it {where}; give it a certificate for {self.new_host}"
+        )
 
     @property
     def ref(self) -> kube.Ref:
@@ -60,20 +79,38 @@ def _operator_owned(namespace: str) -> bool:
     return namespace.startswith(("openshift-", "kube-")) or namespace == "openshift"
 
 
-def classify(route: kube.Obj, old: str, new: str) -> RouteInfo:
+def own_certificate_names(route: kube.Obj) -> tuple[str, ...] | None:
+    """The names the route's own certificate serves; None without one, () when it cannot be read."""
+    pem = (((route.get("spec") or {}).get("tls") or {}).get("certificate")) or ""
+    if not pem:
+        return None
+    try:
+        return certs.sans(certs.parse_chain(str(pem).encode())[0])
+    except certs.CertError:
+        return ()
+
+
+def classify(
+    route: kube.Obj, old: str, new: str, own: model.OwnCertificates = model.OwnCertificates.MOVE_AND_WARN
+) -> RouteInfo:
     meta = route["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
     host = str((route.get("spec") or {}).get("host") or "")
-    under_old = host.endswith("." + old)
+    arrived = host.endswith("." + new)  # checked first: the new apps domain may lie inside the old one
+    under_old = host.endswith("." + old) and not arrived
     new_host = host[: -len(old)] + new if under_old else host
     generated = (meta.get("annotations") or {}).get(GENERATED) == "true"
     if not under_old:
-        handling = Handling.ARRIVED if host.endswith("." + new) else Handling.UNTOUCHED
+        handling = Handling.ARRIVED if arrived else Handling.UNTOUCHED
     elif (namespace, name) in COMPONENT:
         handling = Handling.COMPONENT
     elif generated and _operator_owned(namespace):
         handling = Handling.OWNER
     else:
+        names = own_certificate_names(route)
+        if names is not None and not certs.covers(names, new_host):
+            keep = own is model.OwnCertificates.KEEP_HOST
+            return RouteInfo(namespace, name, host, new_host, Handling.KEEP if keep else Handling.REWRITE, names)
         handling = Handling.REWRITE
     return RouteInfo(namespace, name, host, new_host, handling)
 
@@ -87,7 +124,8 @@ def _listed(ctx: context.Context) -> tuple[str, list[kube.Obj], list[RouteInfo]]
     """The old apps domain, every route (one list), and how each is handled, in the same order."""
     old = base.factory_apps_domain(ctx)
     routes = ctx.kube.list(kube.ROUTES)
-    return old, routes, [classify(route, old, ctx.site.apps_domain) for route in routes]
+    own = ctx.site.routes.own_certificates
+    return old, routes, [classify(route, old, ctx.site.apps_domain, own) for route in routes]
 
 
 def _host_setter(old_host: str, new_host: str) -> Any:
@@ -127,7 +165,7 @@ class Routes:
     description = "moving routes to the new apps domain"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"domain": ctx.site.domain}
+        return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
         _old, routes, infos = _listed(ctx)
@@ -138,6 +176,7 @@ class Routes:
         ]
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
+        notes += certificate_warnings(infos)
         return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
 
     def _wait_routing(self, ctx: context.Context) -> None:
@@ -204,7 +243,7 @@ class Routes:
             f"route {row['namespace']}/{row['name']}: {row['result']}"
             for row in table
             if row["result"].startswith(("failed", "skipped", "not regenerated"))
-        )
+        ) + certificate_warnings(infos)
         changed = tuple(f"update {c.ref}" for c in plan.changes if results.get(c.ref) == "migrated")
         return base.Outcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})
 
@@ -212,8 +251,14 @@ class Routes:
         base.verify_no_changes(ctx, self)
 
 
+def certificate_warnings(infos: list[RouteInfo]) -> tuple[str, ...]:
+    """One line per route whose own certificate would not cover its new host (plan notes and run warnings)."""
+    return tuple(w for w in (info.certificate_warning for info in infos) if w is not None)
+
+
 def _row(info: RouteInfo, results: Mapping[kube.Ref, str]) -> dict[str, str]:
     default = {
+        Handling.KEEP: "kept on its host: its own certificate does not cover the new one",
         Handling.UNTOUCHED: "untouched",
         Handling.ARRIVED: "on the new domain",
         Handling.COMPONENT: "moved by componentRoutes",
@@ -222,13 +267,11 @@ def _row(info: RouteInfo, results: Mapping[kube.Ref, str]) -> dict[str, str]:
     }[info.handling]
     result = results.get(info.ref, default)
     new_host = info.new_host if result in ("migrated", "regenerated") else info.host
-    return {
-        "namespace": info.namespace,
-        "name": info.name,
-        "old_host": info.host,
-        "new_host": new_host,
-        "result": result,
-    }
+    row = {"namespace": info.namespace, "name": info.name, "old_host": info.host, "new_host": new_host}
+    row["result"] = result
+    if info.uncovered is not None:
+        row["certificate"] = f"own certificate for {', '.join(info.uncovered) or 'no readable names'}"
+    return row
 
 
 def _counts(table: list[dict[str, str]]) -> dict[str, int]:

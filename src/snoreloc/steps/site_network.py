@@ -1,7 +1,7 @@
 """Step `network`: the site's nmstate network as an engine step, journalled and skipped on a re-run when done.
 
 The transaction itself (apply without commit, probe, commit or roll back) lives in `snoreloc.host.network`; this
-module only fits it to the step contract.
+module only fits it to the step contract, with the probe window the site-config sets (`timeouts.networkProbe`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,18 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.host import network
 from snoreloc.host.services import HostServices
+from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
+# How long NetworkManager waits past the probe window before it rolls back by itself (the Policy wants >= 30 s).
+ROLLBACK_MARGIN = 60
+
+
+def policy_for(timeouts: model.Timeouts) -> network.Policy:
+    """Probe for `timeouts.network_probe` seconds; the automatic rollback fires a margin later."""
+    window = timeouts.network_probe
+    return network.Policy(probe_window=float(window), rollback_timeout=window + ROLLBACK_MARGIN)
 
 
 class SiteNetwork:
@@ -24,9 +33,8 @@ class SiteNetwork:
     name = "network"
     description = "applying the site network (rolled back if it fails its probe)"
 
-    def __init__(self, host: HostServices, policy: network.Policy | None = None) -> None:
+    def __init__(self, host: HostServices) -> None:
         self.host = host
-        self.policy = policy or network.Policy()
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"network": ctx.site.network}
@@ -44,7 +52,12 @@ class SiteNetwork:
         if ctx.site.network is None:
             return base.Outcome()
         outcome = network.converge(
-            self.host.nmstate, self.host.prober, ctx.clock, ctx.site.network, policy=self.policy, progress=LOG.info
+            self.host.nmstate,
+            self.host.prober,
+            ctx.clock,
+            ctx.site.network,
+            policy=policy_for(ctx.site.timeouts),
+            progress=LOG.info,
         )
         checks = [f"{c.target.kind.value} {c.target.address}: {'ok' if c.ok else 'failed'}" for c in outcome.checks]
         return base.Outcome(details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks})

@@ -116,16 +116,21 @@ class RouteController:
             self._serve(route)
 
     def admit(self, rtype: model.ResourceType, obj: Obj, old: Obj | None) -> None:
-        """Give a route without a host `<name>-<namespace>.<routing subdomain>`, as openshift-apiserver does."""
+        """Give a route without a host `<name>-<namespace>.<routing subdomain>`, as openshift-apiserver does.
+
+        As in openshift/openshift-apiserver pkg/route/apiserver/registry/route/strategy.go: an update that clears
+        the host keeps the old one (PrepareForUpdate), a host is generated only when there is none
+        (routehostassignment.AllocateHost), and nothing ever removes `openshift.io/host.generated`: a route whose
+        host was changed by a client keeps the marker it had."""
         if rtype.key != base.ROUTES:
             return
         spec = obj.setdefault("spec", {})
         annotations = obj.setdefault("metadata", {}).setdefault("annotations", {})
+        if not spec.get("host") and old is not None and (old.get("spec") or {}).get("host"):
+            spec["host"] = old["spec"]["host"]
         if not spec.get("host"):
             spec["host"] = generated_host(obj, self._routing.subdomain)
             annotations[GENERATED] = "true"
-        elif old is not None and spec["host"] != (old.get("spec") or {}).get("host"):
-            annotations.pop(GENERATED, None)
         if not annotations:
             obj["metadata"].pop("annotations")
 

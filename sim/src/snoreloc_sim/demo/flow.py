@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
-from snoreloc.engine import node, paths, runner, timeline, view
+from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host.services import HostServices
 from snoreloc.pki import certs as pki
 from snoreloc.steps import context
@@ -176,8 +176,8 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
 
 
 def _write_svg(req: node.NodeRequest, path: Path) -> None:
-    doc = json.loads(req.paths.status.read_text(encoding="utf-8"))
-    path.write_text(timeline.svg(view.timeline_of(view.facts(doc))), encoding="utf-8")
+    run = view.facts(journal.read(req.paths.status))
+    path.write_text(timeline.svg(view.timeline_of(run)), encoding="utf-8")
     sys.stderr.write(f"  timeline picture: {path}\n")
 
 
