@@ -138,7 +138,8 @@ def test_analyze_writes_the_svg(tmp_path: pathlib.Path, capsys: pytest.CaptureFi
     (state / "status.json").write_text(json.dumps(_finished_run()))
     out = tmp_path / "t.svg"
     assert cli.main(["analyze", "--state-dir", str(state), "--svg", str(out)]) == 0
-    assert "rollout: kube-apiserver" in out.read_text() and "settle" in capsys.readouterr().out
+    assert "rollout: kube-apiserver" in out.read_text()
+    assert "the run waited for: rollout: kube-apiserver" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
