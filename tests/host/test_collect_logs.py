@@ -85,6 +85,7 @@ def test_tarball_holds_everything_useful_and_no_secret(
         "snoreloc-logs/site-config/site-config.yaml",
         "snoreloc-logs/snoreloc.log",
         "snoreloc-logs/status.json",
+        "snoreloc-logs/timeline.svg",
     ]
     everything = "\n".join(members.values())
     for secret in secrets:

@@ -78,7 +78,7 @@ def test_banner_progress_done_and_failure(host: fs.HostFS, runner: command.FakeR
     assert "Web console: https://console-openshift-console.apps.store042.example.com" in text
     assert "Warning: route x kept its host" in text
     banner.failed("network", "the gateway 10.0.0.1 did not answer", "check the cable")
-    assert "FAILED at step network" in _issue(host) and "What to do: check the cable" in _issue(host)
+    assert "FAILED at step network" in _issue(host) and "Likely fix: check the cable" in _issue(host)
     assert host.mode(console.ISSUE_FILE) == 0o644
     assert runner.commands().count(("agetty", "--reload")) == 3
 

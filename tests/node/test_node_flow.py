@@ -28,6 +28,8 @@ def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
         paths=paths.Paths.under(root.path("/")),
         options=runner.Options(),
         settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+        page_host="127.0.0.1",
+        page_port=0,
     )
 
 
@@ -99,6 +101,7 @@ def test_bad_site_config_changes_nothing(root: fs.HostFS, sim: simulator.Simulat
     assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]
     assert svc.host.nmstate.show() == demo.FACTORY_NETWORK
     assert "FAILED at step site-config" in root.read_text(console.ISSUE_FILE)
+    assert "Now: Re-insert the stick labelled relocation-config" in root.read_text(console.ISSUE_FILE)
     assert root.exists(kubelet.SEAL_MARKER)
 
 
@@ -126,13 +129,16 @@ def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostF
 
 
 @pytest.mark.simonly
-def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
-    args = argparse.Namespace(speed=600.0, seed="4.14", routes=3, keep=None, output="json")
+def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = argparse.Namespace(
+        speed=600.0, seed="4.14", routes=3, keep=None, output="json", page_port=0, svg=str(tmp_path / "t.svg")
+    )
 
     assert demo.run(args) == 0
 
     report = json.loads(capsys.readouterr().out)
     assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
+    assert "rollout: kube-apiserver" in (tmp_path / "t.svg").read_text(), "the demo draws its timeline"
 
 
 @pytest.mark.simonly

@@ -30,19 +30,28 @@ class Banner:
         self.host = host
         self.runner = runner
 
-    def progress(self, step: str, detail: str = "", *, index: int | None = None, total: int | None = None) -> None:
+    def progress(
+        self,
+        step: str,
+        detail: str = "",
+        *,
+        index: int | None = None,
+        total: int | None = None,
+        now: str = "",
+        page: str = "",
+    ) -> None:
         position = f" ({index}/{total})" if index is not None and total is not None else ""
-        lines = [TITLE, f"In progress{position}: {step}" + (f": {detail}" if detail else ""), FOOTER]
-        self.show(lines)
+        lines = [TITLE, f"In progress{position}: {step}" + (f": {detail}" if detail else "")]
+        self.show(lines + _guide(now, page) + [FOOTER])
 
-    def done(self, console_url: str, warnings: Sequence[str] = ()) -> None:
+    def done(self, console_url: str, warnings: Sequence[str] = (), *, now: str = "", page: str = "") -> None:
         lines = ["snoreloc: relocation done.", f"Web console: {console_url}"]
         lines += [f"Warning: {warning}" for warning in warnings]
-        self.show(lines)
+        self.show(lines + _guide(now, page))
 
-    def failed(self, step: str, message: str, hint: str) -> None:
-        lines = [f"snoreloc: relocation FAILED at step {step}.", message, f"What to do: {hint}", FOOTER]
-        self.show(lines)
+    def failed(self, step: str, message: str, hint: str, *, now: str = "", page: str = "") -> None:
+        lines = [f"snoreloc: relocation FAILED at step {step}.", message, f"Likely fix: {hint}"]
+        self.show(lines + _guide(now, page) + [FOOTER])
 
     def show(self, lines: Sequence[str]) -> None:
         text = "\n".join(escape(redact.redact(line)) for line in lines)
@@ -58,6 +67,11 @@ class Banner:
             self.runner.run(["agetty", "--reload"], timeout=RELOAD_TIMEOUT, check=False)
         except errors.SnorelocError as exc:
             LOG.debug("agetty --reload: %s", exc)
+
+
+def _guide(now: str, page: str) -> list[str]:
+    """The technician's line (what to do now) and where the progress page is."""
+    return ([f"Now: {now}"] if now else []) + ([f"Progress page: {page}"] if page else [])
 
 
 def escape(line: str) -> str:

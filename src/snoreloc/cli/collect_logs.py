@@ -1,6 +1,7 @@
 """`snoreloc collect-logs`: one tarball a technician can send, with everything needed for triage and no secret.
 
-It holds status.json, report.json, the debug log, journal excerpts of snoreloc and kubelet for this boot, the
+It holds status.json, report.json, the run's timeline picture (timeline.svg), the debug log, journal excerpts of
+snoreloc and kubelet for this boot, the
 site-config with secret fields removed structurally (not only masked by pattern), the names and sizes of the files
 it references, and the backups' metadata (kind, name, namespace, time), never their data. The site-config is the
 one the last run used, wherever it came from: the copy from a stick in the state directory, and the file named in
@@ -63,6 +64,7 @@ def collect(state: pathlib.Path, runner: Any, root: pathlib.Path = pathlib.Path(
     if used is not None:
         members.update(used_site_config_members(used))
     members["backups.json"] = _json(backup_metadata(state / "backups"))
+    members["timeline.svg"] = timeline_svg(state / "status.json")
     for unit, lines in JOURNAL_UNITS:
         members[f"journal-{unit}.txt"] = journal(runner, unit, lines)
     return {name: data for name, data in members.items() if data is not None}
@@ -169,6 +171,19 @@ def _redacted_file(path: pathlib.Path) -> bytes | None:
     if not path.is_file():
         return None
     return redact.redact(path.read_text("utf-8", "replace")).encode("utf-8")
+
+
+def timeline_svg(status: pathlib.Path) -> bytes | None:
+    """The run's timeline picture (the same as `analyze --svg` and the progress page draw)."""
+    from snoreloc.engine import journal, timeline, view  # noqa: PLC0415 (lazy, as above)
+
+    if not status.exists():
+        return None
+    try:
+        run = view.facts(journal.read(status))
+    except errors.SnorelocError:
+        return None
+    return redact.redact(timeline.svg(view.timeline_of(run))).encode()
 
 
 def _json(value: Any) -> bytes:

@@ -33,9 +33,12 @@ def execute(args: argparse.Namespace) -> runner.Result:
         settings=common.make_settings(args),
     )
     svc = node.host_services(args.root, lambda: common.make_client(args, clock), clock, _echo)
-    result = node.relocate(req, svc)
-    sys.stdout.write(node.summary(req))
-    return result
+    try:
+        result = node.relocate(req, svc)
+        sys.stdout.write(node.summary(req))
+        return result
+    finally:
+        node.linger(svc.pages)  # the progress page shows the outcome for its keep time
 
 
 def plan(args: argparse.Namespace) -> list[Any]:

@@ -83,10 +83,20 @@ def _step_lines(name: str, record: journal.StepRecord, long: bool) -> list[str]:
     return lines
 
 
-def _render(doc: journal.Document, interrupted: bool, long: bool) -> str:
+def _guide(doc: journal.Document, interrupted: bool, args: argparse.Namespace) -> dict[str, str]:
+    """What the technician should do now, and where the progress page is (while it serves)."""
+    from snoreloc.engine import view  # noqa: PLC0415 (lazy, as above)
+
+    state = "interrupted" if interrupted else ""
+    page = view.page_address(common.make_paths(args).state_dir)
+    return {"now": view.todo_of(view.facts(doc), state), "page": page}
+
+
+def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[str, str]) -> str:
     from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
 
-    lines = [_headline(doc, interrupted), *_waiting_line(doc)]
+    lines = [_headline(doc, interrupted), *(f"{key}: {value}" for key, value in guide.items() if value)]
+    lines += _waiting_line(doc)
     for name in doc.step_names():
         record = doc.record(name)
         if long or record.state is not journal.StepState.DONE:
@@ -106,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
     while args.wait and doc.state is journal.RunState.RUNNING and not interrupted and time.monotonic() < deadline:
         time.sleep(0.5)
         doc, interrupted = _read(args)
+    guide = _guide(doc, interrupted, args)
     if args.output == "json":
-        sys.stdout.write(json.dumps(_as_json(doc, interrupted), indent=2) + "\n")
+        sys.stdout.write(json.dumps({**_as_json(doc, interrupted), **guide}, indent=2) + "\n")
     else:
-        sys.stdout.write(_render(doc, interrupted, args.long))
+        sys.stdout.write(_render(doc, interrupted, args.long, guide))
     return INTERRUPTED_EXIT if interrupted else exit_codes()[doc.state]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from snoreloc import errors, redact, waits
 from snoreloc.adapters import clock as clock_mod
+from snoreloc.engine import intervals
 
 if TYPE_CHECKING:  # the step contract pulls in the kubernetes client; `status` must not
     from snoreloc.steps import base
@@ -230,6 +231,8 @@ class Document:
     run: RunInfo | None = None
     error: ErrorRecord | None = None
     waiting: WaitRecord | None = None
+    rollout_log: intervals.Log = field(default_factory=list)  # the timeline's rollouts (engine/intervals.py)
+    wait_log: intervals.Log = field(default_factory=list)  # and its finished waits
 
     def step_names(self) -> list[str]:
         """The steps in run order (a journal written before `order` was known: in the order recorded)."""
@@ -249,6 +252,8 @@ class Document:
             "run": None if self.run is None else self.run.to_storage(),
             "error": None if self.error is None else self.error.to_storage(),
             "waiting": None if self.waiting is None else self.waiting.to_storage(),
+            intervals.ROLLOUTS: list(self.rollout_log),
+            intervals.WAITS: list(self.wait_log),
         }
 
     @classmethod
@@ -264,6 +269,8 @@ class Document:
             run=RunInfo.from_storage(data.get("run")),
             error=ErrorRecord.from_storage(data.get("error")),
             waiting=WaitRecord.from_storage(data.get("waiting")),
+            rollout_log=[dict(entry) for entry in data.get(intervals.ROLLOUTS) or []],
+            wait_log=[dict(entry) for entry in data.get(intervals.WAITS) or []],
         )
 
 
@@ -385,6 +392,7 @@ class Journal:
             doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode)
             for name in order:
                 doc.steps.setdefault(name, StepRecord())
+            doc.rollout_log, doc.wait_log = [], []  # a new run draws its own timeline
             self._save()
 
     def start_step(self, name: str, fingerprint: str) -> None:
@@ -437,12 +445,16 @@ class Journal:
         """Forget every step (after a rollback): the next run starts from the beginning."""
         with self._lock:
             self._doc.state, self._doc.steps, self._doc.rollouts, self._doc.waiting = state, {}, {}, None
+            self._doc.rollout_log, self._doc.wait_log = [], []
             self._save()
 
     def on_wait(self, waiting: waits.Waiting | None) -> None:
         """A `snoreloc.waits` subscriber: record the wait in progress (None: it ended)."""
         with self._lock:
             record = None if waiting is None else WaitRecord.of(waiting)
+            ended = self._doc.waiting if record is None else None
+            if ended is not None:  # the timeline keeps it (engine/intervals.py)
+                intervals.close_wait(self._doc.wait_log, ended, self._clock.now())
             if record != self._doc.waiting:
                 self._doc.waiting = record
                 self._save()
@@ -458,3 +470,13 @@ class Journal:
             for name in names:
                 self._doc.rollouts.pop(name, None)
             self._save()
+
+    # --- the timeline's record (engine/intervals.py) -------------------------------------------------------------
+
+    def observe(self, name: str, busy: bool, since: datetime) -> None:
+        """A rollout's condition as seen now (context.Rollouts): kept as an interval for the timeline."""
+        with self._lock:
+            started = self._doc.run.started if self._doc.run else None
+            written = self._doc.rollouts.get(name)
+            if intervals.observe(self._doc.rollout_log, name, busy, since, run_started=started, written=written):
+                self._save()

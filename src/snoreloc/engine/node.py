@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from snoreloc import errors, logs
+from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import paths, pipeline, report, runner
+from snoreloc.engine import page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
@@ -38,6 +38,8 @@ class NodeRequest:
     options: runner.Options = field(default_factory=runner.Options)
     settings: context.Settings = field(default_factory=context.Settings)
     discovery: discovery.WaitPolicy = field(default_factory=discovery.WaitPolicy)
+    page_host: str = "0.0.0.0"  # noqa: S104 (the progress page is for the site network)
+    page_port: int | None = None  # None: the site-config's progressPage.port
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Services:
     client_factory: ClientFactory
     clock: clock_mod.Clock
     echo: Echo
+    pages: list[page.PageServer] = field(default_factory=list)  # the progress page, once started
 
 
 class Reporter:
@@ -61,6 +64,7 @@ class Reporter:
         self.total = total
         self.order: list[str] = []
         self.current = "site-config"
+        self.page = ""  # the progress page's address, once it serves
 
     def __call__(self, step: str, what: str) -> None:
         if step not in self.order:
@@ -68,15 +72,18 @@ class Reporter:
         self.current = step
         index = self.order.index(step) + 1
         self.echo(f"{step}: {what}")
-        self.banner.progress(step, what, index=index, total=self.total)
+        self.banner.progress(step, what, index=index, total=self.total, now=view.todo("running"), page=self.page)
         systemd.status(f"step {index}/{self.total} {step}: {what}")
 
     def failed(self, exc: errors.SnorelocError) -> None:
-        self.banner.failed(self.current, exc.message, exc.hint)
+        now = view.todo("failed", step=self.current, exit_code=int(exc.exit_code))
+        self.banner.failed(self.current, exc.message, exc.hint, now=now, page=self.page)
+        self.echo(f"{self.current}: failed: {exc.message}")
         systemd.status(f"failed at {self.current}: {exc.message}")
 
     def done(self, console_url: str, warnings: list[str]) -> None:
-        self.banner.done(console_url, warnings)
+        state = "done-with-warnings" if warnings else "done"
+        self.banner.done(console_url, warnings, now=view.todo(state, console_url=console_url), page=self.page)
         systemd.status(f"done: web console at {console_url}")
 
 
@@ -139,14 +146,55 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
-        result = _run_steps(req, site, steps, svc, say)
     except errors.SnorelocError as exc:
         say.failed(exc)
         raise
-    if not req.options.dry_run:
-        kubelet.finish(svc.host.units, svc.host.fs)
-        say.done(f"https://{site.console_host}", list(result.warnings))
+    served = _serve_page(req, site, svc, say)
+    try:
+        result = _run_steps(req, site, steps, svc, say)
+        if not req.options.dry_run:
+            kubelet.finish(svc.host.units, svc.host.fs)
+            say.done(f"https://{site.console_host}", list(result.warnings))
+    except errors.SnorelocError as exc:
+        say.failed(exc)
+        raise
+    finally:
+        if served is not None:
+            served.finish(60.0 * site.progress_page.keep_minutes)
     return result
+
+
+def _serve_page(req: NodeRequest, site: model.SiteConfig, svc: Services, say: Reporter) -> page.PageServer | None:
+    """Start the progress page unless the site-config turns it off; a page that cannot start is only logged."""
+    if not site.progress_page.enabled or req.options.dry_run:
+        return None
+    port = site.progress_page.port if req.page_port is None else req.page_port
+    try:
+        source = page.Source(req.paths.status, site, svc.clock)
+        served = page.PageServer((req.page_host, port), source).start()
+    except OSError as exc:
+        source.unsubscribe()
+        LOG.warning("the progress page cannot listen on port %s: %s", port, exc)
+        return None
+    svc.pages.append(served)
+    say.page = page.url(site, req.page_host, served.port)
+    unpublish = view.publish_page(req.paths.state_dir, say.page)
+
+    def stopped() -> None:
+        source.unsubscribe()
+        unpublish()
+
+    served.on_stop = stopped
+    say.echo(f"progress page: {say.page}")
+    return served
+
+
+def linger(pages: list[page.PageServer]) -> None:
+    """Keep the process (and so the page) alive until the page stops by itself after its keep time."""
+    for served in pages:
+        if served.stopping_at:
+            waits.PROGRESS.info("the progress page stays up until %s", served.stopping_at)
+        served.wait(served.keep + 5.0)
 
 
 def _run_steps(

@@ -164,6 +164,15 @@ def _operators(values: Mapping[str, Any]) -> model.Operators:
     return model.Operators(require=tuple(values.get("require") or ()), ignore=tuple(values.get("ignore") or ()))
 
 
+def _progress_page(values: Mapping[str, Any]) -> model.ProgressPage:
+    default = model.ProgressPage()
+    return model.ProgressPage(
+        enabled=values.get("enabled", default.enabled),
+        port=values.get("port", default.port),
+        keep_minutes=values.get("keepMinutes", default.keep_minutes),
+    )
+
+
 def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
     return model.SiteConfig(
@@ -181,5 +190,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),
         operators=_operators(spec.get("operators") or {}),
+        progress_page=_progress_page(spec.get("progressPage") or {}),
         source_path=source,
     )

@@ -162,6 +162,15 @@ class Operators:
 
 
 @dataclass(frozen=True)
+class ProgressPage:
+    """The read-only progress page the agent serves on the node while it runs (engine/page.py)."""
+
+    enabled: bool = True
+    port: int = 8090
+    keep_minutes: int = 15  # after the run ends; the unit's TimeoutStartSec (90 min) must cover total + this
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
 
@@ -179,6 +188,7 @@ class SiteConfig:
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()
     operators: Operators = Operators()
+    progress_page: ProgressPage = ProgressPage()
     source_path: str | None = None
 
     @property

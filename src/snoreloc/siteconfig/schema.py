@@ -614,8 +614,36 @@ def _spec() -> dict[str, Any]:
                 "kubelet": _kubelet(),
                 "routes": _routes(),
                 "operators": _operators(),
+                "progressPage": _progress_page(),
             },
             ("domain",),
+        ),
+    )
+
+
+def _progress_page() -> dict[str, Any]:
+    default = model.ProgressPage()
+    return _prop(
+        "The read-only progress page the agent serves on the node's site network while it runs.",
+        [{"enabled": True, "port": default.port, "keepMinutes": default.keep_minutes}],
+        **_obj(
+            {
+                "enabled": _prop(f"Serve the page (default {default.enabled}).", [True], type="boolean"),
+                "port": _prop(
+                    f"TCP port of the page (default {default.port}); not one OpenShift uses on the node.",
+                    [default.port],
+                    type="integer",
+                    minimum=1024,
+                    maximum=65535,
+                ),
+                "keepMinutes": _prop(
+                    f"Minutes the page stays up after the run ends (0-1440, default {default.keep_minutes}).",
+                    [default.keep_minutes],
+                    type="integer",
+                    minimum=0,
+                    maximum=1440,
+                ),
+            }
         ),
     )
 

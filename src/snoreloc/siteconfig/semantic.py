@@ -422,6 +422,24 @@ def _operators(run: _Run, spec: Mapping[str, Any]) -> None:
             run.error((*path, "ignore", i), f"{name} is also in operators.require; keep it in one list")
 
 
+# Ports OpenShift's own services listen on in a control-plane node's host network (openshift/openshift-docs
+# snippets/network-flow-matrix.csv), and the NodePort range: the progress page must not take one of them.
+RESERVED_PORTS = frozenset(
+    {22, 53, 80, 111, 443, 1936, 2379, 2380, 5050, 5051, 6080, 6180, 6183, 6385, 6388, 6443, 8080, 8798}
+    | set(range(9000, 10000))
+    | set(range(10250, 10261))
+    | {10300, 10309, 10357, 17697, 18080, 22623, 22624}
+    | set(range(30000, 32768))
+)
+
+
+def _progress_page(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "progressPage", "port")
+    port = (spec.get("progressPage") or {}).get("port")
+    if run.sound(path) and port in RESERVED_PORTS:
+        run.error(path, f"port {port} is used by OpenShift on the node; pick a free one such as 8090")
+
+
 def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> Checked:
     """Semantic findings for a site-config whose structural problems are at the paths in `broken`."""
     run = _Run(base_dir, now, broken)
@@ -437,5 +455,6 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirror_credentials(run, spec)
         _timeouts(run, spec)
         _operators(run, spec)
+        _progress_page(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)

@@ -41,6 +41,9 @@ class Rollouts(Protocol):
 
     def settled(self, names: list[str]) -> None: ...
 
+    def observe(self, name: str, busy: bool, since: datetime) -> None:
+        """A rollout's progress condition as seen now (busy: rolling out), since its last transition."""
+
 
 @dataclass(frozen=True)
 class Settings:

@@ -19,7 +19,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context, csr, domain, health
+from snoreloc.steps import base, certificates, context, csr, domain, health, observe
 
 MCP_MASTER_REF = kube.Ref(kube.MCPS, "master")
 
@@ -45,6 +45,7 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
     waiting = [f"ClusterOperator {item}" for item in health.survey(ctx, pending).blocking]
     for co in ctx.kube.list(kube.CLUSTEROPERATORS):
         name = co["metadata"]["name"]
+        observe.condition(ctx, name, co, "Progressing")
         if name in pending and name in needed and not base.operator_problems(co):
             moved = _last_transition(co, ("Available", "Progressing", "Degraded"))
             if not moved_since(moved, pending[name]):
@@ -54,6 +55,7 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
 
 def pool_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
     pool = ctx.kube.get(MCP_MASTER_REF)
+    observe.condition(ctx, base.MCP_MASTER, pool, "Updating")
     conds = base.conditions(pool)
     updated = conds.get("Updated", {})
     if updated.get("status") != "True" or conds.get("Degraded", {}).get("status") == "True":

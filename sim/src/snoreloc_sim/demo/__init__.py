@@ -8,7 +8,10 @@ The command module stays light (the kubernetes client and the simulator load onl
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
+DEFAULT_SVG = os.path.join(tempfile.gettempdir(), "snoreloc-demo-timeline.svg")
 HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
 
 
@@ -17,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", choices=("4.12", "4.14", "4.16"), default="4.16", help="factory cluster version")
     parser.add_argument("--routes", type=int, default=8, help="extra user routes on the cluster (default 8)")
     parser.add_argument("--keep", metavar="DIR", help="keep the demo's host root and state in DIR")
+    parser.add_argument(
+        "--page-port", type=int, default=0, help="loopback port of the progress page (default: any free port)"
+    )
+    parser.add_argument(
+        "--svg", default=DEFAULT_SVG, help=f"where to write the run's timeline picture (default {DEFAULT_SVG})"
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
 
 

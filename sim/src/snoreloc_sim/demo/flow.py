@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
-from snoreloc.engine import node, paths, runner
+from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host.services import HostServices
 from snoreloc.pki import certs as pki
 from snoreloc.steps import context
@@ -157,14 +157,28 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
             paths=paths.Paths.under(root.path("/")),
             options=runner.Options(),
             settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+            page_host="127.0.0.1",
+            page_port=args.page_port,
         )
         started = time.monotonic()
-        node.relocate(req, services(root, sim, clk))
+        svc = services(root, sim, clk)
+        try:
+            node.relocate(req, svc)
+        finally:
+            for served in svc.pages:
+                served.stop()
         say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
+        _write_svg(req, Path(args.svg))
         report_text = req.paths.report.read_text(encoding="utf-8")
         sys.stdout.write(report_text if args.output == "json" else node.summary(req))
         say(f"\nconsole banner ({root.path(console.ISSUE_FILE)}):\n{root.read_text(console.ISSUE_FILE)}\n")
     return 0
+
+
+def _write_svg(req: node.NodeRequest, path: Path) -> None:
+    run = view.facts(journal.read(req.paths.status))
+    path.write_text(timeline.svg(view.timeline_of(run)), encoding="utf-8")
+    sys.stderr.write(f"  timeline picture: {path}\n")
 
 
 def run(args: argparse.Namespace) -> int:
