@@ -18,9 +18,9 @@ MASK = "<redacted>"
 
 # A key that names a secret, however it is spelt or prefixed: `auth`, `pullSecrets`, `proxyPassword`, `api_key`.
 _SENSITIVE_NAME = (
-    r"[\w.-]*(?:auth|passw|pwd|passphrase|secret|token|credential|psk"
-    r"|private[_-]?key|api[_-]?key|access[_-]?key|tls\.key|dockerconfigjson)[\w.-]*"
-)
+    r"(?:\.dockerconfigjson|tls\.key|[\w-]*(?:auth|passw|pwd|passphrase|secret|token|credential|psk"
+    r"|private[_-]?key|api[_-]?key|access[_-]?key)[\w-]*)"
+)  # no dots otherwise: `spec.pullSecret.file:` in a problem is a path, not a secret field
 # Where a YAML key can start: the start of a line (after list dashes) or inside a flow collection.
 _KEY_START = r"(?:^[ \t]*(?:-[ \t]+)*|[{,][ \t]*)"
 _QUOTED_KEY = rf"""(?:"{_SENSITIVE_NAME}"|'{_SENSITIVE_NAME}'|{_SENSITIVE_NAME})"""
@@ -45,7 +45,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # A quoted value, anywhere (JSON, YAML flow or block, a log line): "auth": "..." or token='...'.
     (
         re.compile(
-            rf"""((?<![\w-]){_QUOTED_KEY}[ \t]*[:=][ \t]*)(?!["']<redacted>)(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?)""",
+            rf"""((?<![\w.-]){_QUOTED_KEY}[ \t]*[:=][ \t]*)(?!["']<redacted>)(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?)""",
             re.IGNORECASE,
         ),
         rf'\1"{MASK}"',
@@ -59,7 +59,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf"\1{MASK}",
     ),
     # key=value outside YAML (a log line, a command line): up to the next space, comma or ampersand.
-    (re.compile(rf"((?<![\w-]){_SENSITIVE_NAME}=)(?![\"'])[^\s,&]+", re.IGNORECASE), rf"\1{MASK}"),
+    (re.compile(rf"((?<![\w.-]){_SENSITIVE_NAME}=)(?![\"'])[^\s,&]+", re.IGNORECASE), rf"\1{MASK}"),
     (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
     # user:password in a URL (a proxy, a registry mirror).
     (re.compile(r"((?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"), rf"\1{MASK}@"),
