@@ -108,9 +108,6 @@ class _Registry:
             return text
         return _scan(text, by_prefix)
 
-    def values(self) -> list[str]:
-        return list(self._index()[0])
-
     def clear(self) -> None:
         with self._lock:
             self._values.clear()

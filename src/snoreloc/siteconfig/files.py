@@ -63,18 +63,10 @@ def _open(real: str, ref: str) -> int:
 
 
 def _read_all(fd: int, ref: str) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while total <= MAX_FILE_BYTES:
-        try:
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
-        except OSError as exc:
-            raise RefError(f"'{ref}' cannot be read: {exc.strerror}") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
+    try:
+        return _read_up_to(fd, MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise RefError(f"'{ref}' cannot be read: {exc.strerror}") from None
 
 
 def _read_regular(fd: int, ref: str) -> FileData:
