@@ -18,9 +18,9 @@ MASK = "<redacted>"
 
 # A key that names a secret, however it is spelt or prefixed: `auth`, `pullSecrets`, `proxyPassword`, `api_key`.
 _SENSITIVE_NAME = (
-    r"(?:\.dockerconfigjson|tls\.key|[\w-]*(?:(?<!o)auth|passw|pwd|passphrase|secret|token|credential|psk"
+    r"(?:\.dockerconfigjson|tls\.key|[\w-]*(?:(?<!o)auth(?!entication|or)|passw|pwd|passphrase|secret|token|credential|psk"
     r"|private[_-]?key|api[_-]?key|access[_-]?key)[\w-]*)"
-)  # no dots otherwise (`spec.pullSecret.file:` in a problem is a path); `oauth` is a URL, not a secret
+)  # no dots otherwise (`spec.pullSecret.file:` in a problem is a path); `oauth`, `authentication` name operators
 # Where a YAML key can start: the start of a line (after list dashes) or inside a flow collection.
 _KEY_START = r"(?:^[ \t]*(?:-[ \t]+)*|[{,][ \t]*)"
 _QUOTED_KEY = rf"""(?:"{_SENSITIVE_NAME}"|'{_SENSITIVE_NAME}'|{_SENSITIVE_NAME})"""
