@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from snoreloc import redact
+from snoreloc import errors, redact
 
 PROGRESS_LOGGER = "snoreloc.progress"  # `snoreloc.waits.PROGRESS`; named here, since logs sits below waits
 
@@ -94,29 +95,37 @@ def setup(verbosity: int = 0, stream: TextIO | None = None) -> None:
     logging.getLogger(PROGRESS_LOGGER).setLevel(min(level, logging.INFO))
 
 
-def add_file(path: str) -> logging.Handler:
-    """Also log at debug level to a file (the state directory's `snoreloc.log`), still redacted."""
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.addFilter(RedactingFilter())
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.DEBUG)
-    root = logging.getLogger("snoreloc")
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    return handler
+def _open_private(path: Path) -> TextIO:
+    """`path` opened for appending, created 0600, refused when it is a symlink or not a regular file we own."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise errors.PermissionDenied(f"refusing the log file {path}: not a regular file of ours")
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 @contextlib.contextmanager
 def file_log(path: Path) -> Iterator[None]:
-    """`add_file` for the duration of the block; the file is created 0600 (debug detail stays root's, redacted)."""
-    path.touch(mode=0o600)
-    path.chmod(0o600)
+    """Log at debug level to `path` for the duration of the block, still redacted. The file is 0600 (debug detail
+    stays root's) and opened without following a symlink, so a planted link cannot aim our writes elsewhere."""
+    try:
+        stream = _open_private(path)
+    except OSError as exc:
+        raise errors.PermissionDenied(f"refusing the log file {path}: {exc.strerror}") from None
     root = logging.getLogger("snoreloc")
     level = root.level
-    handler = add_file(str(path))
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.DEBUG)
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
     try:
         yield
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
         handler.close()
+        stream.close()

@@ -131,7 +131,8 @@ class TestIssueServing:
         ([APPS], "apps.sno1.site.example.com", False),
         ([APPS], "a.b.apps.sno1.site.example.com", False),
         ([API], API, True),
-        (["API.SNO1.site.example.com."], API, True),
+        (["API.SNO1.site.example.com"], API, True),  # case is ignored
+        (["api.sno1.site.example.com."], API, False),  # Go never matches a SAN with a trailing dot
         ([API], "api-int.sno1.site.example.com", False),
         (["*.example.com"], "example.com", False),
         (["console.apps.sno1.site.example.com"], APPS, False),

@@ -72,7 +72,7 @@ def test_a_second_run_during_a_relocation_is_refused(
     figures.record("concurrency", "second run during a relocation", passed and still_running)
     assert still_running, "the first run ended before the second was tried: the test proved nothing"
     assert _refused(second, first.pid), second.stderr
-    assert second.seconds < 5.0
+    assert second.seconds < 30.0  # refused at once, not after waiting for the lock (two shared cores: generous)
     assert second.stdout == ""
     assert second_sim.cluster.recorder.writes == 0
     assert second_sim.cluster.recorder.requests == 0, "the refused run talked to the API before taking the lock"

@@ -28,7 +28,7 @@ from snoreloc_sim import simulator
 
 from . import figures, harness
 
-MAX_SECONDS = 5.0
+MAX_SECONDS = 30.0  # bounded, not a speed test: a hang or a quadratic blow-up takes far longer; CI shares two cores
 MAX_RSS_MB = 200.0
 TESTS = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = TESTS / "data" / "bad"
@@ -110,7 +110,35 @@ def _unreadable(case: pathlib.Path) -> None:
     _write(case, "  pullSecret:\n    file: pull-secret.json\n")
 
 
+def _deep_flow_10000(case: pathlib.Path) -> None:
+    """Deep enough to crash a plain `yaml.safe_load` (RecursionError), which discovery used to call first."""
+    _write(case, "  removeMirrors: " + "[" * 10_000 + "]" * 10_000 + "\n")
+
+
+def _long_integer(case: pathlib.Path) -> None:
+    _write(case, "  timeouts:\n    apiWaitSeconds: " + "9" * 5_000 + "\n")
+
+
+def _pull_secret_json(case: pathlib.Path, text: str) -> None:
+    secret = case / "pull-secret.json"
+    secret.write_text(text)
+    secret.chmod(0o600)
+    _write(case, "  pullSecret:\n    file: pull-secret.json\n")
+
+
+def _pull_secret_nested_arrays(case: pathlib.Path) -> None:
+    _pull_secret_json(case, '{"auths": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+def _pull_secret_huge_integer(case: pathlib.Path) -> None:
+    _pull_secret_json(case, '{"auths": {"r.example.com": {"auth": ' + "7" * 10_000 + "}}}")
+
+
 GENERATED: dict[str, Generated] = {
+    "gen-yaml-deep-flow-10000": Generated(_deep_flow_10000, "", 7),
+    "gen-yaml-long-integer": Generated(_long_integer, "", 8),
+    "gen-pull-secret-nested-arrays": Generated(_pull_secret_nested_arrays, "spec.pullSecret.file", 8),
+    "gen-pull-secret-huge-integer": Generated(_pull_secret_huge_integer, "spec.pullSecret.file", 8),
     "gen-yaml-oversized": Generated(_oversized, "", None),
     "gen-yaml-wide-flow": Generated(_wide_flow, "", 7),
     "gen-yaml-control-character": Generated(_control_character, "", 6),

@@ -18,8 +18,10 @@ import copy
 import json
 import logging
 import math
+import os
 import socket
 import ssl
+import stat
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterable
@@ -28,10 +30,11 @@ from typing import Any
 
 import tenacity
 import urllib3
+import yaml
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
-from snoreloc import errors
+from snoreloc import errors, redact
 from snoreloc.adapters import clock as clock_mod
 
 LOG = logging.getLogger(__name__)
@@ -275,6 +278,41 @@ def merge_patch(old: Obj, new: Obj) -> Obj:
     return patch
 
 
+# What the kubernetes client raises on a kubeconfig it cannot use: its own error for missing keys, and whatever
+# its loader meets on a document of the wrong shape (a number where a list belongs, broken YAML).
+_BROKEN_KUBECONFIG = (
+    OSError,
+    k8s_config.ConfigException,
+    yaml.YAMLError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+)
+_KUBECONFIG_HINT = "Pass --kubeconfig with a readable, well-formed kubeconfig file."
+
+
+def _refuse_special(path: str) -> None:
+    """A FIFO or device as the kubeconfig would block the loader or feed it endless bytes: refuse it unopened."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # the loader reports a missing or unreadable file itself
+    if not stat.S_ISREG(info.st_mode):
+        raise errors.UnavailableError(f"cannot load kubeconfig {path}: not a regular file", hint=_KUBECONFIG_HINT)
+
+
+def _kubeconfig_error(path: str, exc: BaseException) -> errors.UnavailableError:
+    """Exit 69 naming the file; the loader's own words are kept only when they are its (redacted) diagnosis."""
+    if isinstance(exc, OSError | k8s_config.ConfigException):
+        detail = redact.redact(str(exc))
+    else:
+        detail = f"it is not a kubeconfig of the expected shape ({type(exc).__name__})"
+    return errors.UnavailableError(f"cannot load kubeconfig {path}: {detail}", hint=_KUBECONFIG_HINT)
+
+
 class Client:
     """A small typed surface over the kube API (core and custom resources alike), with retries and counters."""
 
@@ -292,14 +330,13 @@ class Client:
         cls, path: str, *, clock: clock_mod.Clock, policy: Policy = Policy(), context: str | None = None
     ) -> Client:
         configuration = k8s_client.Configuration()
+        _refuse_special(path)
         try:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=path, context=context, client_configuration=configuration
             )
-        except (OSError, k8s_config.ConfigException) as exc:
-            raise errors.UnavailableError(
-                f"cannot load kubeconfig {path}: {exc}", hint="Pass --kubeconfig with a readable kubeconfig file."
-            ) from exc
+        except _BROKEN_KUBECONFIG as exc:
+            raise _kubeconfig_error(path, exc) from None
         configuration.retries = False  # retries are ours (bounded, on the injected clock), not urllib3's
         configuration.connection_pool_maxsize = policy.pool_size  # reaches urllib3's pools as `maxsize`
         if configuration.refresh_api_key_hook is not None:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from snoreloc import errors
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import journal
+from snoreloc.engine import journal, paths
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class Store:
         self.directory = directory
         self._clock = clock
         self._lock = threading.Lock()
+        self.corrupt: dict[Path, str] = {}  # backup files that cannot be read, with the reason
         existing = self.entries()
         self._saved = {e.ref.key for e in existing}
         self._sequence = itertools.count(max((e.sequence for e in existing), default=0) + 1)
@@ -103,9 +105,43 @@ class Store:
         """Every backup, oldest first."""
         found = []
         for path in sorted(self.directory.glob("*.json")):
-            doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-            found += [_entry(one, path) for one in doc.get(_BATCH_KEY, [doc])]
+            try:
+                found += _read_entries(path)
+            except _UNREADABLE as exc:
+                self.corrupt[path] = _reason(exc)
         return sorted(found, key=lambda e: e.sequence)
+
+    def usable(self) -> Store:
+        """This store, if every backup file can be read: a run must not add to backups it could not roll back."""
+        if self.corrupt:
+            raise errors.UnavailableError(
+                f"cannot read the backup {_listed(self.corrupt)}, so a rollback could not restore what it holds",
+                hint="Run `snoreloc rollback` to restore everything else; then restore or drop that object by hand "
+                "and remove the file.",
+            )
+        return self
+
+
+MAX_BACKUP_BYTES = 64 * 1024 * 1024
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+
+
+def _read_entries(path: Path) -> list[Entry]:
+    """The entries of one backup file (one object, or a batch); raises one of `_UNREADABLE` on a corrupt file."""
+    doc = json.loads(paths.read_bounded(path, MAX_BACKUP_BYTES))
+    return [_entry(one, path) for one in doc.get(_BATCH_KEY, [doc])]
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON ({exc.msg})"
+    if isinstance(exc, OSError | ValueError):
+        return str(exc) or type(exc).__name__
+    return f"not a backup of the expected shape ({type(exc).__name__})"
+
+
+def _listed(corrupt: dict[Path, str]) -> str:
+    return "; ".join(f"{path}: {reason}" for path, reason in corrupt.items())
 
 
 def _entry(doc: dict[str, Any], path: Path) -> Entry:
@@ -156,6 +192,11 @@ def rollback(client: kube.Client, store: Store) -> RollbackResult:
         left[entry.path] -= 1
         if not left[entry.path]:
             entry.path.unlink()
+    if store.corrupt:
+        raise errors.UnavailableError(
+            f"rolled back {len(entries)} objects, but cannot read the backup {_listed(store.corrupt)}",
+            hint="Restore or drop the object that file held by hand, remove the file, and re-run `snoreloc rollback`.",
+        )
     return RollbackResult(tuple(done["restored"]), tuple(done["deleted"]), tuple(done["recreated"]))
 
 

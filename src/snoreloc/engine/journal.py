@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from snoreloc import errors, redact, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import intervals
+from snoreloc.engine import paths as paths_mod
 
 if TYPE_CHECKING:  # the step contract pulls in the kubernetes client; `status` must not
     from snoreloc.steps import base
@@ -329,10 +330,10 @@ def write_atomic(path: Path, data: str, mode: int = 0o600) -> None:
 def read(path: Path) -> Document:
     """The journal's content, or an empty one when there is none yet."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(paths_mod.read_bounded(path))
     except FileNotFoundError:
         return Document()
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file to start afresh.") from exc
     if not isinstance(data, Mapping):
         raise errors.UnavailableError(f"cannot read {path}: not a JSON object", hint="Remove the file to start afresh.")

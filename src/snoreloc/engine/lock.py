@@ -7,12 +7,28 @@ The kernel drops an flock when its holder dies, so a `kill -9` leaves no stale l
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 from pathlib import Path
 from types import TracebackType
 
 from snoreloc import errors
+
+
+def _open_lock(path: Path, flags: int) -> int:
+    """Open the lock file without following a symlink: a planted link must not get its target truncated."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            raise
+        raise errors.PermissionDenied(f"refusing the lock file {path}: it is a symlink or not a regular file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise errors.PermissionDenied(f"refusing the lock file {path}: it is not a regular file")
+    return fd
 
 
 class RunLock:
@@ -24,7 +40,7 @@ class RunLock:
 
     def acquire(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = _open_lock(self.path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -55,7 +71,7 @@ def held(path: Path) -> bool:
     """Whether some process holds the lock now (for `status`: a "running" journal with a free lock was cut off)."""
     if not path.exists():
         return False
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_lock(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,10 +1,22 @@
-"""Where snoreloc keeps its state on the node (layout.md), always under a root prefix so tests use a temp dir."""
+"""Where snoreloc keeps its state on the node (layout.md), always under a root prefix so tests use a temp dir.
+
+The agent runs as root and writes the state directory, so it must be ours before we use it: a directory another
+user owns or may write, or a symlink to one, would let that user point our writes (the lock, the log, backups)
+at any file on the node. `ensure` refuses such a directory with exit 77 and the reason, and `read_bounded` reads
+state files without following symlinks and with a size limit.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from snoreloc import errors
+
+MAX_STATE_FILE_BYTES = 64 * 1024 * 1024  # status.json of the largest run measured is under 1 MiB
+_TRUST_HINT = "Remove it, or give --state-dir a directory owned by root with mode 0700, and re-run."
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,53 @@ class Paths:
         return self.state_dir / "lock"
 
     def ensure(self) -> None:
-        """Create the state directory (0700) and the backups directory (0700)."""
+        """Create the state directory (0700) and the backups directory (0700), after proving each is ours."""
         for directory in (self.state_dir, self.backups):
             directory.mkdir(parents=True, exist_ok=True)
-            directory.chmod(0o700)
+            trust_directory(directory)
+            os.chmod(directory, 0o700, follow_symlinks=False)
+
+
+def untrusted_reason(info: os.stat_result) -> str | None:
+    """Why a state directory with this `lstat` must not be used, or None."""
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symlink"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    if info.st_uid != os.geteuid():
+        return f"is owned by uid {info.st_uid}, not by us (uid {os.geteuid()})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def trust_directory(directory: Path) -> None:
+    """Raise PermissionDenied (exit 77) unless `directory` is a real directory, ours, writable by us alone."""
+    reason = untrusted_reason(os.lstat(directory))
+    if reason is not None:
+        raise errors.PermissionDenied(f"refusing to use the state directory {directory}: it {reason}", hint=_TRUST_HINT)
+
+
+def read_bounded(path: Path, limit: int = MAX_STATE_FILE_BYTES) -> bytes:
+    """A state file's bytes, read without following a symlink, only from a regular file of at most `limit` bytes.
+
+    Raises FileNotFoundError when it is missing, ValueError (with the reason) when it is not fit to read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"cannot open it ({exc.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("it is not a regular file")
+        if info.st_size > limit:
+            raise ValueError(f"it is {info.st_size} bytes, more than the {limit} a state file may have")
+        data = os.read(fd, limit + 1)
+        if len(data) > limit:
+            raise ValueError(f"it is more than the {limit} bytes a state file may have")
+        return data
+    finally:
+        os.close(fd)

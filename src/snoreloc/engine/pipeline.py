@@ -49,7 +49,7 @@ def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour
         site=request.site,
         kube=client,
         clock=clock,
-        backups=backups.Store(request.paths.backups, clock),
+        backups=backups.Store(request.paths.backups, clock).usable(),
         rollouts=jour,
         settings=request.settings,
         dial=request.dial,

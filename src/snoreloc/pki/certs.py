@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import itertools
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 MIN_RSA_BITS = 2048
 _EC_CURVES = ("secp256r1", "secp384r1", "secp521r1")
 _CN_MAX = 64
+_SAN_LABEL = re.compile(r"[A-Za-z0-9_-]+")
 _KEY_TYPES = ("ec-p256", "rsa-2048")
 
 
@@ -59,9 +61,21 @@ def parse_chain(pem: bytes) -> list[x509.Certificate]:
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         raise CertError("no PEM certificate found (expected -----BEGIN CERTIFICATE-----)")
     try:
-        return x509.load_pem_x509_certificates(pem)
+        chain = x509.load_pem_x509_certificates(pem)
     except ValueError:
         raise CertError("a certificate in the PEM data cannot be parsed") from None
+    for number, cert in enumerate(chain, start=1):
+        _check_extensions(cert, number)
+    return chain
+
+
+def _check_extensions(cert: x509.Certificate, number: int) -> None:
+    """`cryptography` parses extensions on first use: a truncated one (a SAN cut short) raises ValueError there,
+    deep inside a later check. Parse them here, so the file is refused as unparseable, with which certificate."""
+    try:
+        cert.extensions  # noqa: B018 (the access parses them)
+    except ValueError:
+        raise CertError(f"certificate {number} in the PEM data has an extension that cannot be parsed") from None
 
 
 def load_key(pem: bytes) -> PrivateKey:
@@ -132,10 +146,11 @@ def covers(names: Sequence[str], name: str) -> bool:
     """Whether a certificate with SANs `names` serves `name`.
 
     A wildcard stands for exactly one leftmost label: `*.apps.x` covers `a.apps.x` (and the name `*.apps.x`
-    itself), but not `apps.x` nor `a.b.apps.x`. Comparison ignores case and a trailing dot.
+    itself), but not `apps.x` nor `a.b.apps.x`. Comparison ignores case and a trailing dot of `name`; a SAN that
+    Go clients would not match (see `san_problem`) covers nothing.
     """
     wanted = name.lower().rstrip(".")
-    for san in (s.lower().rstrip(".") for s in names):
+    for san in (s.lower() for s in names if san_problem(s) is None):
         if san == wanted:
             return True
         if san.startswith("*.") and "." in wanted:
@@ -171,10 +186,47 @@ def _date_problems(cert: x509.Certificate, now: dt.datetime, what: str) -> list[
     return []
 
 
+def san_problem(san: str) -> str | None:
+    """Why Go clients (`oc`, the kubelet, operators) would never match the DNS SAN `san`, or None.
+
+    Go's crypto/x509 (golang/go src/crypto/x509/verify.go, `validHostname` with isPattern, used by
+    `matchHostnames`) trims a trailing dot from the host it is asked for but not from the certificate's name,
+    so `api.x.` never matches; nor do names with an empty label, a bare `*`, a `*` that is not a whole leftmost
+    label, or characters outside letters, digits, `-` (not first in a label) and `_`. Upper case is fine: Go
+    compares in lower case. IP address SANs are not DNS names and are not checked here.
+    """
+    if _is_ip(san):
+        return None
+    if san.endswith("."):
+        return "ends with a dot, which Go clients never match; drop the trailing dot"
+    labels = san.split(".")
+    if "" in labels:
+        return "has an empty label (two dots in a row, or a leading dot)"
+    if san == "*":
+        return "is a bare wildcard"
+    for index, label in enumerate(labels):
+        if index == 0 and label == "*":
+            continue
+        if label.startswith("-") or not _SAN_LABEL.fullmatch(label):
+            return f"has the label '{label}', which is not letters, digits, '-' (not first) and '_'"
+    return None
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _name_problems(cert: x509.Certificate, names: Sequence[str]) -> list[str]:
     found = sans(cert)
     if not found and names:
         return ["the certificate has no subjectAltName; clients ignore the common name, add the names as SANs"]
+    bad = [f"the subjectAltName '{san}' {problem}" for san in found if (problem := san_problem(san))]
+    if bad:
+        return bad
     missing = [name for name in names if not covers(found, name)]
     if not missing:
         return []

@@ -2,8 +2,9 @@
 
 The form is cloud-init's `schema --annotate`: `# E1,E2` at the end of each line with a problem (`W1` for
 warnings), then a footer `# E1: path: message (line L)`. A person fixing the file sees the problems where they are.
-Inline secrets (private keys, pull secrets) are blanked in the reprint, and the whole output passes through the
-redactor as well, because this is the one place the user's text is echoed.
+Inline secrets (private keys, pull secrets) are blanked in the reprint, and every line passes through the redactor
+as well (line for line, so the tags stay on their lines), because this is the one place the user's text is echoed:
+its patterns mask secret-looking values even under a misspelt key or in a file that does not parse.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ def render(
     secret_spans: Sequence[yamlpos.Span] = (),
 ) -> str:
     """`text` with `# E1,W1` tags on the lines that have problems, and the legend at the end."""
-    lines = _masked(text, secret_spans)
+    lines = redact.redact("\n".join(_masked(text, secret_spans)), keep_lines=True).split("\n")
     tags, footer = _legend(problems, warnings)
     for line_number in sorted(n for n in tags if n > len(lines)):  # e.g. a problem at the end of the file
         lines += [""] * (line_number - len(lines))
     out = [f"{line}\t\t# {','.join(tags[n])}" if n in tags else line for n, line in enumerate(lines, start=1)]
     if footer:
-        out += ["", *footer]
-    return redact.redact("\n".join(out) + "\n")
+        out += ["", *(redact.redact(line) for line in footer)]
+    return "\n".join(out) + "\n"

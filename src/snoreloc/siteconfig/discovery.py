@@ -21,11 +21,9 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import yaml
-
 from snoreloc import errors, waits
 from snoreloc.adapters import blockdev, clock, fs
-from snoreloc.siteconfig import loader
+from snoreloc.siteconfig import loader, yamlpos
 
 LOG = logging.getLogger(__name__)
 
@@ -243,8 +241,8 @@ def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
 def references(data: bytes) -> list[str]:
     """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse."""
     try:
-        document = yaml.safe_load(data)
-    except yaml.YAMLError:
+        document = yamlpos.load(data).data  # bounded: a stick's file is hostile until validated
+    except yamlpos.YamlError:
         return []  # the loader reports the parse error with its line
     return list(dict.fromkeys(_walk_files(document, set())))
 

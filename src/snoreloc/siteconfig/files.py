@@ -7,6 +7,8 @@ symlink that resolves outside, no device or FIFO (opened non-blocking, checked w
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import pathlib
 import stat
@@ -61,18 +63,10 @@ def _open(real: str, ref: str) -> int:
 
 
 def _read_all(fd: int, ref: str) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while total <= MAX_FILE_BYTES:
-        try:
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - total)
-        except OSError as exc:
-            raise RefError(f"'{ref}' cannot be read: {exc.strerror}") from None
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
+    try:
+        return _read_up_to(fd, MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise RefError(f"'{ref}' cannot be read: {exc.strerror}") from None
 
 
 def _read_regular(fd: int, ref: str) -> FileData:
@@ -94,6 +88,48 @@ def read(base_dir: str, ref: str) -> FileData:
         return _read_regular(fd, ref)
     finally:
         os.close(fd)
+
+
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """What `json.loads` refused, in words for the person who wrote the file (never quoting it).
+
+    Besides syntax errors, the parser raises RecursionError on arrays nested thousands deep and ValueError on an
+    integer of more than 4,300 digits (CPython's limit on converting text to int).
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return "a number is too long"
+
+
+def read_top(path: str, limit: int) -> bytes:
+    """The site-config file itself: opened non-blocking and refused unless regular, so a FIFO, device or socket
+    given as the site-config fails at once instead of hanging; at most `limit` + 1 bytes (the caller judges size).
+
+    Raises OSError, with a strerror that says what is wrong.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket?)")
+        return _read_up_to(fd, limit + 1)
+    finally:
+        os.close(fd)
+
+
+def _read_up_to(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total < size:
+        chunk = os.read(fd, size - total)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def too_open(mode: int) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from snoreloc import errors, redact
-from snoreloc.siteconfig import findings, model, schema, semantic, structural, yamlpos
+from snoreloc.siteconfig import files, findings, model, schema, semantic, structural, yamlpos
 
 LOG = logging.getLogger(__name__)
 
@@ -54,8 +54,7 @@ def _sorted(problems: list[errors.Problem]) -> tuple[errors.Problem, ...]:
 
 
 def _read_source(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(yamlpos.MAX_BYTES + 1)
+    return files.read_top(path, yamlpos.MAX_BYTES)
 
 
 def _unreadable(source: str, exc: OSError) -> Report:

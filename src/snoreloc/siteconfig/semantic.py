@@ -294,9 +294,8 @@ def _pull_secret(run: _Run, spec: Mapping[str, Any]) -> None:
         return
     try:
         doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        detail = f"{exc.msg} at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        run.error(where, f"is not valid JSON ({detail or 'not UTF-8'})")
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        run.error(where, f"is not valid JSON ({files.json_problem(exc)})")
         return
     redact.register_fields(doc, schema.AUTH_SECRET_FIELDS)
     if _auths(run, doc, where, inline=where[-1] == "inline"):

@@ -26,8 +26,10 @@ MAX_DEPTH = 64
 MAX_ALIASES = 128
 MAX_NODES = 100_000  # values after expanding aliases (the walk)
 MAX_DOCUMENT_NODES = 20_000  # keys and values as written (composing); a realistic site-config has a few hundred
+MAX_NUMBER_CHARS = 64  # a port, a timeout or an MTU needs a handful; thousands of digits cost quadratic time
 
 _TAG = "tag:yaml.org,2002:"
+_NUMBERS = frozenset((_TAG + "int", _TAG + "float"))
 _PLAIN_SCALARS = frozenset(_TAG + name for name in ("str", "int", "float", "bool", "null"))
 
 
@@ -182,6 +184,8 @@ class _Walker:
             return str(node.value)
         if node.tag not in _PLAIN_SCALARS:
             raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+        if node.tag in _NUMBERS and len(str(node.value)) > MAX_NUMBER_CHARS:
+            raise _fail(f"a number longer than {MAX_NUMBER_CHARS} characters", node.start_mark)
         return self._loader.construct_object(node)
 
 
