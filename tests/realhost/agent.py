@@ -70,7 +70,8 @@ def discover(*labels: str) -> dict[str, Any]:
     try:
         found = discovery.discover(host, devices, clock.SystemClock(), policy=policy)
     except errors.SnorelocError as exc:
-        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc)}
+        saved = sorted(str(p) for p in pathlib.Path(discovery.STATE_DIR).rglob("*") if p.is_file())
+        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc), "saved": saved}
     files = {name: (found.path.parent / name).read_text() for name in found.copied}
     return {"source": found.source.value, "device": found.device, "files": files, "skipped": list(found.skipped)}
 

@@ -17,11 +17,6 @@ from test_realhost_machineconfig import options
 from snoreloc.factory import machineconfig
 
 INTERNAL = {"v4": ["192.168.127.10/24"], "v6": ["fd00:127::10/64"], "dual": ["192.168.127.10/24", "fd00:127::10/64"]}
-IPV6_ESCAPING = pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: dispatcher IPv6: `nmcli -g ipv6.addresses` escapes colons, the profile is rewritten at every "
-    "activation; fixed on branch node-field",
-)
 
 
 def br_ex(box: Sandbox, render: str) -> None:
@@ -52,9 +47,7 @@ def wait_for_addresses(box: Sandbox, wanted: list[str]) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "render", ["v4", pytest.param("v6", marks=IPV6_ESCAPING), pytest.param("dual", marks=IPV6_ESCAPING)]
-)
+@pytest.mark.parametrize("render", ["v4", "v6", "dual"])
 def test_internal_addresses_at_pre_up_once_and_stable(sandbox: Sandbox, render: str) -> None:
     br_ex(sandbox, render)
     first = wait_for_addresses(sandbox, INTERNAL[render])

@@ -146,7 +146,6 @@ def test_invalid_desired_state_is_a_site_config_error_libnmstate(node: Sandbox, 
     assert node.addresses() == before
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: nmstatectl's invalid-argument failure is retried (exit 75)")
 def test_invalid_desired_state_is_a_site_config_error_nmstatectl(node: Sandbox) -> None:
     before = node.addresses()
 

@@ -19,7 +19,6 @@ def test_resolver_answering_noerror_is_committed(node: Sandbox) -> None:
     assert node.addresses() == SITE_ADDRESSES
 
 
-@pytest.mark.xfail(strict=True, reason=PROBES_FIXED)
 @pytest.mark.parametrize("rcode", ["REFUSED", "SERVFAIL"])
 def test_resolver_answering_an_error_still_proves_the_network(node: Sandbox, rcode: str) -> None:
     node.set_dns_rcode(rcode)
