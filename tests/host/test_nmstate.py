@@ -163,6 +163,33 @@ def test_checkpoints_in_each_printed_form(host: fs.HostFS, runner: command.FakeR
     assert checkpoint == nmstate.Checkpoint("/org/freedesktop/NetworkManager/Checkpoint/21")
 
 
+def test_nmstate_03_checkpoint_keeps_its_plugin_prefix(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    """nmstate 0.3's commit/rollback refuse a bare path: the `NetworkManager|` prefix it printed is kept."""
+    logged = "2026-11-23 14:00:00,000 root DEBUG Checkpoint /org/freedesktop/NetworkManager/Checkpoint/3 created\n"
+    printed = "Checkpoint: NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3\n"
+    runner.on(["nmstatectl", "apply"], command.Result(0, printed, logged))
+    runner.on(["nmstatectl", "commit"])
+    backend = nmstate.NmstatectlBackend(runner, host)
+
+    checkpoint = backend.apply(DESIRED, commit=False, rollback_timeout=60)
+    backend.commit(checkpoint or nmstate.Checkpoint())
+
+    assert checkpoint == nmstate.Checkpoint("NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3")
+    assert runner.commands()[-1] == (
+        "nmstatectl",
+        "commit",
+        "NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3",
+    )
+
+
+def test_checkpoint_in_an_unknown_form_is_rolled_back_and_refused(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(0, "Checkpoint: 7f3a-somewhere-else\n", ""))
+    runner.on(["nmstatectl", "rollback"])
+    with pytest.raises(errors.UnavailableError, match="7f3a-somewhere-else"):
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert runner.commands()[-1] == ("nmstatectl", "rollback")
+
+
 def test_checkpoint_not_printed_is_asked_of_networkmanager(host: fs.HostFS, runner: command.FakeRunner) -> None:
     runner.on(["nmstatectl", "apply"], command.Result(0, "---\n", ""))
     runner.on(["busctl"], command.Result(0, 'ao 1 "/org/freedesktop/NetworkManager/Checkpoint/4"\n'))

@@ -15,12 +15,7 @@ from realhost_sandbox import Sandbox, desired_file, require, require_libnmstate
 
 FACTORY_ADDRESSES = ["198.51.100.10/24"]
 SITE_ADDRESSES = ["192.0.2.10/24"]
-CHECKPOINT_FORMAT = pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: nmstatectl checkpoint formats: nmstate 0.3 prints `NetworkManager|/org/...`, the backend "
-    "keeps only the path and `nmstatectl commit/rollback` refuse it; fixed on branch node-field",
-)
-BACKENDS = ["lib", pytest.param("cli", marks=CHECKPOINT_FORMAT)]
+BACKENDS = ["lib", "cli"]
 
 
 def site_network(*, dns: str = "192.0.2.53", drop_factory_route: bool = True) -> dict[str, Any]:

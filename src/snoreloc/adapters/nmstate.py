@@ -11,9 +11,13 @@ rust/src/cli/error.rs), nmstate 0.3/1.x raises `Nmstate<Kind>Error` classes. An 
 site-config's (not retried: exit 65), missing rights or dependencies are the host's (exit 69), anything else
 (NetworkManager busy, a plugin failure, a verification race at first boot) is retried.
 
-The checkpoint `apply --no-commit` created is read from what nmstatectl printed (every version logs its D-Bus path);
-when it printed none, NetworkManager's own `Checkpoints` property is asked. If that does not name exactly one,
-the pending change is rolled back and the run refuses, rather than commit or roll back a checkpoint it cannot name.
+The checkpoint `apply --no-commit` created is read from what nmstatectl printed, in the form its own `commit` and
+`rollback` take back: nmstate 0.3/1.x print `Checkpoint: NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/N`
+(plugin and path, joined with `|`; libnmstate/nmstate.py `create_checkpoints`, and its `_parse_checkpoints` refuses
+a bare path), nmstate 2.x logs the bare D-Bus path and takes it back as it is (nmstate/nmstate rust/src/lib/nm/
+checkpoint.rs). A `Checkpoint:` line in any other form is refused. When nothing was printed, NetworkManager's own
+`Checkpoints` property is asked. If that does not name exactly one, the pending change is rolled back and the run
+refuses, rather than commit or roll back a checkpoint it cannot name.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from snoreloc.adapters import command, fs
 LOG = logging.getLogger(__name__)
 
 CHECKPOINT_PATTERN = re.compile(r"/org/freedesktop/NetworkManager/Checkpoint/\d+")
+_CHECKPOINT_LINE = re.compile(r"^Checkpoint: (\S*)\s*$", re.MULTILINE)
+_PLUGIN_CHECKPOINTS = re.compile(r"[\w-]+\|[^|\s]+(?:\|[\w-]+\|[^|\s]+)*")  # nmstate 0.3/1.x: plugin|id[|plugin|id]
 DESIRED_FILE = "/run/snoreloc/nmstate-desired.json"
 CLI_TIMEOUT_MARGIN = 60.0
 SHORT_TIMEOUT = 60.0
@@ -155,7 +161,12 @@ class NmstatectlBackend:
             raise failure(error_kind(text), text[-4000:])
         if commit:
             return None
-        return parse_checkpoint(result.stdout + "\n" + result.stderr) or self._pending_checkpoint()
+        try:
+            printed = parse_checkpoint(result.stdout + "\n" + result.stderr)
+        except errors.UnavailableError:
+            self.runner.run(["nmstatectl", "rollback"], timeout=SHORT_TIMEOUT, check=False)
+            raise
+        return printed or self._pending_checkpoint()
 
     def _pending_checkpoint(self) -> Checkpoint:
         """NetworkManager's one checkpoint, when nmstatectl printed none; refuses (after a rollback) otherwise."""
@@ -182,7 +193,22 @@ def _id(checkpoint: Checkpoint) -> list[str]:
 
 
 def parse_checkpoint(output: str) -> Checkpoint | None:
-    """The last checkpoint path nmstatectl printed (it logs the one it created); None when none was printed."""
+    """The checkpoint nmstatectl printed, as its commit/rollback take it; None when none was printed.
+
+    A `Checkpoint: ID` line wins (0.3/1.x, ID either `plugin|path` pairs or a path); else the last D-Bus path logged
+    (2.x). A `Checkpoint:` line of any other form raises UnavailableError: committing a guess could commit nothing.
+    """
+    lines = _CHECKPOINT_LINE.findall(output)
+    if lines:
+        printed = lines[-1]
+        if CHECKPOINT_PATTERN.fullmatch(printed) or (
+            _PLUGIN_CHECKPOINTS.fullmatch(printed) and CHECKPOINT_PATTERN.search(printed)
+        ):
+            return Checkpoint(printed)
+        raise errors.UnavailableError(
+            f"nmstatectl printed a checkpoint in a form snoreloc does not know ({printed!r}); it is rolled back",
+            hint="Use an nmstate version that snoreloc supports (0.3, 1.x or 2.x; RHCOS ships 2.x).",
+        )
     found = CHECKPOINT_PATTERN.findall(output)
     return Checkpoint(found[-1]) if found else None
 
