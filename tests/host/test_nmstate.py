@@ -88,6 +88,26 @@ def test_libnmstate_value_error_is_not_retryable() -> None:
     assert not caught.value.retryable
 
 
+class Error(Exception):
+    """What GLib.Error is called when NetworkManager's verdict reaches libnmstate 0.3 unwrapped."""
+
+
+def test_networkmanagers_own_rejection_under_libnmstate_is_not_retryable() -> None:
+    rejected = Error("nm-connection-error-quark: Invalid IPv4 address prefix '33' (0)")
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate([], fail=rejected))
+    with pytest.raises(nmstate.ApplyFailed, match="prefix '33'") as caught:
+        backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    assert not caught.value.retryable
+
+
+def test_other_glib_errors_under_libnmstate_are_retried() -> None:
+    busy = Error("nm-manager-error-quark: Connection activation failed (3)")
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate([], fail=busy))
+    with pytest.raises(nmstate.ApplyFailed) as caught:
+        backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    assert caught.value.retryable
+
+
 def test_select_prefers_libnmstate(
     monkeypatch: pytest.MonkeyPatch, host: fs.HostFS, runner: command.FakeRunner
 ) -> None:

@@ -117,20 +117,7 @@ INVALID = {
 }
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "bad-address",
-        pytest.param(
-            "prefix-33",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 11: nmstate errors classified: NetworkManager's own rejection "
-                "(nm-connection-error-quark) reaches the libnmstate backend as a plain error and is retried",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", ["bad-address", "prefix-33"])
 def test_invalid_desired_state_is_a_site_config_error_libnmstate(node: Sandbox, case: str) -> None:
     before = node.addresses()
 

@@ -9,7 +9,10 @@ Whose fault a failure is decides what happens next. nmstate names its error kind
 prints `NmstateError: <Kind>: <message>` (kinds from nmstate/nmstate rust/src/lib/error.rs; the prefix from
 rust/src/cli/error.rs), nmstate 0.3/1.x raises `Nmstate<Kind>Error` classes. An invalid desired state is the
 site-config's (not retried: exit 65), missing rights or dependencies are the host's (exit 69), anything else
-(NetworkManager busy, a plugin failure, a verification race at first boot) is retried.
+(NetworkManager busy, a plugin failure, a verification race at first boot) is retried. nmstate 0.3/1.x pass
+NetworkManager's own verdict on a profile through as a GLib error of the `nm-connection-error-quark` domain (for
+example "Invalid IPv4 address prefix '33'"): that domain holds only NMConnectionError, the errors of verifying a
+connection's settings (NetworkManager src/libnm-core-public/nm-errors.h), so it is an invalid desired state too.
 
 The checkpoint `apply --no-commit` created is read from what nmstatectl printed, in the form its own `commit` and
 `rollback` take back: nmstate 0.3/1.x print `Checkpoint: NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/N`
@@ -71,6 +74,7 @@ class NmstateBackend(Protocol):
     def rollback(self, checkpoint: Checkpoint) -> None: ...
 
 
+NM_CONNECTION_ERROR = "nm-connection-error-quark"
 _INVALID_KINDS = frozenset(
     {
         "InvalidArgument",
@@ -83,11 +87,13 @@ _INVALID_KINDS = frozenset(
         "NmstateNotSupportedError",
         "NmstateNotImplementedError",
         "NmstateKernelIntegerRoundedError",
+        NM_CONNECTION_ERROR,
     }
 )
 _HOST_KINDS = frozenset({"PermissionError", "DependencyError", "NmstatePermissionError", "NmstateDependencyError"})
 _KIND_2X = re.compile(r"NmstateError: (\w+):")
 _KIND_1X = re.compile(r"\b(Nmstate\w*Error)\b")
+_KIND_NM = re.compile(rf"\b({NM_CONNECTION_ERROR})\b")
 NM_CHECKPOINTS = [
     "busctl",
     "get-property",
@@ -99,8 +105,9 @@ NM_CHECKPOINTS = [
 
 
 def error_kind(text: str) -> str:
-    """nmstate's error kind named in `text` (2.x `NmstateError: Kind:` first, then 1.x class names); "" if none."""
-    found = _KIND_2X.search(text) or _KIND_1X.search(text)
+    """nmstate's error kind named in `text` (2.x `NmstateError: Kind:` first, then 1.x class names, then
+    NetworkManager's connection-error domain); "" if none."""
+    found = _KIND_2X.search(text) or _KIND_1X.search(text) or _KIND_NM.search(text)
     return found.group(1) if found else ""
 
 
@@ -112,6 +119,14 @@ def failure(kind: str, detail: str) -> errors.SnorelocError:
             hint="Run snoreloc as root with access to NetworkManager's D-Bus socket (the unit does).",
         )
     return ApplyFailed(detail, retryable=kind not in _INVALID_KINDS)
+
+
+def _library_kind(exc: Exception) -> str:
+    """The kind of a libnmstate exception: its class when that is a known kind, else what its message names."""
+    kind = type(exc).__name__
+    if kind in _INVALID_KINDS or kind in _HOST_KINDS:
+        return kind
+    return error_kind(str(exc)) or kind
 
 
 class LibnmstateBackend:
@@ -127,7 +142,7 @@ class LibnmstateBackend:
         try:
             checkpoint = self.lib.apply(desired, verify_change=True, commit=commit, rollback_timeout=rollback_timeout)
         except Exception as exc:
-            raise failure(type(exc).__name__, f"{type(exc).__name__}: {exc}") from exc
+            raise failure(_library_kind(exc), f"{type(exc).__name__}: {exc}") from exc
         return None if commit else Checkpoint(str(checkpoint or ""))
 
     def commit(self, checkpoint: Checkpoint) -> None:
