@@ -101,7 +101,6 @@ def test_rerun_changes_nothing(sandbox: Sandbox) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: `state: absent` never verifies, so a re-run re-applies; node-field")
 def test_rerun_of_a_network_that_removes_a_route_changes_nothing(node: Sandbox) -> None:
     first = converge(node, "lib", site_network())
 
@@ -153,8 +152,8 @@ def factory_without_gateway(box: Sandbox) -> Sandbox:
 def test_whole_node_flow_applies_the_network_for_real(sandbox: Sandbox) -> None:
     """`snoreloc run` on the node, as the demo runs it, but NetworkManager, nmstate and the probes are real.
 
-    The factory network has no default route so the site network needs no `state: absent` entry (that one never
-    verifies today: see the strict xfail above).
+    The factory network has no default route so the site network needs no `state: absent` entry (the re-run test
+    above covers that one).
     """
     node = factory_without_gateway(sandbox)
     workdir = node.workdir / "flow"
