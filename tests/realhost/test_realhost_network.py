@@ -127,10 +127,11 @@ def test_invalid_desired_state_is_a_site_config_error_libnmstate(node: Sandbox, 
     assert node.addresses() == before
 
 
-def test_invalid_desired_state_is_a_site_config_error_nmstatectl(node: Sandbox) -> None:
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_desired_state_is_a_site_config_error_nmstatectl(node: Sandbox, case: str) -> None:
     before = node.addresses()
 
-    verdict = converge(node, "cli", invalid_network(*INVALID["bad-address"]))
+    verdict = converge(node, "cli", invalid_network(*INVALID[case]))
 
     assert verdict.get("exit") == 65, verdict
     assert node.addresses() == before
