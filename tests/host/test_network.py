@@ -202,6 +202,37 @@ def test_policy_refuses_a_rollback_shorter_than_the_probe_window() -> None:
             {"routes": {"config": [{"destination": "10.0.0.0/8", "next-hop-interface": "eno1"}]}},
             False,
         ),
+        (  # "remove every default route, add the site's": done once only the site's is left
+            {
+                "routes": {
+                    "config": [
+                        {"destination": "0.0.0.0/0", "state": "absent"},
+                        {"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1"},
+                    ]
+                }
+            },
+            {"routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1", "metric": -1}]}},
+            True,
+        ),
+        (
+            {
+                "routes": {
+                    "config": [
+                        {"destination": "0.0.0.0/0", "state": "absent"},
+                        {"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1"},
+                    ]
+                }
+            },
+            {
+                "routes": {
+                    "config": [
+                        {"destination": "0.0.0.0/0", "next-hop-address": "192.0.2.1"},
+                        {"destination": "0.0.0.0/0", "next-hop-address": "198.51.100.1"},
+                    ]
+                }
+            },
+            False,
+        ),
         ({"ip": "2001:0db8:0000::0010"}, {"ip": "2001:db8::10"}, True),
         ({"server": ["2001:DB8::53"]}, {"server": ["2001:db8::53"]}, True),
         ({"ip": "2001:db8::10"}, {"ip": "2001:db8::11"}, False),

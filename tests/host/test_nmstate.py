@@ -88,6 +88,26 @@ def test_libnmstate_value_error_is_not_retryable() -> None:
     assert not caught.value.retryable
 
 
+class Error(Exception):
+    """What GLib.Error is called when NetworkManager's verdict reaches libnmstate 0.3 unwrapped."""
+
+
+def test_networkmanagers_own_rejection_under_libnmstate_is_not_retryable() -> None:
+    rejected = Error("nm-connection-error-quark: Invalid IPv4 address prefix '33' (0)")
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate([], fail=rejected))
+    with pytest.raises(nmstate.ApplyFailed, match="prefix '33'") as caught:
+        backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    assert not caught.value.retryable
+
+
+def test_other_glib_errors_under_libnmstate_are_retried() -> None:
+    busy = Error("nm-manager-error-quark: Connection activation failed (3)")
+    backend = nmstate.LibnmstateBackend(_fake_libnmstate([], fail=busy))
+    with pytest.raises(nmstate.ApplyFailed) as caught:
+        backend.apply(DESIRED, commit=False, rollback_timeout=90)
+    assert caught.value.retryable
+
+
 def test_select_prefers_libnmstate(
     monkeypatch: pytest.MonkeyPatch, host: fs.HostFS, runner: command.FakeRunner
 ) -> None:
@@ -161,6 +181,33 @@ def test_checkpoints_in_each_printed_form(host: fs.HostFS, runner: command.FakeR
     runner.on(["nmstatectl", "apply"], command.Result(0, "---\n", printed))
     checkpoint = nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
     assert checkpoint == nmstate.Checkpoint("/org/freedesktop/NetworkManager/Checkpoint/21")
+
+
+def test_nmstate_03_checkpoint_keeps_its_plugin_prefix(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    """nmstate 0.3's commit/rollback refuse a bare path: the `NetworkManager|` prefix it printed is kept."""
+    logged = "2026-11-23 14:00:00,000 root DEBUG Checkpoint /org/freedesktop/NetworkManager/Checkpoint/3 created\n"
+    printed = "Checkpoint: NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3\n"
+    runner.on(["nmstatectl", "apply"], command.Result(0, printed, logged))
+    runner.on(["nmstatectl", "commit"])
+    backend = nmstate.NmstatectlBackend(runner, host)
+
+    checkpoint = backend.apply(DESIRED, commit=False, rollback_timeout=60)
+    backend.commit(checkpoint or nmstate.Checkpoint())
+
+    assert checkpoint == nmstate.Checkpoint("NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3")
+    assert runner.commands()[-1] == (
+        "nmstatectl",
+        "commit",
+        "NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/3",
+    )
+
+
+def test_checkpoint_in_an_unknown_form_is_rolled_back_and_refused(host: fs.HostFS, runner: command.FakeRunner) -> None:
+    runner.on(["nmstatectl", "apply"], command.Result(0, "Checkpoint: 7f3a-somewhere-else\n", ""))
+    runner.on(["nmstatectl", "rollback"])
+    with pytest.raises(errors.UnavailableError, match="7f3a-somewhere-else"):
+        nmstate.NmstatectlBackend(runner, host).apply(DESIRED, commit=False, rollback_timeout=60)
+    assert runner.commands()[-1] == ("nmstatectl", "rollback")
 
 
 def test_checkpoint_not_printed_is_asked_of_networkmanager(host: fs.HostFS, runner: command.FakeRunner) -> None:

@@ -1,8 +1,9 @@
 """snoreloc's own network code, run inside a sandbox: the test process cannot join the sandbox's namespaces itself.
 
-`python agent.py converge BACKEND DESIRED.json [PROBE_WINDOW]` runs `snoreloc.host.network.converge` with the real
-probes and the chosen nmstate backend (`lib`: libnmstate, `cli`: nmstatectl), and prints one JSON line: what
-changed and what the probes saw, or the error class, its exit code and message.
+`python agent.py converge BACKEND DESIRED.json [PROBE_WINDOW [FACTORY_ROOT]]` runs `snoreloc.host.network.converge`
+with the real probes and the chosen nmstate backend (`lib`: libnmstate, `cli`: nmstatectl), and prints one JSON
+line: what changed and what the probes saw, or the error class, its exit code and message. With FACTORY_ROOT (a
+directory holding etc/snoreloc/config), the internal addresses join the desired state as the network step adds them.
 `python agent.py crash DESIRED.json TIMEOUT` applies without committing under a rollback timeout of TIMEOUT seconds
 and dies at once, as a power cut or an OOM kill would leave it.
 `python agent.py discover [LABEL...]` runs `snoreloc.siteconfig.discovery.discover` (blkid, mount) and prints
@@ -24,7 +25,7 @@ import yaml
 from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs, nmstate, probe
 from snoreloc.engine import node, paths, runner
-from snoreloc.host import network
+from snoreloc.host import internal_ip, network
 from snoreloc.siteconfig import discovery
 from snoreloc.steps import context
 
@@ -38,8 +39,10 @@ def backend(name: str) -> nmstate.NmstateBackend:
     return nmstate.NmstatectlBackend(command.SubprocessRunner(), fs.HostFS())
 
 
-def converge(name: str, desired_file: str, window: str = "3") -> dict[str, Any]:
+def converge(name: str, desired_file: str, window: str = "3", factory_root: str = "") -> dict[str, Any]:
     desired = json.loads(pathlib.Path(desired_file).read_text())
+    if factory_root:  # as the network step does: the internal addresses of the factory config join the desired state
+        desired = internal_ip.with_internal(desired, internal_ip.read(fs.HostFS(pathlib.Path(factory_root))))
     policy = network.Policy(
         rollback_timeout=int(float(window)) + 30, probe_window=float(window), probe_interval=1, backoff=0.5
     )
@@ -70,7 +73,8 @@ def discover(*labels: str) -> dict[str, Any]:
     try:
         found = discovery.discover(host, devices, clock.SystemClock(), policy=policy)
     except errors.SnorelocError as exc:
-        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc)}
+        saved = sorted(str(p) for p in pathlib.Path(discovery.STATE_DIR).rglob("*") if p.is_file())
+        return {"error": type(exc).__name__, "exit": int(exc.exit_code), "message": str(exc), "saved": saved}
     files = {name: (found.path.parent / name).read_text() for name in found.copied}
     return {"source": found.source.value, "device": found.device, "files": files, "skipped": list(found.skipped)}
 

@@ -201,11 +201,11 @@ class Sandbox:
 
     def drop_icmp_echo(self) -> None:
         """The gateway drops pings (IPv4 and IPv6 echo requests) but still answers ARP and neighbour discovery."""
-        rules = (
-            "table inet site { chain input { type filter hook input priority 0; policy accept; "
-            "icmp type echo-request drop; icmpv6 type echo-request drop; } }"
-        )
-        self.site_run(["nft", rules])
+        # One command per statement: this nft refuses rules inside a chain block given on the command line.
+        self.site_run(["nft", "add table inet site"])
+        self.site_run(["nft", "add chain inet site input { type filter hook input priority 0; policy accept; }"])
+        for family in ("icmp", "icmpv6"):
+            self.site_run(["nft", f"add rule inet site input {family} type echo-request drop"])
 
     def install_nmstatectl(self) -> None:
         """Put the `nmstatectl` the agent's CLI backend runs at /run/site/bin (see NMSTATECTL_COMPAT)."""

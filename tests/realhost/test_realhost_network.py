@@ -15,12 +15,7 @@ from realhost_sandbox import Sandbox, desired_file, require, require_libnmstate
 
 FACTORY_ADDRESSES = ["198.51.100.10/24"]
 SITE_ADDRESSES = ["192.0.2.10/24"]
-CHECKPOINT_FORMAT = pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: nmstatectl checkpoint formats: nmstate 0.3 prints `NetworkManager|/org/...`, the backend "
-    "keeps only the path and `nmstatectl commit/rollback` refuse it; fixed on branch node-field",
-)
-BACKENDS = ["lib", pytest.param("cli", marks=CHECKPOINT_FORMAT)]
+BACKENDS = ["lib", "cli"]
 
 
 def site_network(*, dns: str = "192.0.2.53", drop_factory_route: bool = True) -> dict[str, Any]:
@@ -106,7 +101,6 @@ def test_rerun_changes_nothing(sandbox: Sandbox) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: `state: absent` never verifies, so a re-run re-applies; node-field")
 def test_rerun_of_a_network_that_removes_a_route_changes_nothing(node: Sandbox) -> None:
     first = converge(node, "lib", site_network())
 
@@ -122,20 +116,7 @@ INVALID = {
 }
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "bad-address",
-        pytest.param(
-            "prefix-33",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 11: nmstate errors classified: NetworkManager's own rejection "
-                "(nm-connection-error-quark) reaches the libnmstate backend as a plain error and is retried",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("case", ["bad-address", "prefix-33"])
 def test_invalid_desired_state_is_a_site_config_error_libnmstate(node: Sandbox, case: str) -> None:
     before = node.addresses()
 
@@ -146,11 +127,11 @@ def test_invalid_desired_state_is_a_site_config_error_libnmstate(node: Sandbox, 
     assert node.addresses() == before
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: nmstatectl's invalid-argument failure is retried (exit 75)")
-def test_invalid_desired_state_is_a_site_config_error_nmstatectl(node: Sandbox) -> None:
+@pytest.mark.parametrize("case", sorted(INVALID))
+def test_invalid_desired_state_is_a_site_config_error_nmstatectl(node: Sandbox, case: str) -> None:
     before = node.addresses()
 
-    verdict = converge(node, "cli", invalid_network(*INVALID["bad-address"]))
+    verdict = converge(node, "cli", invalid_network(*INVALID[case]))
 
     assert verdict.get("exit") == 65, verdict
     assert node.addresses() == before
@@ -172,8 +153,8 @@ def factory_without_gateway(box: Sandbox) -> Sandbox:
 def test_whole_node_flow_applies_the_network_for_real(sandbox: Sandbox) -> None:
     """`snoreloc run` on the node, as the demo runs it, but NetworkManager, nmstate and the probes are real.
 
-    The factory network has no default route so the site network needs no `state: absent` entry (that one never
-    verifies today: see the strict xfail above).
+    The factory network has no default route so the site network needs no `state: absent` entry (the re-run test
+    above covers that one).
     """
     node = factory_without_gateway(sandbox)
     workdir = node.workdir / "flow"

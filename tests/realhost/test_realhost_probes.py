@@ -9,8 +9,6 @@ import pytest
 from realhost_sandbox import Sandbox
 from test_realhost_network import SITE_ADDRESSES, converge, site_network
 
-PROBES_FIXED = "issue 11: probes that fit the site (any DNS answer, ARP instead of ICMP); fixed on branch node-field"
-
 
 def test_resolver_answering_noerror_is_committed(node: Sandbox) -> None:
     verdict = converge(node, "lib", site_network())
@@ -19,7 +17,6 @@ def test_resolver_answering_noerror_is_committed(node: Sandbox) -> None:
     assert node.addresses() == SITE_ADDRESSES
 
 
-@pytest.mark.xfail(strict=True, reason=PROBES_FIXED)
 @pytest.mark.parametrize("rcode", ["REFUSED", "SERVFAIL"])
 def test_resolver_answering_an_error_still_proves_the_network(node: Sandbox, rcode: str) -> None:
     node.set_dns_rcode(rcode)
@@ -31,7 +28,6 @@ def test_resolver_answering_an_error_still_proves_the_network(node: Sandbox, rco
     assert node.checkpoints() == []
 
 
-@pytest.mark.xfail(strict=True, reason=PROBES_FIXED)
 def test_gateway_dropping_icmp_still_proves_the_network(node: Sandbox) -> None:
     node.drop_icmp_echo()
     assert node.run(["ping", "-c", "1", "-W", "1", "198.51.100.1"], check=False).returncode != 0, "ICMP not dropped"

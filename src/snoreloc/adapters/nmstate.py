@@ -9,11 +9,18 @@ Whose fault a failure is decides what happens next. nmstate names its error kind
 prints `NmstateError: <Kind>: <message>` (kinds from nmstate/nmstate rust/src/lib/error.rs; the prefix from
 rust/src/cli/error.rs), nmstate 0.3/1.x raises `Nmstate<Kind>Error` classes. An invalid desired state is the
 site-config's (not retried: exit 65), missing rights or dependencies are the host's (exit 69), anything else
-(NetworkManager busy, a plugin failure, a verification race at first boot) is retried.
+(NetworkManager busy, a plugin failure, a verification race at first boot) is retried. nmstate 0.3/1.x pass
+NetworkManager's own verdict on a profile through as a GLib error of the `nm-connection-error-quark` domain (for
+example "Invalid IPv4 address prefix '33'"): that domain holds only NMConnectionError, the errors of verifying a
+connection's settings (NetworkManager src/libnm-core-public/nm-errors.h), so it is an invalid desired state too.
 
-The checkpoint `apply --no-commit` created is read from what nmstatectl printed (every version logs its D-Bus path);
-when it printed none, NetworkManager's own `Checkpoints` property is asked. If that does not name exactly one,
-the pending change is rolled back and the run refuses, rather than commit or roll back a checkpoint it cannot name.
+The checkpoint `apply --no-commit` created is read from what nmstatectl printed, in the form its own `commit` and
+`rollback` take back: nmstate 0.3/1.x print `Checkpoint: NetworkManager|/org/freedesktop/NetworkManager/Checkpoint/N`
+(plugin and path, joined with `|`; libnmstate/nmstate.py `create_checkpoints`, and its `_parse_checkpoints` refuses
+a bare path), nmstate 2.x logs the bare D-Bus path and takes it back as it is (nmstate/nmstate rust/src/lib/nm/
+checkpoint.rs). A `Checkpoint:` line in any other form is refused. When nothing was printed, NetworkManager's own
+`Checkpoints` property is asked. If that does not name exactly one, the pending change is rolled back and the run
+refuses, rather than commit or roll back a checkpoint it cannot name.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ from snoreloc.adapters import command, fs
 LOG = logging.getLogger(__name__)
 
 CHECKPOINT_PATTERN = re.compile(r"/org/freedesktop/NetworkManager/Checkpoint/\d+")
+_CHECKPOINT_LINE = re.compile(r"^Checkpoint: (\S*)\s*$", re.MULTILINE)
+_PLUGIN_CHECKPOINTS = re.compile(r"[\w-]+\|[^|\s]+(?:\|[\w-]+\|[^|\s]+)*")  # nmstate 0.3/1.x: plugin|id[|plugin|id]
 DESIRED_FILE = "/run/snoreloc/nmstate-desired.json"
 CLI_TIMEOUT_MARGIN = 60.0
 SHORT_TIMEOUT = 60.0
@@ -65,6 +74,7 @@ class NmstateBackend(Protocol):
     def rollback(self, checkpoint: Checkpoint) -> None: ...
 
 
+NM_CONNECTION_ERROR = "nm-connection-error-quark"
 _INVALID_KINDS = frozenset(
     {
         "InvalidArgument",
@@ -77,11 +87,13 @@ _INVALID_KINDS = frozenset(
         "NmstateNotSupportedError",
         "NmstateNotImplementedError",
         "NmstateKernelIntegerRoundedError",
+        NM_CONNECTION_ERROR,
     }
 )
 _HOST_KINDS = frozenset({"PermissionError", "DependencyError", "NmstatePermissionError", "NmstateDependencyError"})
 _KIND_2X = re.compile(r"NmstateError: (\w+):")
 _KIND_1X = re.compile(r"\b(Nmstate\w*Error)\b")
+_KIND_NM = re.compile(rf"\b({NM_CONNECTION_ERROR})\b")
 NM_CHECKPOINTS = [
     "busctl",
     "get-property",
@@ -93,8 +105,9 @@ NM_CHECKPOINTS = [
 
 
 def error_kind(text: str) -> str:
-    """nmstate's error kind named in `text` (2.x `NmstateError: Kind:` first, then 1.x class names); "" if none."""
-    found = _KIND_2X.search(text) or _KIND_1X.search(text)
+    """nmstate's error kind named in `text` (2.x `NmstateError: Kind:` first, then 1.x class names, then
+    NetworkManager's connection-error domain); "" if none."""
+    found = _KIND_2X.search(text) or _KIND_1X.search(text) or _KIND_NM.search(text)
     return found.group(1) if found else ""
 
 
@@ -106,6 +119,14 @@ def failure(kind: str, detail: str) -> errors.SnorelocError:
             hint="Run snoreloc as root with access to NetworkManager's D-Bus socket (the unit does).",
         )
     return ApplyFailed(detail, retryable=kind not in _INVALID_KINDS)
+
+
+def _library_kind(exc: Exception) -> str:
+    """The kind of a libnmstate exception: its class when that is a known kind, else what its message names."""
+    kind = type(exc).__name__
+    if kind in _INVALID_KINDS or kind in _HOST_KINDS:
+        return kind
+    return error_kind(str(exc)) or kind
 
 
 class LibnmstateBackend:
@@ -121,7 +142,7 @@ class LibnmstateBackend:
         try:
             checkpoint = self.lib.apply(desired, verify_change=True, commit=commit, rollback_timeout=rollback_timeout)
         except Exception as exc:
-            raise failure(type(exc).__name__, f"{type(exc).__name__}: {exc}") from exc
+            raise failure(_library_kind(exc), f"{type(exc).__name__}: {exc}") from exc
         return None if commit else Checkpoint(str(checkpoint or ""))
 
     def commit(self, checkpoint: Checkpoint) -> None:
@@ -155,7 +176,12 @@ class NmstatectlBackend:
             raise failure(error_kind(text), text[-4000:])
         if commit:
             return None
-        return parse_checkpoint(result.stdout + "\n" + result.stderr) or self._pending_checkpoint()
+        try:
+            printed = parse_checkpoint(result.stdout + "\n" + result.stderr)
+        except errors.UnavailableError:
+            self.runner.run(["nmstatectl", "rollback"], timeout=SHORT_TIMEOUT, check=False)
+            raise
+        return printed or self._pending_checkpoint()
 
     def _pending_checkpoint(self) -> Checkpoint:
         """NetworkManager's one checkpoint, when nmstatectl printed none; refuses (after a rollback) otherwise."""
@@ -182,7 +208,22 @@ def _id(checkpoint: Checkpoint) -> list[str]:
 
 
 def parse_checkpoint(output: str) -> Checkpoint | None:
-    """The last checkpoint path nmstatectl printed (it logs the one it created); None when none was printed."""
+    """The checkpoint nmstatectl printed, as its commit/rollback take it; None when none was printed.
+
+    A `Checkpoint: ID` line wins (0.3/1.x, ID either `plugin|path` pairs or a path); else the last D-Bus path logged
+    (2.x). A `Checkpoint:` line of any other form raises UnavailableError: committing a guess could commit nothing.
+    """
+    lines = _CHECKPOINT_LINE.findall(output)
+    if lines:
+        printed = lines[-1]
+        if CHECKPOINT_PATTERN.fullmatch(printed) or (
+            _PLUGIN_CHECKPOINTS.fullmatch(printed) and CHECKPOINT_PATTERN.search(printed)
+        ):
+            return Checkpoint(printed)
+        raise errors.UnavailableError(
+            f"nmstatectl printed a checkpoint in a form snoreloc does not know ({printed!r}); it is rolled back",
+            hint="Use an nmstate version that snoreloc supports (0.3, 1.x or 2.x; RHCOS ships 2.x).",
+        )
     found = CHECKPOINT_PATTERN.findall(output)
     return Checkpoint(found[-1]) if found else None
 

@@ -231,8 +231,11 @@ def matches(desired: Any, current: Any) -> bool:
     """True when `current` already holds everything in `desired`, compared as nmstate's verification compares.
 
     A subset match: list items are matched by content, addresses in canonical form, and an item marked
-    `state: absent` is satisfied when nothing in `current` matches it (an interface still listed but down or
-    absent counts as gone: nmstate keeps showing a physical NIC whose profile it removed).
+    `state: absent` is satisfied when nothing in `current` matches it but what the same list also asks for (an
+    interface still listed but down or absent counts as gone: nmstate keeps showing a physical NIC whose profile it
+    removed). The exception is nmstate's: "remove every default route, add this one" verifies once only the new one is
+    left (nmstate/nmstate rust/src/lib/query_apply/route.rs: an absent route is removed "unless another matching
+    route been added").
     """
     if isinstance(desired, dict):
         return isinstance(current, dict) and all(
@@ -243,19 +246,26 @@ def matches(desired: Any, current: Any) -> bool:
             return False
         if all(not isinstance(item, dict | list) for item in desired):
             return [_scalar(item) for item in desired] == [_scalar(item) for item in current]
-        return all(_held(item, current) for item in desired)
+        return all(_held(item, current, desired) for item in desired)
     return _scalar(desired) == _scalar(current)
 
 
-def _held(item: Any, current: list[Any]) -> bool:
-    if not (isinstance(item, dict) and item.get("state") == "absent"):
+def _held(item: Any, current: list[Any], siblings: list[Any]) -> bool:
+    if not _absent(item):
         return any(matches(item, candidate) for candidate in current)
     wanted = {key: value for key, value in item.items() if key != "state"}
     if "name" in wanted:
         wanted = {"name": wanted["name"]}
+    also_asked = [sibling for sibling in siblings if not _absent(sibling)]
     return not any(
-        matches(wanted, c) and c.get("state") not in ("absent", "down") for c in current if isinstance(c, dict)
+        matches(wanted, c) and c.get("state") not in ("absent", "down") and not any(matches(a, c) for a in also_asked)
+        for c in current
+        if isinstance(c, dict)
     )
+
+
+def _absent(item: Any) -> bool:
+    return isinstance(item, dict) and item.get("state") == "absent"
 
 
 def _scalar(value: Any) -> str:
@@ -271,7 +281,7 @@ def describe(desired: Mapping[str, Any], current: Mapping[str, Any]) -> list[str
     lines = [line for iface in desired.get("interfaces") or [] for line in _interface_lines(iface, current)]
     routes = (desired.get("routes") or {}).get("config") or []
     held = (current.get("routes") or {}).get("config") or []
-    lines += [f"route {_short(route)}: {_route_verb(route)}" for route in routes if not _held(route, held)]
+    lines += [f"route {_short(route)}: {_route_verb(route)}" for route in routes if not _held(route, held, routes)]
     dns = (desired.get("dns-resolver") or {}).get("config")
     shown = (current.get("dns-resolver") or {}).get("config") or {}
     if dns is not None and not matches(dns, shown):
@@ -283,7 +293,7 @@ def _interface_lines(iface: Mapping[str, Any], current: Mapping[str, Any]) -> li
     name = iface.get("name")
     existing = [c for c in current.get("interfaces") or [] if isinstance(c, dict) and c.get("name") == name]
     if iface.get("state") == "absent":
-        gone = _held(dict(iface), existing)
+        gone = _held(dict(iface), existing, [])
         return [] if gone else [f"interface {name}: remove"]
     if not existing:
         return [f"interface {name}: add {_short({k: v for k, v in iface.items() if k != 'name'})}"]
