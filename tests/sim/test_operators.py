@@ -479,12 +479,25 @@ def test_machine_config_change_reboots_the_node(
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
         "metadata": {"name": "99-master-site", "labels": {"machineconfiguration.openshift.io/role": "master"}},
-        "spec": {"config": {"ignition": {"version": "3.2.0"}}},
+        "spec": {"config": {"ignition": {"version": "3.2.0"}}, "kernelArguments": ["nosmt"]},
     }
     custom.create_cluster_custom_object("machineconfiguration.openshift.io", "v1", "machineconfigs", body)
     wait_for(pool_is(custom, "Updating"), "pool update start")
     failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
     assert failures > 0, "a MachineConfig change reboots the node: the API must go away"
+    wait_for(pool_is(custom, "Updated"), "pool update end")
+
+
+def test_an_ssh_key_change_updates_the_pool_without_reboot(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    group = ("machineconfiguration.openshift.io", "v1", "machineconfigs")
+    users = [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEdge site"]}]
+    patch = {"spec": {"config": {"passwd": {"users": users}}}}
+    custom.patch_cluster_custom_object(*group, "99-master-ssh", patch)
+    wait_for(pool_is(custom, "Updating"), "pool update start")
+    failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
+    assert failures == 0, "an SSH key change is applied without a reboot: the API stays up"
     wait_for(pool_is(custom, "Updated"), "pool update end")
 
 

@@ -13,7 +13,7 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, paths, report, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, cluster_config, context, csr, domain, preflight, routes, settle
+from snoreloc.steps import base, certificates, cluster_config, context, csr, domain, preflight, routes, settle, ssh_keys
 
 LOG = logging.getLogger(__name__)
 
@@ -24,6 +24,7 @@ def cluster_steps() -> list[base.Step]:
         preflight.Preflight(),
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
+        ssh_keys.SshKeys(),
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),

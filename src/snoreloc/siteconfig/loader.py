@@ -131,6 +131,13 @@ def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[m
     return tuple(out)
 
 
+def _ssh_keys(values: Mapping[str, Any] | None) -> model.SshKeys | None:
+    if values is None:
+        return None
+    mode = model.SshKeysMode(values.get("mode", model.SshKeysMode.REPLACE.value))
+    return model.SshKeys(tuple(key.strip() for key in values["keys"]), mode)
+
+
 def _routes(values: Mapping[str, Any]) -> model.Routes:
     default = model.Routes().own_certificates.value
     return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
@@ -173,6 +180,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         image_tag_mirrors=_mirrors(spec.get("imageTagMirrors")),
         remove_mirrors=tuple(spec.get("removeMirrors") or ()),
         registry_ca=_registry_cas(spec, checked),
+        ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

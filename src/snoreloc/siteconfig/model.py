@@ -95,6 +95,19 @@ class RegistryCA:
     bundle_pem: str
 
 
+class SshKeysMode(enum.Enum):
+    REPLACE = "replace"  # the site's keys become core's only keys
+    ADD = "add"  # the site's keys are added to the ones core already has
+
+
+@dataclass(frozen=True)
+class SshKeys:
+    """Public keys for the node's `core` user (OpenSSH `authorized_keys` lines, each checked), and how to combine."""
+
+    keys: tuple[str, ...]
+    mode: SshKeysMode = SshKeysMode.REPLACE
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
@@ -151,6 +164,7 @@ class SiteConfig:
     image_tag_mirrors: tuple[Mirror, ...] = ()
     remove_mirrors: tuple[str, ...] = ()  # names of factory-era ICSP/IDMS/ITMS objects to delete
     registry_ca: tuple[RegistryCA, ...] = ()
+    ssh_authorized_keys: SshKeys | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

@@ -15,6 +15,7 @@ secret fields (`SECRET_PATHS`, `AUTH_SECRET_FIELDS`) and of ignored fields (`DEP
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from snoreloc.siteconfig import findings, model
@@ -397,6 +398,51 @@ def _registry_ca() -> dict[str, Any]:
     )
 
 
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+
+
+def _ssh_authorized_keys() -> dict[str, Any]:
+    key_types = "|".join(re.escape(kind) for kind in SSH_KEY_TYPES)
+    return _prop(
+        "SSH public keys for the node's `core` user, written to the `99-master-ssh` MachineConfig. The "
+        "machine-config operator applies a change of keys alone without draining or rebooting the node.",
+        [{"keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly site-admin"], "mode": "replace"}],
+        **_obj(
+            {
+                "keys": _prop(
+                    "OpenSSH public keys, one `authorized_keys` line each (type, base64 key, optional comment).",
+                    [["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly site-admin"]],
+                    type="array",
+                    minItems=1,
+                    maxItems=64,
+                    uniqueItems=True,
+                    items={
+                        "type": "string",
+                        "maxLength": 16384,
+                        "pattern": rf"^\s*(?:{key_types}) [A-Za-z0-9+/]+=*(?: [^\n]*)?\s*$",
+                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment",
+                    },
+                ),
+                "mode": _prop(
+                    "`replace` (default): these become core's only keys, so the factory's keys stop working. "
+                    "`add`: these are added to the keys core already has.",
+                    ["add"],
+                    enum=[choice.value for choice in model.SshKeysMode],
+                ),
+            },
+            ("keys",),
+        ),
+    )
+
+
 def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
@@ -567,6 +613,7 @@ def _spec() -> dict[str, Any]:
                     items=_registry_ca(),
                     maxItems=256,
                 ),
+                "sshAuthorizedKeys": _ssh_authorized_keys(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

@@ -1,7 +1,7 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, timeouts) is checked on
-its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, timeouts) is
+checked on its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
 files are read here, once, through `files`; their contents come back with the findings so the loader builds the
 model from exactly the bytes that were checked. Every secret is registered for redaction as soon as it is read.
 Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has its port checked
@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
@@ -386,6 +388,41 @@ def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
                     )
 
 
+def ssh_key_problem(line: str) -> str | None:
+    """Why an `authorized_keys` line is not a usable public key, or None. Security-key (`sk-`) types, which
+    `cryptography` does not load, are checked for a well-formed key blob of the declared type."""
+    kind, blob = line.split()[:2]
+    if not kind.startswith("sk-"):
+        try:
+            serialization.load_ssh_public_key(f"{kind} {blob}".encode())
+        except (ValueError, UnsupportedAlgorithm):
+            return f"is not a valid {kind} public key (the base64 part does not decode to one)"
+        return None
+    try:
+        raw = base64.b64decode(blob, validate=True)
+    except binascii.Error:
+        return "is not a valid public key: its key part is not base64"
+    size = int.from_bytes(raw[:4], "big")
+    if raw[4 : 4 + size] != kind.encode():
+        return f"is not a valid {kind} public key (the key part holds another type)"
+    return None
+
+
+def _ssh_keys(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "sshAuthorizedKeys", "keys")
+    if "sshAuthorizedKeys" not in spec or not run.sound(path):
+        return
+    seen: dict[str, int] = {}
+    for index, line in enumerate(spec["sshAuthorizedKeys"]["keys"]):
+        problem = ssh_key_problem(line)
+        if problem:
+            run.error((*path, index), problem)
+        blob = line.split()[1]
+        if blob in seen:
+            run.error((*path, index), f"the same key as keys[{seen[blob]}] (with another comment); list it once")
+        seen.setdefault(blob, index)
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -422,6 +459,7 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
         _mirror_credentials(run, spec)
+        _ssh_keys(run, spec)
         _timeouts(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)

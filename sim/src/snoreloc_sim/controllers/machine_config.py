@@ -3,9 +3,10 @@
 Inputs: the pull secret (`openshift-config/pull-secret`), image mirroring objects (ICSP, IDMS, ITMS: create,
 update or delete), Image `cluster` spec, the `openshift-config` ConfigMap that `additionalTrustedCA` names, and
 MachineConfigs. An update takes ~120 s on SNO; it needs a reboot (API refused for ~240 s in the middle) only
-when a MachineConfig changed. Pull secret, mirrors and registry CA are applied live, as MCO does from 4.13 for
-IDMS/ITMS and the pull secret; ICSP on 4.14 is treated the same (no reboot): the simulator chooses the
-drain-free path for every registries.conf change, so a relocation never pays a reboot for mirrors.
+when a MachineConfig changed other than in core's SSH keys (see `needs_reboot`). Pull secret, mirrors and registry
+CA are applied live, as MCO does from 4.13 for IDMS/ITMS and the pull secret; ICSP on 4.14 is treated the same
+(no reboot): the simulator chooses the drain-free path for every registries.conf change, so a relocation never pays
+a reboot for mirrors.
 
 Coalescing rule: the first change opens a 5 s (cluster time) window; every change inside it joins the same
 update. A change during an update queues exactly one follow-up update, which starts when the current one ends
@@ -14,6 +15,7 @@ and carries every change that arrived meanwhile. So two changes 1 s apart give o
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import threading
@@ -73,7 +75,7 @@ class MachineConfigOperator:
         trigger = self._trigger(rtype.key, old, new)
         if trigger is None:
             return
-        if rtype.key == base.MACHINECONFIGS:
+        if rtype.key == base.MACHINECONFIGS and needs_reboot(old, new):
             with self._lock:
                 self._reboot = True
         self._serial.request(trigger)
@@ -147,6 +149,34 @@ class MachineConfigOperator:
             annotations = node["metadata"].setdefault("annotations", {})
             annotations.update({ANNOTATION + k: v for k, v in values.items()})
             self._cluster.store.update(nodes, node, check_rv=False)
+
+
+def needs_reboot(old: Obj | None, new: Obj | None) -> bool:
+    """Whether a MachineConfig change reboots the node: any change but one of `core`'s SSH keys alone.
+
+    machine-config-operator `pkg/daemon/update.go`: ssh keys (like the pull secret) are
+    `postConfigChangeActionNone`, "no special action"; `pkg/daemon/update_test.go` "test that a SSH key change is
+    none". A MachineConfig that carries nothing but the ignition version and core's keys adds nothing else either.
+    """
+    return _without_ssh_keys(old) != _without_ssh_keys(new)
+
+
+def _without_ssh_keys(obj: Obj | None) -> object:
+    spec = copy.deepcopy((obj or {}).get("spec") or {})
+    config = spec.get("config") or {}
+    config.pop("ignition", None)
+    passwd = config.get("passwd") or {}
+    users = [{k: v for k, v in user.items() if k != "sshAuthorizedKeys"} for user in passwd.get("users") or []]
+    users = [user for user in users if user != {"name": "core"}]
+    if users:
+        passwd["users"] = users
+    else:
+        passwd.pop("users", None)
+    if not passwd:
+        config.pop("passwd", None)
+    if not config:
+        spec.pop("config", None)
+    return spec
 
 
 def _payload(obj: Obj | None) -> object:
