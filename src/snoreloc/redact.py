@@ -29,6 +29,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         rf'\1"{MASK}"',
     ),
     (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
+    (re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@\"']*:)[^/\s@\"']+@", re.IGNORECASE), rf"\1{MASK}@"),  # user:password@
     (re.compile(r'("?\.dockerconfigjson"?\s*:\s*)"[A-Za-z0-9+/=]{16,}"'), rf'\1"{MASK}"'),
     (re.compile(r'("?tls\.key"?\s*:\s*)"[A-Za-z0-9+/=]{16,}"'), rf'\1"{MASK}"'),
 )

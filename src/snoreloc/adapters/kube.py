@@ -90,6 +90,7 @@ ICSP = Resource("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies
 INGRESSCONTROLLERS = Resource("operator.openshift.io", "v1", "ingresscontrollers", "IngressController", True)
 ROUTES = Resource("route.openshift.io", "v1", "routes", "Route", True)
 MCPS = Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False)
+PROXIES = Resource("config.openshift.io", "v1", "proxies", "Proxy", False)
 MACHINECONFIGS = Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False)
 
 KNOWN: tuple[Resource, ...] = (
@@ -111,6 +112,7 @@ KNOWN: tuple[Resource, ...] = (
     ROUTES,
     MCPS,
     MACHINECONFIGS,
+    PROXIES,
 )
 
 

@@ -13,7 +13,19 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, paths, report, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, cluster_config, context, csr, domain, preflight, routes, settle, ssh_keys
+from snoreloc.steps import (
+    base,
+    certificates,
+    cluster_config,
+    context,
+    csr,
+    domain,
+    preflight,
+    proxy,
+    routes,
+    settle,
+    ssh_keys,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -29,6 +41,7 @@ def cluster_steps() -> list[base.Step]:
         settle.Settle("settle"),
         routes.Routes(),
         csr.Csr(),
+        proxy.Proxy(),  # last writer: a proxy change reboots the node, which only the final settle rides out
         settle.Settle("final-settle"),
     ]
 

@@ -138,6 +138,18 @@ def _ssh_keys(values: Mapping[str, Any] | None) -> model.SshKeys | None:
     return model.SshKeys(tuple(key.strip() for key in values["keys"]), mode)
 
 
+def _proxy(values: Mapping[str, Any] | None, checked: semantic.Checked) -> model.Proxy | None:
+    if values is None:
+        return None
+    bundle = checked.sources.get(("spec", "proxy", "trustedCA"))
+    return model.Proxy(
+        http_proxy=values.get("httpProxy"),
+        https_proxy=values.get("httpsProxy"),
+        no_proxy=tuple(values.get("noProxy") or ()),
+        trusted_ca=bundle.decode("ascii") if bundle is not None else None,
+    )
+
+
 def _routes(values: Mapping[str, Any]) -> model.Routes:
     default = model.Routes().own_certificates.value
     return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
@@ -181,6 +193,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         remove_mirrors=tuple(spec.get("removeMirrors") or ()),
         registry_ca=_registry_cas(spec, checked),
         ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
+        proxy=_proxy(spec.get("proxy"), checked),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

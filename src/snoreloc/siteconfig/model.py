@@ -109,6 +109,16 @@ class SshKeys:
 
 
 @dataclass(frozen=True)
+class Proxy:
+    """The cluster-wide proxy. The URLs may carry `user:password`, so they are kept out of `repr`."""
+
+    http_proxy: str | None = field(default=None, repr=False)
+    https_proxy: str | None = field(default=None, repr=False)
+    no_proxy: tuple[str, ...] = ()
+    trusted_ca: str | None = None  # PEM bundle, cleaned
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
@@ -165,6 +175,7 @@ class SiteConfig:
     remove_mirrors: tuple[str, ...] = ()  # names of factory-era ICSP/IDMS/ITMS objects to delete
     registry_ca: tuple[RegistryCA, ...] = ()
     ssh_authorized_keys: SshKeys | None = None
+    proxy: Proxy | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

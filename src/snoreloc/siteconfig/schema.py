@@ -443,6 +443,50 @@ def _ssh_authorized_keys() -> dict[str, Any]:
     )
 
 
+def _proxy_url(which: str, schemes: str) -> dict[str, Any]:
+    return _prop(
+        f"URL of the proxy for {which} connections leaving the cluster ({schemes}), `scheme://[user:password@]host"
+        "[:port]`. Secret: it may carry a password, and is never printed.",
+        ["http://proxy.site.example.com:3128"],
+        type="string",
+        minLength=1,
+        maxLength=2048,
+        **{"x-secret": True},
+    )
+
+
+def _proxy() -> dict[str, Any]:
+    return _prop(
+        "The cluster-wide proxy (Proxy `cluster`). Changing the URLs or noProxy reboots the node; a trusted CA "
+        "alone restarts kubelet and CRI-O without a reboot.",
+        [{"httpsProxy": "http://proxy.site.example.com:3128", "noProxy": [".site.example.com"]}],
+        **_obj(
+            {
+                "httpProxy": _proxy_url("HTTP", "http"),
+                "httpsProxy": _proxy_url("HTTPS", "http or https"),
+                "noProxy": _prop(
+                    "Destinations that bypass the proxy: domains (a leading `.` for its subdomains), IP addresses, "
+                    "CIDRs, or `*`. The cluster adds its own networks and internal names.",
+                    [[".site.example.com", "10.20.0.0/16"]],
+                    type="array",
+                    uniqueItems=True,
+                    maxItems=256,
+                    items={
+                        "type": "string",
+                        "maxLength": 253,
+                        "pattern": r"^(\*|\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$",
+                        "x-message": "must be a domain, .domain, IP address, CIDR or *",
+                    },
+                ),
+                "trustedCA": _pem_source(
+                    "CA bundle the proxy's certificate chains to (PEM certificates)", "proxy-ca.crt"
+                ),
+            },
+            minProperties=1,
+        ),
+    )
+
+
 def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
@@ -614,6 +658,7 @@ def _spec() -> dict[str, Any]:
                     maxItems=256,
                 ),
                 "sshAuthorizedKeys": _ssh_authorized_keys(),
+                "proxy": _proxy(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

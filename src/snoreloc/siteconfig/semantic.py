@@ -1,11 +1,11 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, timeouts) is
-checked on its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
-files are read here, once, through `files`; their contents come back with the findings so the loader builds the
-model from exactly the bytes that were checked. Every secret is registered for redaction as soon as it is read.
-Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has its port checked
-here: the schema's patterns can say "digits" but not "1-65535".
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy,
+timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake gives one
+message. Referenced files are read here, once, through `files`; their contents come back with the findings so the
+loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as soon
+as it is read. Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has
+its port checked here: the schema's patterns can say "digits" but not "1-65535".
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import binascii
 import datetime as dt
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -423,6 +424,60 @@ def _ssh_keys(run: _Run, spec: Mapping[str, Any]) -> None:
         seen.setdefault(blob, index)
 
 
+PROXY_SCHEMES = {"httpProxy": ("http",), "httpsProxy": ("http", "https")}
+
+
+def proxy_url_problem(field_name: str, url: str) -> str | None:
+    """Why a proxy URL is unusable, or None. The message never quotes the URL (it may hold a password)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "is not a URL (or its port is not a number 1-65535)"
+    schemes = PROXY_SCHEMES[field_name]
+    if parts.scheme not in schemes:
+        return f"must start with {' or '.join(f'{scheme}://' for scheme in schemes)}"
+    if not parts.hostname:
+        return "has no host"
+    if port == 0:
+        return "has port 0; use 1-65535"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return "must be scheme://host[:port] (user and password before the host if needed), with no path or query"
+    return None
+
+
+def register_proxy_password(url: str) -> None:
+    """Register the password a proxy URL carries, if any (a URL that does not parse registers as a whole)."""
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        redact.register_secret(url)
+        return
+    if password:
+        redact.register_secret(password)
+
+
+def _proxy(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "proxy")
+    proxy = spec.get("proxy")
+    if not isinstance(proxy, Mapping):
+        return
+    for name in PROXY_SCHEMES:
+        url = proxy.get(name)
+        if not isinstance(url, str):
+            continue
+        register_proxy_password(url)
+        problem = proxy_url_problem(name, url) if run.sound((*path, name)) else None
+        if problem:
+            run.error((*path, name), problem)
+    if "trustedCA" in proxy and run.sound((*path, "trustedCA")):
+        where = (*path, "trustedCA")
+        bundle = run.source(where, proxy["trustedCA"], secret=False)
+        chain = _bundle(run, origin(where, proxy["trustedCA"]), bundle) if bundle else None
+        if chain:
+            run.sources[where] = certs.pem_bundle(chain)
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -460,6 +515,7 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _registry_ca(run, spec)
         _mirror_credentials(run, spec)
         _ssh_keys(run, spec)
+        _proxy(run, spec)
         _timeouts(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)
