@@ -15,6 +15,7 @@ from snoreloc.engine import backups, journal, lock, paths, report, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import (
     base,
+    catalogs,
     certificates,
     cluster_config,
     context,
@@ -37,6 +38,7 @@ def cluster_steps() -> list[base.Step]:
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
         ssh_keys.SshKeys(),
+        catalogs.Catalogs(),
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),

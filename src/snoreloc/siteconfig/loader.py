@@ -150,6 +150,16 @@ def _proxy(values: Mapping[str, Any] | None, checked: semantic.Checked) -> model
     )
 
 
+def _catalog_sources(values: Mapping[str, Any] | None) -> model.CatalogSources | None:
+    if values is None:
+        return None
+    sources = tuple(
+        model.CatalogSource(e["name"], e["image"], e.get("displayName"), e.get("publisher"))
+        for e in values.get("sources") or ()
+    )
+    return model.CatalogSources(sources, values.get("disableDefaultSources"))
+
+
 def _routes(values: Mapping[str, Any]) -> model.Routes:
     default = model.Routes().own_certificates.value
     return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
@@ -194,6 +204,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         registry_ca=_registry_cas(spec, checked),
         ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
         proxy=_proxy(spec.get("proxy"), checked),
+        catalog_sources=_catalog_sources(spec.get("catalogSources")),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

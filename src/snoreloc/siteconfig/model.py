@@ -119,6 +119,24 @@ class Proxy:
 
 
 @dataclass(frozen=True)
+class CatalogSource:
+    """An operator catalog served from the site's mirror (a CatalogSource in openshift-marketplace)."""
+
+    name: str
+    image: str
+    display_name: str | None = None
+    publisher: str | None = None
+
+
+@dataclass(frozen=True)
+class CatalogSources:
+    """The site's operator catalogs, and whether OperatorHub's default (internet) sources are turned off."""
+
+    sources: tuple[CatalogSource, ...] = ()
+    disable_default_sources: bool | None = None  # None: leave OperatorHub as it is
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
@@ -176,6 +194,7 @@ class SiteConfig:
     registry_ca: tuple[RegistryCA, ...] = ()
     ssh_authorized_keys: SshKeys | None = None
     proxy: Proxy | None = None
+    catalog_sources: CatalogSources | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

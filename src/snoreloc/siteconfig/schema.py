@@ -487,6 +487,65 @@ def _proxy() -> dict[str, Any]:
     )
 
 
+IMAGE_PATTERN = rf"^{_HOST}(?::[0-9]+)?{_REPO_PATH}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}|@sha256:[a-f0-9]{{64}})$"
+
+
+def _catalog_source() -> dict[str, Any]:
+    text = {"type": "string", "minLength": 1, "maxLength": 253}
+    return _obj(
+        {
+            "name": _prop(
+                "Name of the CatalogSource in openshift-marketplace (a DNS label).",
+                ["site-redhat-operators"],
+                type="string",
+                pattern=DNS_LABEL_PATTERN,
+                **{"x-message": "must be a DNS label: lowercase letters, digits and '-', at most 63 characters"},
+            ),
+            "image": _prop(
+                "The catalog's index image on the site's mirror, with a tag or digest.",
+                ["registry.site.example.com:8443/redhat/redhat-operator-index:v4.16"],
+                type="string",
+                maxLength=1024,
+                pattern=IMAGE_PATTERN,
+                **{"x-message": "must be an image reference host[:port]/path with a :tag or @sha256: digest"},
+            ),
+            "displayName": _prop("Name shown in OperatorHub.", ["Red Hat Operators (site mirror)"], **text),
+            "publisher": _prop("Publisher shown in OperatorHub.", ["Site IT"], **text),
+        },
+        ("name", "image"),
+    )
+
+
+def _catalog_sources() -> dict[str, Any]:
+    return _prop(
+        "Operator catalogs for a disconnected site. No node change: the marketplace operator starts the catalogs.",
+        [
+            {
+                "disableDefaultSources": True,
+                "sources": [{"name": "site-redhat", "image": "registry.site.example.com/i:v1"}],
+            }
+        ],
+        **_obj(
+            {
+                "disableDefaultSources": _prop(
+                    "Set OperatorHub `cluster` spec.disableAllDefaultSources (true turns the internet catalogs off). "
+                    "Left out: OperatorHub is left as it is.",
+                    [True],
+                    type="boolean",
+                ),
+                "sources": _prop(
+                    "CatalogSource objects to create or update in openshift-marketplace (gRPC, from an index image).",
+                    [[{"name": "site-redhat-operators", "image": "registry.site.example.com:8443/redhat/index:v4.16"}]],
+                    type="array",
+                    maxItems=64,
+                    items=_catalog_source(),
+                ),
+            },
+            minProperties=1,
+        ),
+    )
+
+
 def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
@@ -659,6 +718,7 @@ def _spec() -> dict[str, Any]:
                 ),
                 "sshAuthorizedKeys": _ssh_authorized_keys(),
                 "proxy": _proxy(),
+                "catalogSources": _catalog_sources(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

@@ -478,6 +478,21 @@ def _proxy(run: _Run, spec: Mapping[str, Any]) -> None:
             run.sources[where] = certs.pem_bundle(chain)
 
 
+def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
+    catalogs = spec.get("catalogSources")
+    sources = catalogs.get("sources") if isinstance(catalogs, Mapping) else None
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(sources if isinstance(sources, list) else ()):
+        path = (*SPEC, "catalogSources", "sources", index)
+        if not isinstance(entry, Mapping) or not run.sound(path):
+            continue
+        _port(run, (*path, "image"), str(entry["image"]).split("/", 1)[0])
+        if seen.setdefault(entry["name"], index) != index:
+            run.error(
+                (*path, "name"), f"already used by sources[{seen[entry['name']]}]; each catalog needs its own name"
+            )
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -516,6 +531,7 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirror_credentials(run, spec)
         _ssh_keys(run, spec)
         _proxy(run, spec)
+        _catalog_sources(run, spec)
         _timeouts(run, spec)
     _deprecated(run, data)
     return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)
