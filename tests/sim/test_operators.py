@@ -495,12 +495,50 @@ def test_machine_config_change_reboots_the_node(
         "apiVersion": "machineconfiguration.openshift.io/v1",
         "kind": "MachineConfig",
         "metadata": {"name": "99-master-site", "labels": {"machineconfiguration.openshift.io/role": "master"}},
-        "spec": {"config": {"ignition": {"version": "3.2.0"}}},
+        "spec": {"config": {"ignition": {"version": "3.2.0"}}, "kernelArguments": ["nosmt"]},
     }
     custom.create_cluster_custom_object("machineconfiguration.openshift.io", "v1", "machineconfigs", body)
     wait_for(pool_is(custom, "Updating"), "pool update start")
     failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
     assert failures > 0, "a MachineConfig change reboots the node: the API must go away"
+    wait_for(pool_is(custom, "Updated"), "pool update end")
+
+
+def test_an_ssh_key_change_updates_the_pool_without_reboot(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    group = ("machineconfiguration.openshift.io", "v1", "machineconfigs")
+    users = [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIEdge site"]}]
+    patch = {"spec": {"config": {"passwd": {"users": users}}}}
+    custom.patch_cluster_custom_object(*group, "99-master-ssh", patch)
+    wait_for(pool_is(custom, "Updating"), "pool update start")
+    failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
+    assert failures == 0, "an SSH key change is applied without a reboot: the API stays up"
+    wait_for(pool_is(custom, "Updated"), "pool update end")
+
+
+PROXY = ("config.openshift.io", "v1", "proxies", "cluster")
+
+
+def test_a_no_proxy_change_reboots_the_node(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    custom.patch_cluster_custom_object(*PROXY, {"spec": {"noProxy": ".site.example.net"}})
+    wait_for(pool_is(custom, "Updating"), "pool update start")
+    failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
+    assert failures > 0, "a proxy URL or noProxy change reboots the node: the API must go away"
+    wait_for(pool_is(custom, "Updated"), "pool update end")
+
+
+def test_a_proxy_trusted_ca_alone_updates_the_pool_without_reboot(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    body = {"metadata": {"name": "proxy-ca", "namespace": "openshift-config"}, "data": {"ca-bundle.crt": "x"}}
+    core.create_namespaced_config_map("openshift-config", body)
+    custom.patch_cluster_custom_object(*PROXY, {"spec": {"trustedCA": {"name": "proxy-ca"}}})
+    wait_for(pool_is(custom, "Updating"), "pool update start")
+    failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
+    assert failures == 0, "a trusted CA alone is applied without a reboot: the API stays up"
     wait_for(pool_is(custom, "Updated"), "pool update end")
 
 

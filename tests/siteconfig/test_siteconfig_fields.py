@@ -45,6 +45,7 @@ OPAQUE = {
     ("spec", "network"): "network",
     ("spec", "certificates", "api"): "certificates.api",
     ("spec", "certificates", "ingress"): "certificates.ingress",
+    ("spec", "proxy", "trustedCA"): "proxy.trusted_ca",
 }
 
 
@@ -166,6 +167,8 @@ class TestOneListOfSecrets:
             ("spec", "certificates", "ingress", "key", "pem"),
             ("spec", "pullSecret", "inline"),
             ("spec", "pullSecret", "json"),
+            ("spec", "proxy", "httpProxy"),
+            ("spec", "proxy", "httpsProxy"),
         )
         assert {"auth", "password", "identitytoken", "registrytoken"} == schema.AUTH_SECRET_FIELDS
 

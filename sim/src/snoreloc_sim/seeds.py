@@ -66,6 +66,7 @@ NAMESPACES = (
     "openshift-ingress-canary",
     "openshift-machine-config-operator",
     "openshift-apiserver",
+    "openshift-marketplace",
     *USER_NAMESPACES,
 )
 
@@ -96,6 +97,7 @@ CLUSTER_OPERATORS = (
     "network",
     "node-tuning",
     "openshift-apiserver",
+    "openshift-marketplace",
     "openshift-controller-manager",
     "openshift-samples",
     "operator-lifecycle-manager",
@@ -249,6 +251,7 @@ class _Seeder:
         self.put(base.IMAGES, {"metadata": {"name": "cluster"}, "spec": {}, "status": image_status})
         self.put(base.PROXIES, {"metadata": {"name": "cluster"}, "spec": {"trustedCA": {"name": ""}}, "status": {}})
         self.put(base.OAUTHS, {"metadata": {"name": "cluster"}, "spec": {}})
+        self.put(base.OPERATORHUBS, {"metadata": {"name": "cluster"}, "spec": {}})
         console_status = {"consoleURL": f"https://console-openshift-console.{f.apps_domain}"}
         self.put(base.CONSOLES, {"metadata": {"name": "cluster"}, "spec": {}, "status": console_status})
         self.put(base.NETWORKS, network())

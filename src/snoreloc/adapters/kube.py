@@ -93,6 +93,10 @@ ICSP = Resource("operator.openshift.io", "v1alpha1", "imagecontentsourcepolicies
 INGRESSCONTROLLERS = Resource("operator.openshift.io", "v1", "ingresscontrollers", "IngressController", True)
 ROUTES = Resource("route.openshift.io", "v1", "routes", "Route", True)
 MCPS = Resource("machineconfiguration.openshift.io", "v1", "machineconfigpools", "MachineConfigPool", False)
+CATALOGSOURCES = Resource("operators.coreos.com", "v1alpha1", "catalogsources", "CatalogSource", True)
+OPERATORHUBS = Resource("config.openshift.io", "v1", "operatorhubs", "OperatorHub", False)
+PROXIES = Resource("config.openshift.io", "v1", "proxies", "Proxy", False)
+MACHINECONFIGS = Resource("machineconfiguration.openshift.io", "v1", "machineconfigs", "MachineConfig", False)
 
 KNOWN: tuple[Resource, ...] = (
     SECRETS,
@@ -112,6 +116,10 @@ KNOWN: tuple[Resource, ...] = (
     INGRESSCONTROLLERS,
     ROUTES,
     MCPS,
+    MACHINECONFIGS,
+    PROXIES,
+    CATALOGSOURCES,
+    OPERATORHUBS,
 )
 
 

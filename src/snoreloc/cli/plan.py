@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from snoreloc import redact
 from snoreloc.cli import common
 
 HELP = "show what `run` would change (per-object diffs, secrets masked); changes nothing"
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     plans = _cluster_plans(args) if args.cluster_only else _node_plans(args)
     if args.output == "json":
-        sys.stdout.write(json.dumps(plan.as_json(plans), indent=2) + "\n")
+        sys.stdout.write(redact.redact(json.dumps(plan.as_json(plans), indent=2)) + "\n")
     else:
         sys.stdout.write(plan.render(plans))
     return 0

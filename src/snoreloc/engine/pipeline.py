@@ -13,7 +13,20 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, paths, report, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, cluster_config, context, csr, domain, preflight, routes, settle
+from snoreloc.steps import (
+    base,
+    catalogs,
+    certificates,
+    cluster_config,
+    context,
+    csr,
+    domain,
+    preflight,
+    proxy,
+    routes,
+    settle,
+    ssh_keys,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -27,9 +40,12 @@ def cluster_steps() -> list[base.Step]:
         preflight.Preflight(),
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
+        ssh_keys.SshKeys(),
+        catalogs.Catalogs(),
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),
+        proxy.Proxy(),  # last writer: a proxy change reboots the node, which only the final settle rides out
         settle.Settle("final-settle"),
     ]
 

@@ -130,6 +130,35 @@ def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[m
     return tuple(out)
 
 
+def _ssh_keys(values: Mapping[str, Any] | None) -> model.SshKeys | None:
+    if values is None:
+        return None
+    mode = model.SshKeysMode(values.get("mode", model.SshKeysMode.REPLACE.value))
+    return model.SshKeys(tuple(key.strip() for key in values["keys"]), mode)
+
+
+def _proxy(values: Mapping[str, Any] | None, checked: semantic.Checked) -> model.Proxy | None:
+    if values is None:
+        return None
+    bundle = checked.sources.get(("spec", "proxy", "trustedCA"))
+    return model.Proxy(
+        http_proxy=values.get("httpProxy"),
+        https_proxy=values.get("httpsProxy"),
+        no_proxy=tuple(values.get("noProxy") or ()),
+        trusted_ca=bundle.decode("ascii") if bundle is not None else None,
+    )
+
+
+def _catalog_sources(values: Mapping[str, Any] | None) -> model.CatalogSources | None:
+    if values is None:
+        return None
+    sources = tuple(
+        model.CatalogSource(e["name"], e["image"], e.get("displayName"), e.get("publisher"))
+        for e in values.get("sources") or ()
+    )
+    return model.CatalogSources(sources, values.get("disableDefaultSources"))
+
+
 def _routes(values: Mapping[str, Any]) -> model.Routes:
     default = model.Routes().own_certificates.value
     return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
@@ -185,6 +214,9 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         image_tag_mirrors=_mirrors(spec.get("imageTagMirrors")),
         remove_mirrors=tuple(spec.get("removeMirrors") or ()),
         registry_ca=_registry_cas(spec, checked),
+        ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
+        proxy=_proxy(spec.get("proxy"), checked),
+        catalog_sources=_catalog_sources(spec.get("catalogSources")),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

@@ -95,6 +95,47 @@ class RegistryCA:
     bundle_pem: str
 
 
+class SshKeysMode(enum.Enum):
+    REPLACE = "replace"  # the site's keys become core's only keys
+    ADD = "add"  # the site's keys are added to the ones core already has
+
+
+@dataclass(frozen=True)
+class SshKeys:
+    """Public keys for the node's `core` user (OpenSSH `authorized_keys` lines, each checked), and how to combine."""
+
+    keys: tuple[str, ...]
+    mode: SshKeysMode = SshKeysMode.REPLACE
+
+
+@dataclass(frozen=True)
+class Proxy:
+    """The cluster-wide proxy. The URLs may carry `user:password`, so they are kept out of `repr`."""
+
+    http_proxy: str | None = field(default=None, repr=False)
+    https_proxy: str | None = field(default=None, repr=False)
+    no_proxy: tuple[str, ...] = ()
+    trusted_ca: str | None = None  # PEM bundle, cleaned
+
+
+@dataclass(frozen=True)
+class CatalogSource:
+    """An operator catalog served from the site's mirror (a CatalogSource in openshift-marketplace)."""
+
+    name: str
+    image: str
+    display_name: str | None = None
+    publisher: str | None = None
+
+
+@dataclass(frozen=True)
+class CatalogSources:
+    """The site's operator catalogs, and whether OperatorHub's default (internet) sources are turned off."""
+
+    sources: tuple[CatalogSource, ...] = ()
+    disable_default_sources: bool | None = None  # None: leave OperatorHub as it is
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
@@ -184,6 +225,9 @@ class SiteConfig:
     image_tag_mirrors: tuple[Mirror, ...] = ()
     remove_mirrors: tuple[str, ...] = ()  # names of factory-era ICSP/IDMS/ITMS objects to delete
     registry_ca: tuple[RegistryCA, ...] = ()
+    ssh_authorized_keys: SshKeys | None = None
+    proxy: Proxy | None = None
+    catalog_sources: CatalogSources | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

@@ -15,6 +15,7 @@ secret fields (`SECRET_PATHS`, `AUTH_SECRET_FIELDS`) and of ignored fields (`DEP
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from snoreloc.siteconfig import findings, model
@@ -397,6 +398,154 @@ def _registry_ca() -> dict[str, Any]:
     )
 
 
+SSH_KEY_TYPES = (
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+)
+
+
+def _ssh_authorized_keys() -> dict[str, Any]:
+    key_types = "|".join(re.escape(kind) for kind in SSH_KEY_TYPES)
+    return _prop(
+        "SSH public keys for the node's `core` user, written to the `99-master-ssh` MachineConfig. The "
+        "machine-config operator applies a change of keys alone without draining or rebooting the node.",
+        [{"keys": ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly site-admin"], "mode": "replace"}],
+        **_obj(
+            {
+                "keys": _prop(
+                    "OpenSSH public keys, one `authorized_keys` line each (type, base64 key, optional comment).",
+                    [["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly site-admin"]],
+                    type="array",
+                    minItems=1,
+                    maxItems=64,
+                    uniqueItems=True,
+                    items={
+                        "type": "string",
+                        "maxLength": 16384,
+                        "pattern": rf"^\s*(?:{key_types}) [A-Za-z0-9+/]+=*(?: [^\n]*)?\s*$",
+                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment",
+                    },
+                ),
+                "mode": _prop(
+                    "`replace` (default): these become core's only keys, so the factory's keys stop working. "
+                    "`add`: these are added to the keys core already has.",
+                    ["add"],
+                    enum=[choice.value for choice in model.SshKeysMode],
+                ),
+            },
+            ("keys",),
+        ),
+    )
+
+
+def _proxy_url(which: str, schemes: str) -> dict[str, Any]:
+    return _prop(
+        f"URL of the proxy for {which} connections leaving the cluster ({schemes}), `scheme://[user:password@]host"
+        "[:port]`. Secret: it may carry a password, and is never printed.",
+        ["http://proxy.site.example.com:3128"],
+        type="string",
+        minLength=1,
+        maxLength=2048,
+        **{"x-secret": True},
+    )
+
+
+def _proxy() -> dict[str, Any]:
+    return _prop(
+        "The cluster-wide proxy (Proxy `cluster`). Changing the URLs or noProxy reboots the node; a trusted CA "
+        "alone restarts kubelet and CRI-O without a reboot.",
+        [{"httpsProxy": "http://proxy.site.example.com:3128", "noProxy": [".site.example.com"]}],
+        **_obj(
+            {
+                "httpProxy": _proxy_url("HTTP", "http"),
+                "httpsProxy": _proxy_url("HTTPS", "http or https"),
+                "noProxy": _prop(
+                    "Destinations that bypass the proxy: domains (a leading `.` for its subdomains), IP addresses, "
+                    "CIDRs, or `*`. The cluster adds its own networks and internal names.",
+                    [[".site.example.com", "10.20.0.0/16"]],
+                    type="array",
+                    uniqueItems=True,
+                    maxItems=256,
+                    items={
+                        "type": "string",
+                        "maxLength": 253,
+                        "pattern": r"^(\*|\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$",
+                        "x-message": "must be a domain, .domain, IP address, CIDR or *",
+                    },
+                ),
+                "trustedCA": _pem_source(
+                    "CA bundle the proxy's certificate chains to (PEM certificates)", "proxy-ca.crt"
+                ),
+            },
+            minProperties=1,
+        ),
+    )
+
+
+IMAGE_PATTERN = rf"^{_HOST}(?::[0-9]+)?{_REPO_PATH}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}|@sha256:[a-f0-9]{{64}})$"
+
+
+def _catalog_source() -> dict[str, Any]:
+    text = {"type": "string", "minLength": 1, "maxLength": 253}
+    return _obj(
+        {
+            "name": _prop(
+                "Name of the CatalogSource in openshift-marketplace (a DNS label).",
+                ["site-redhat-operators"],
+                type="string",
+                pattern=DNS_LABEL_PATTERN,
+                **{"x-message": "must be a DNS label: lowercase letters, digits and '-', at most 63 characters"},
+            ),
+            "image": _prop(
+                "The catalog's index image on the site's mirror, with a tag or digest.",
+                ["registry.site.example.com:8443/redhat/redhat-operator-index:v4.16"],
+                type="string",
+                maxLength=1024,
+                pattern=IMAGE_PATTERN,
+                **{"x-message": "must be an image reference host[:port]/path with a :tag or @sha256: digest"},
+            ),
+            "displayName": _prop("Name shown in OperatorHub.", ["Red Hat Operators (site mirror)"], **text),
+            "publisher": _prop("Publisher shown in OperatorHub.", ["Site IT"], **text),
+        },
+        ("name", "image"),
+    )
+
+
+def _catalog_sources() -> dict[str, Any]:
+    return _prop(
+        "Operator catalogs for a disconnected site. No node change: the marketplace operator starts the catalogs.",
+        [
+            {
+                "disableDefaultSources": True,
+                "sources": [{"name": "site-redhat", "image": "registry.site.example.com/i:v1"}],
+            }
+        ],
+        **_obj(
+            {
+                "disableDefaultSources": _prop(
+                    "Set OperatorHub `cluster` spec.disableAllDefaultSources (true turns the internet catalogs off). "
+                    "Left out: OperatorHub is left as it is.",
+                    [True],
+                    type="boolean",
+                ),
+                "sources": _prop(
+                    "CatalogSource objects to create or update in openshift-marketplace (gRPC, from an index image).",
+                    [[{"name": "site-redhat-operators", "image": "registry.site.example.com:8443/redhat/index:v4.16"}]],
+                    type="array",
+                    maxItems=64,
+                    items=_catalog_source(),
+                ),
+            },
+            minProperties=1,
+        ),
+    )
+
+
 def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
@@ -601,6 +750,9 @@ def _spec() -> dict[str, Any]:
                     items=_registry_ca(),
                     maxItems=256,
                 ),
+                "sshAuthorizedKeys": _ssh_authorized_keys(),
+                "proxy": _proxy(),
+                "catalogSources": _catalog_sources(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

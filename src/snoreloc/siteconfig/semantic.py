@@ -1,11 +1,11 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, timeouts) is checked on
-its own and only when the schema found nothing wrong inside it, so one mistake gives one message. Referenced
-files are read here, once, through `files`; their contents come back with the findings so the loader builds the
-model from exactly the bytes that were checked. Every secret is registered for redaction as soon as it is read.
-Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has its port checked
-here: the schema's patterns can say "digits" but not "1-65535".
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy,
+timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake gives one
+message. Referenced files are read here, once, through `files`; their contents come back with the findings so the
+loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as soon
+as it is read. Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has
+its port checked here: the schema's patterns can say "digits" but not "1-65535".
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ import binascii
 import datetime as dt
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cryptography import x509
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
@@ -385,6 +388,110 @@ def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
                     )
 
 
+def ssh_key_problem(line: str) -> str | None:
+    """Why an `authorized_keys` line is not a usable public key, or None. Security-key (`sk-`) types, which
+    `cryptography` does not load, are checked for a well-formed key blob of the declared type."""
+    kind, blob = line.split()[:2]
+    if not kind.startswith("sk-"):
+        try:
+            serialization.load_ssh_public_key(f"{kind} {blob}".encode())
+        except (ValueError, UnsupportedAlgorithm):
+            return f"is not a valid {kind} public key (the base64 part does not decode to one)"
+        return None
+    try:
+        raw = base64.b64decode(blob, validate=True)
+    except binascii.Error:
+        return "is not a valid public key: its key part is not base64"
+    size = int.from_bytes(raw[:4], "big")
+    if raw[4 : 4 + size] != kind.encode():
+        return f"is not a valid {kind} public key (the key part holds another type)"
+    return None
+
+
+def _ssh_keys(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "sshAuthorizedKeys", "keys")
+    if "sshAuthorizedKeys" not in spec or not run.sound(path):
+        return
+    seen: dict[str, int] = {}
+    for index, line in enumerate(spec["sshAuthorizedKeys"]["keys"]):
+        problem = ssh_key_problem(line)
+        if problem:
+            run.error((*path, index), problem)
+        blob = line.split()[1]
+        if blob in seen:
+            run.error((*path, index), f"the same key as keys[{seen[blob]}] (with another comment); list it once")
+        seen.setdefault(blob, index)
+
+
+PROXY_SCHEMES = {"httpProxy": ("http",), "httpsProxy": ("http", "https")}
+
+
+def proxy_url_problem(field_name: str, url: str) -> str | None:
+    """Why a proxy URL is unusable, or None. The message never quotes the URL (it may hold a password)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "is not a URL (or its port is not a number 1-65535)"
+    schemes = PROXY_SCHEMES[field_name]
+    if parts.scheme not in schemes:
+        return f"must start with {' or '.join(f'{scheme}://' for scheme in schemes)}"
+    if not parts.hostname:
+        return "has no host"
+    if port == 0:
+        return "has port 0; use 1-65535"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return "must be scheme://host[:port] (user and password before the host if needed), with no path or query"
+    return None
+
+
+def register_proxy_password(url: str) -> None:
+    """Register the password a proxy URL carries, if any (a URL that does not parse registers as a whole)."""
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        redact.register_secret(url)
+        return
+    if password:
+        redact.register_secret(password)
+
+
+def _proxy(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "proxy")
+    proxy = spec.get("proxy")
+    if not isinstance(proxy, Mapping):
+        return
+    for name in PROXY_SCHEMES:
+        url = proxy.get(name)
+        if not isinstance(url, str):
+            continue
+        register_proxy_password(url)
+        problem = proxy_url_problem(name, url) if run.sound((*path, name)) else None
+        if problem:
+            run.error((*path, name), problem)
+    if "trustedCA" in proxy and run.sound((*path, "trustedCA")):
+        where = (*path, "trustedCA")
+        bundle = run.source(where, proxy["trustedCA"], secret=False)
+        chain = _bundle(run, origin(where, proxy["trustedCA"]), bundle) if bundle else None
+        if chain:
+            run.sources[where] = certs.pem_bundle(chain)
+
+
+def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
+    catalogs = spec.get("catalogSources")
+    sources = catalogs.get("sources") if isinstance(catalogs, Mapping) else None
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(sources if isinstance(sources, list) else ()):
+        path = (*SPEC, "catalogSources", "sources", index)
+        if not isinstance(entry, Mapping) or not run.sound(path):
+            continue
+        _port(run, (*path, "image"), str(entry["image"]).split("/", 1)[0])
+        if seen.setdefault(entry["name"], index) != index:
+            run.error(
+                (*path, "name"), f"already used by sources[{seen[entry['name']]}]; each catalog needs its own name"
+            )
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -452,6 +559,9 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
         _mirror_credentials(run, spec)
+        _ssh_keys(run, spec)
+        _proxy(run, spec)
+        _catalog_sources(run, spec)
         _timeouts(run, spec)
         _operators(run, spec)
         _progress_page(run, spec)

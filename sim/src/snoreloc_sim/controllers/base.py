@@ -45,6 +45,7 @@ CONSOLES = "consoles.config.openshift.io"
 INFRASTRUCTURES = "infrastructures.config.openshift.io"
 DNSES = "dnses.config.openshift.io"
 PROXIES = "proxies.config.openshift.io"
+OPERATORHUBS = "operatorhubs.config.openshift.io"
 OAUTHS = "oauths.config.openshift.io"
 NETWORKS = "networks.config.openshift.io"
 

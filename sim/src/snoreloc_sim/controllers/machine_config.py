@@ -1,11 +1,13 @@
 """Machine-config operator: node-level configuration changes become one MachineConfigPool `master` update.
 
 Inputs: the pull secret (`openshift-config/pull-secret`), image mirroring objects (ICSP, IDMS, ITMS: create,
-update or delete), Image `cluster` spec, the `openshift-config` ConfigMap that `additionalTrustedCA` names, and
-MachineConfigs. An update takes ~120 s on SNO; it needs a reboot (API refused for ~240 s in the middle) only
-when a MachineConfig changed. Pull secret, mirrors and registry CA are applied live, as MCO does from 4.13 for
-IDMS/ITMS and the pull secret; ICSP on 4.14 is treated the same (no reboot): the simulator chooses the
-drain-free path for every registries.conf change, so a relocation never pays a reboot for mirrors.
+update or delete), Image `cluster` spec, the `openshift-config` ConfigMaps that `additionalTrustedCA` and the
+Proxy's `trustedCA` name, Proxy `cluster` spec, and MachineConfigs. An update takes ~120 s on SNO; it needs a
+reboot (API refused for ~240 s in the middle) only when a MachineConfig changed other than in core's SSH keys
+(`needs_reboot`), or a proxy URL or noProxy (`proxy_reboots`). Pull secret, mirrors and registry
+CA are applied live, as MCO does from 4.13 for IDMS/ITMS and the pull secret; ICSP on 4.14 is treated the same
+(no reboot): the simulator chooses the drain-free path for every registries.conf change, so a relocation never pays
+a reboot for mirrors.
 
 Coalescing rule: the first change opens a 5 s (cluster time) window; every change inside it joins the same
 update. A change during an update queues exactly one follow-up update, which starts when the current one ends
@@ -14,6 +16,7 @@ and carries every change that arrived meanwhile. So two changes 1 s apart give o
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import threading
@@ -73,7 +76,9 @@ class MachineConfigOperator:
         trigger = self._trigger(rtype.key, old, new)
         if trigger is None:
             return
-        if rtype.key == base.MACHINECONFIGS:
+        if (rtype.key == base.MACHINECONFIGS and needs_reboot(old, new)) or (
+            rtype.key == base.PROXIES and proxy_reboots(old, new)
+        ):
             with self._lock:
                 self._reboot = True
         self._serial.request(trigger)
@@ -87,6 +92,8 @@ class MachineConfigOperator:
                 return f"{key}/{meta.get('name')}"
         elif key == base.IMAGES and meta.get("name") == "cluster" and _spec(old) != _spec(new):
             return "images.config.openshift.io/cluster"
+        elif key == base.PROXIES and meta.get("name") == "cluster" and _spec(old) != _spec(new):
+            return "proxies.config.openshift.io/cluster"
         elif key in (base.SECRETS, base.CONFIGMAPS) and meta.get("namespace") == CONFIG_NAMESPACE:
             return self._config_trigger(key, meta.get("name"), old, new)
         return None
@@ -100,6 +107,10 @@ class MachineConfigOperator:
         trusted = (((image or {}).get("spec") or {}).get("additionalTrustedCA") or {}).get("name")
         if key == base.CONFIGMAPS and trusted and name == trusted:
             return f"configmap {CONFIG_NAMESPACE}/{name}"
+        proxy = base.find(self._cluster, base.PROXIES, "cluster")
+        proxy_ca = (((proxy or {}).get("spec") or {}).get("trustedCA") or {}).get("name")
+        if key == base.CONFIGMAPS and proxy_ca and name == proxy_ca:
+            return f"configmap {CONFIG_NAMESPACE}/{name} (proxy trusted CA)"
         return None
 
     def _plan(self, trigger: str) -> list[base.Step]:
@@ -147,6 +158,49 @@ class MachineConfigOperator:
             annotations = node["metadata"].setdefault("annotations", {})
             annotations.update({ANNOTATION + k: v for k, v in values.items()})
             self._cluster.store.update(nodes, node, check_rv=False)
+
+
+def needs_reboot(old: Obj | None, new: Obj | None) -> bool:
+    """Whether a MachineConfig change reboots the node: any change but one of `core`'s SSH keys alone.
+
+    machine-config-operator `pkg/daemon/update.go`: ssh keys (like the pull secret) are
+    `postConfigChangeActionNone`, "no special action"; `pkg/daemon/update_test.go` "test that a SSH key change is
+    none". A MachineConfig that carries nothing but the ignition version and core's keys adds nothing else either.
+    """
+    return _without_ssh_keys(old) != _without_ssh_keys(new)
+
+
+PROXY_REBOOT_FIELDS = ("httpProxy", "httpsProxy", "noProxy")
+
+
+def proxy_reboots(old: Obj | None, new: Obj | None) -> bool:
+    """A change of the proxy's URLs or noProxy reboots the node; of its trusted CA alone, it does not.
+
+    openshift-docs, "Replacing the default ingress certificate" (the note on `oc patch proxy/cluster`): updating only
+    the trusted CA rewrites `openshift-config-user-ca-bundle.crt` without a reboot (kubelet and CRI-O restart);
+    changing any other proxy parameter, such as noProxy, reboots each node.
+    """
+    before = {k: ((old or {}).get("spec") or {}).get(k) for k in PROXY_REBOOT_FIELDS}
+    after = {k: ((new or {}).get("spec") or {}).get(k) for k in PROXY_REBOOT_FIELDS}
+    return before != after
+
+
+def _without_ssh_keys(obj: Obj | None) -> object:
+    spec = copy.deepcopy((obj or {}).get("spec") or {})
+    config = spec.get("config") or {}
+    config.pop("ignition", None)
+    passwd = config.get("passwd") or {}
+    users = [{k: v for k, v in user.items() if k != "sshAuthorizedKeys"} for user in passwd.get("users") or []]
+    users = [user for user in users if user != {"name": "core"}]
+    if users:
+        passwd["users"] = users
+    else:
+        passwd.pop("users", None)
+    if not passwd:
+        config.pop("passwd", None)
+    if not config:
+        spec.pop("config", None)
+    return spec
 
 
 def _payload(obj: Obj | None) -> object:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.engine import journal, node, paths, runner, timeline, view
@@ -114,8 +116,15 @@ def _site_config(sim: simulator.Simulator) -> dict[str, Any]:
             "registryCA": [
                 {"registry": "registry.store042.example.net:5000", "certificate": {"file": "registry-ca.crt"}}
             ],
+            "sshAuthorizedKeys": {"mode": "add", "keys": [f"{_demo_ssh_key()} store-042-admin"]},
         },
     }
+
+
+def _demo_ssh_key() -> str:
+    """A fresh public key for the site's technicians (its private half is thrown away: the demo never logs in)."""
+    public = ed25519.Ed25519PrivateKey.generate().public_key()
+    return public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
 
 
 def write_site(root: fs.HostFS, sim: simulator.Simulator) -> Path:

@@ -1,0 +1,79 @@
+"""SSH keys and the proxy in the site-config: parsed into the model, refused with the field, passwords never shown."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pathlib
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+from snoreloc import redact
+from snoreloc.siteconfig import loader, model, semantic
+
+HEAD = "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: site-1\nspec:\n"
+HEAD += "  domain: sno1.site.example.com\n"
+PASSWORD = "Pr0xy-Passw0rd-0412"
+
+
+def _openssh(public: ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey) -> str:
+    return public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+
+
+def _validate(tmp_path: pathlib.Path, body: str) -> loader.Report:
+    path = tmp_path / "site-config.yaml"
+    path.write_text(HEAD + body)
+    return loader.validate(str(path), now=dt.datetime.now(dt.UTC))
+
+
+def test_ssh_keys_become_the_model(tmp_path: pathlib.Path) -> None:
+    ed = _openssh(ed25519.Ed25519PrivateKey.generate().public_key())
+    nist = _openssh(ec.generate_private_key(ec.SECP256R1()).public_key())
+    report = _validate(tmp_path, f"  sshAuthorizedKeys:\n    mode: add\n    keys:\n      - {ed} a\n      - '{nist}'\n")
+    assert report.valid, report.problems
+    assert report.config is not None
+    assert report.config.ssh_authorized_keys == model.SshKeys((f"{ed} a", nist), model.SshKeysMode.ADD)
+
+
+@pytest.mark.parametrize(
+    ("line", "wanted"),
+    [
+        ("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIOGy3FtjEh3KCSOtJA1QVsqRdC2wax8+JVoTlMQh/wpU", "not a valid ssh-rsa"),
+        ("sk-ssh-ed25519@openssh.com AAAAC3NzaC1lZDI1NTE5AAAAIOGy", "holds another type"),
+        ("ssh-ed25519 AAAA", "not a valid ssh-ed25519"),
+    ],
+)
+def test_a_key_that_is_not_its_type_is_refused(line: str, wanted: str) -> None:
+    problem = semantic.ssh_key_problem(line)
+    assert problem is not None and wanted in problem
+
+
+@pytest.mark.parametrize(
+    ("field", "url", "wanted"),
+    [
+        ("httpProxy", "https://proxy.example.com:3128", "http://"),
+        ("httpsProxy", "ftp://proxy.example.com", "http:// or https://"),
+        ("httpsProxy", "proxy.example.com:3128", "must start with"),
+        ("httpProxy", "http://:3128", "has no host"),
+        ("httpProxy", "http://proxy.example.com:0", "port 0"),
+        ("httpProxy", "http://proxy.example.com:70000", "port"),
+        ("httpProxy", "http://proxy.example.com/x?y=1", "no path"),
+    ],
+)
+def test_bad_proxy_urls_are_refused(field: str, url: str, wanted: str) -> None:
+    problem = semantic.proxy_url_problem(field, url)
+    assert problem is not None and wanted in problem
+
+
+def test_a_proxy_password_is_never_shown(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    redact.forget_secrets()
+    url = f"http://edge-bot:{PASSWORD}@proxy.site.example.com:3128/path"
+    report = _validate(tmp_path, f"  proxy:\n    httpsProxy: {url}\n")
+    assert [p.path for p in report.problems] == ["spec.proxy.httpsProxy"]
+    assert all(PASSWORD not in p.render() for p in report.problems)
+    assert PASSWORD not in redact.redact(f"anything mentioning {PASSWORD}")
+    good = _validate(tmp_path, f"  proxy:\n    httpsProxy: {url.removesuffix('/path')}\n    noProxy: [.site]\n")
+    assert good.config is not None and good.config.proxy is not None
+    assert good.config.proxy.https_proxy == url.removesuffix("/path")
+    assert PASSWORD not in repr(good.config)
