@@ -155,3 +155,25 @@ def test_a_stick_copy_is_not_included_twice(state: tuple[pathlib.Path, list[str]
     (directory / "status.json").write_text(json.dumps({"site_config": {"path": str(copy)}}))
     members = collect_logs.collect(directory, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
     assert not any(name.startswith("site-config/used/") for name in members)
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["path-in-status", "host-file"])
+def test_the_journal_is_scrubbed_of_the_secrets_of_the_site_config_the_run_used(
+    tmp_path: pathlib.Path, recorded: bool
+) -> None:
+    """Issue 17: with no stick copy in the state directory, collect-logs must still learn the site's secrets from the
+    file the run used, and mask them in journal lines whatever form they take there."""
+    state = tmp_path / "var/lib/snoreloc"
+    state.mkdir(parents=True)
+    used = tmp_path / ("work/edge.yaml" if recorded else "etc/snoreloc/site-config.yaml")
+    _site_file(used)
+    status = {"site_config": {"name": "store-043", "path": str(used) if recorded else None}}
+    (state / "status.json").write_text(json.dumps(status))
+    journal = f"pull from m.example with {AUTH}\nlogin fake-user:{PASSWORD}\nbare {PASSWORD} in a message\n"
+    runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
+    members = collect_logs.collect(state, runner, root=tmp_path)
+    journal_members = [name for name in members if "journal" in name]
+    assert journal_members, sorted(members)
+    assert b"<redacted>" in b"".join(members[name] for name in journal_members)
+    for form in (AUTH, f"fake-user:{PASSWORD}", PASSWORD):
+        assert not any(form.encode() in data for data in members.values()), form
