@@ -48,7 +48,8 @@ CASES: dict[str, str] = {
     "token-unknown-field": f"  apiToken: {TOKEN}\n  oops: {{\n",
     "token-key-value-in-comment": f"  # token={TOKEN}\n  oops: [\n",
     "proxy-url-with-password": f"  httpProxy: http://proxy-user:{PROXY_PASS}@proxy.example.com:3128\n  oops: [\n",
-    "proxy-url-misspelt-key": f"  proxy:\n    httpsProxy: https://u:{PROXY_PASS}@10.0.0.1:8443\n",
+    # spec.proxy is a real field since issue 15: the document is broken further down instead
+    "proxy-url-in-a-broken-document": f"  proxy:\n    httpsProxy: https://u:{PROXY_PASS}@10.0.0.1:8443\n  oops: [\n",
     "private-key-broken-pem": f"  certificates:\n    api:\n      key: |\n        {PEM}  bad: [\n",
     "dockerconfigjson-misplaced": f'  extra:\n    .dockerconfigjson: "{AUTH}{AUTH}"\n  bad: [\n',
     "auths-in-flow-sequence": f"  pullSecret:\n    inline: {{auths: [{{auth: {AUTH}}}]}}\n",
