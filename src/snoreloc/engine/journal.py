@@ -141,15 +141,9 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
-class WaitRecord:
-    """What the run is waiting for right now (`snoreloc.waits`), as of the wait's last report."""
-
-    step: str
-    what: str
-    budget: float
-    since: datetime
-    elapsed: float
-    detail: str = ""
+class WaitRecord(waits.Waiting):
+    """What the run is waiting for right now (`snoreloc.waits`), as of the wait's last report: the same fields,
+    with their storage form."""
 
     @classmethod
     def of(cls, waiting: waits.Waiting) -> WaitRecord:
