@@ -18,7 +18,11 @@ from snoreloc.steps import context
 from snoreloc_sim import simulator
 
 Hook = Callable[[str, str], None]
-STEPS = ("preflight", "certificates", "cluster-config", "domain", "settle", "routes", "csr", "final-settle")
+# The fault matrix's steps, in the engine's own order: every cluster step but those this site gives no work to (the
+# harness site sets no SSH keys, catalog sources or proxy, so those steps only read; the steps before them already
+# prove faults during reads).
+UNCONFIGURED = ("ssh-keys", "catalogs", "proxy")
+STEPS = tuple(step.name for step in pipeline.cluster_steps() if step.name not in UNCONFIGURED)
 FINISHED = (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
 
 
