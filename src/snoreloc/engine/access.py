@@ -154,7 +154,8 @@ def _read_kubeconfig(path: Path) -> dict[str, Any]:
 
 
 def _named(document: dict[str, Any], section: str, name: str, path: Path) -> dict[str, Any]:
-    for entry in document.get(section) or []:
+    entries = document.get(section)
+    for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("name") == name:
             body = entry.get(section[:-1])
             if isinstance(body, dict):
@@ -180,6 +181,15 @@ def _inline_files(user: dict[str, Any], base: Path, origin: Path) -> dict[str, A
     return user
 
 
+def _checked_user(user: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Refuse a user entry whose credential fields are not text (the file is broken, not the cluster)."""
+    fields = [*SECRET_FIELDS, "client-certificate-data", "username", *(key for key, _data, _enc in _FILE_FIELDS)]
+    wrong = sorted(key for key in fields if key in user and not isinstance(user[key], str))
+    if wrong:
+        raise errors.UnavailableError(f"kubeconfig {path}: its user's {', '.join(wrong)} is not text", hint=_FROM_HINT)
+    return user
+
+
 def credentials(path: Path, context: str | None = None) -> Credentials:
     """The user of `context` (default: the current one) in the kubeconfig at `path`, made self-contained."""
     document = _read_kubeconfig(path)
@@ -189,7 +199,7 @@ def credentials(path: Path, context: str | None = None) -> Credentials:
         raise errors.UnavailableError(f"kubeconfig {path} names no current context", hint=_FROM_HINT)
     chosen = _named(document, "contexts", name, path)
     user_name = str(chosen.get("user") or "")
-    user = _inline_files(_named(document, "users", user_name, path), path.parent, path)
+    user = _inline_files(_checked_user(_named(document, "users", user_name, path), path), path.parent, path)
     redact.register_fields(user, SECRET_FIELDS)
     cluster = _named(document, "clusters", str(chosen.get("cluster") or ""), path)
     namespace = chosen.get("namespace")
