@@ -131,6 +131,11 @@ def test_a_site_certificate_is_trusted_through_its_own_ca_and_not_through_the_fa
     assert kubeconfig_cmd(relocation, site, out, "--address", endpoint(relocation.target.kubeconfig)) == 0
     assert certs.parse_chain(ca_of(out)) == certs.parse_chain(site_ca)
     assert list_nodes(out)
+    elsewhere = [  # an administrator off the node: the CA is the site's, the check dials --address; no cluster read
+        *("kubeconfig", "--kubeconfig", str(tmp_path / "absent"), "--from", relocation.target.kubeconfig),
+        *("--site-config", str(site), "--address", endpoint(relocation.target.kubeconfig)),
+    ]
+    assert main.main([*elsewhere, "-o", str(tmp_path / "elsewhere.kubeconfig")]) == 0
     factory_trust = with_ca(out, relocation.facts.lb_signer_pem, tmp_path)
     with pytest.raises(urllib3.exceptions.MaxRetryError, match="CERTIFICATE_VERIFY_FAILED"):
         list_nodes(factory_trust)

@@ -93,6 +93,21 @@ def _read_ca(path: str | None) -> bytes | None:
         raise errors.UsageError(f"--ca-file {path}: {exc.strerror}", hint="Give a readable PEM file.") from None
 
 
+def _trust_and_address(args: argparse.Namespace, site: model.SiteConfig) -> tuple[access.Trust, tuple[str, int]]:
+    """The CA bundle, and where to check it against: `--address`, else the API `--kubeconfig` names. The cluster is
+    read only when needed (our signer, or no `--address`), so an administrator elsewhere needs no kubeconfig of it."""
+    from snoreloc.engine import access  # noqa: PLC0415 (lazy, as in `run`)
+
+    ca_file = _read_ca(args.ca_file)
+    if args.address and (ca_file is not None or args.system_trust or site.certificates.api is not None):
+        return access.trust(site, None, ca_file, args.system_trust), args.address
+    client = common.make_client(args, common.make_clock(args))
+    try:
+        return access.trust(site, client, ca_file, args.system_trust), args.address or client.endpoint
+    finally:
+        client.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc.engine import access, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
@@ -101,15 +116,8 @@ def run(args: argparse.Namespace) -> int:
     _refuse_terminal(args)
     site = _site(args)
     creds = access.credentials(Path(args.from_kubeconfig), args.context)
-    ca_file = _read_ca(args.ca_file)
-    clock = common.make_clock(args)
-    client = common.make_client(args, clock)
-    try:
-        found = access.trust(site, client, ca_file, args.system_trust)
-        endpoint = client.endpoint
-    finally:
-        client.close()
-    access.check_served(args.address or endpoint, site, found)
+    found, address = _trust_and_address(args, site)
+    access.check_served(address, site, found)
     text = access.render(access.kubeconfig(site, found, creds, args.address))
     if args.output:
         journal.write_atomic(Path(args.output), text, mode=0o600)

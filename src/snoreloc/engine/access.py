@@ -85,9 +85,9 @@ def _user_chain(pair: model.CertKeyPair) -> bytes:
     return certs.pem_bundle(certs.parse_chain(pair.cert_pem)[1:])
 
 
-def trust(site: model.SiteConfig, client: kube.Client, ca_file: bytes | None, system: bool) -> Trust:
+def trust(site: model.SiteConfig, client: kube.Client | None, ca_file: bytes | None, system: bool) -> Trust:
     """The CA bundle for `api.<domain>`: a given file, the system store, the chain of the site's own certificate,
-    or the signer of ours (read from the cluster, the same signer the certificates step issues with)."""
+    or the signer of ours (read through `client`, the same signer the certificates step issues with)."""
     if ca_file is not None:
         return Trust(_ca_bundle(ca_file, "--ca-file"), "--ca-file")
     if system:
@@ -95,6 +95,8 @@ def trust(site: model.SiteConfig, client: kube.Client, ca_file: bytes | None, sy
     if site.certificates.api is not None:
         return Trust(_site_chain(site.certificates.api), "the issuers of the site-config's API certificate")
     signer = certificates.targets(site)[0].signer
+    if client is None:
+        raise ValueError("the cluster's signer is needed: pass a client")
     pair = certificates.tls_pair(client.find(signer))
     if pair is None:
         raise errors.UnavailableError(
