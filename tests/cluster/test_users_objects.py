@@ -31,6 +31,7 @@ APPS = f"apps.{NEW_DOMAIN}"
 INGRESS = kube.Ref(kube.INGRESSES, "cluster")
 CONTROLLER = kube.Ref(kube.INGRESSCONTROLLERS, "default", "openshift-ingress-operator")
 MYCORP_HOST = "downloads.mycorp.example.com"
+MYCORP_CONSOLE = "console.mycorp.example.com"
 
 
 def snapshot(r: Relocation) -> dict[str, Any]:
@@ -107,6 +108,28 @@ def test_a_component_route_on_the_users_own_domain_survives(relocation: Relocati
     result = relocation.run()
     assert result.actions["domain"] == "skipped"
     roll_back_and_compare(relocation, before)
+
+
+def test_the_report_points_at_a_console_route_the_user_kept(relocation: Relocation) -> None:
+    """The console moved to the customer's own host at the factory: that is where the report, the banner and the
+    page send people, and the host is among the DNS names the site must have."""
+    add_secret(relocation, "mycorp-console", "openshift-config", [MYCORP_CONSOLE])
+    entry = {
+        "namespace": "openshift-console",
+        "name": "console",
+        "hostname": MYCORP_CONSOLE,
+        "servingCertKeyPairSecret": {"name": "mycorp-console"},
+    }
+    factory = relocation.get(INGRESS)["spec"].get("componentRoutes")
+    patch_and_wait(
+        relocation, INGRESS, {"spec": {"componentRoutes": [entry]}}, "console", {"spec": {"componentRoutes": factory}}
+    )
+    relocation.run()
+    report = relocation.report()
+    assert report["urls"]["console"] == f"https://{MYCORP_CONSOLE}"
+    assert report["urls"]["oauth_login"] == f"https://oauth-openshift.{APPS}"
+    assert report["dns"] == [f"api.{NEW_DOMAIN}", f"*.{APPS}", MYCORP_CONSOLE]
+    assert report["kubeconfig"] == "snoreloc kubeconfig --output FILE"
 
 
 def test_a_router_certificate_that_already_serves_the_site_is_kept(relocation: Relocation) -> None:

@@ -188,6 +188,22 @@ def test_broken_kubeconfig_is_69_naming_the_file(name: str, tmp_path: pathlib.Pa
     assert not leaked
 
 
+@pytest.mark.parametrize("name", sorted(KUBECONFIGS))
+def test_broken_kubeconfig_to_take_credentials_from_is_69_naming_the_file(name: str, tmp_path: pathlib.Path) -> None:
+    """`snoreloc kubeconfig --from FILE` reads the file itself (to copy its user): the same corpus, the same answer."""
+    site = harness.write_site(tmp_path / "site")
+    kubeconfig = tmp_path / "my-kubeconfig"
+    if name == "kubeconfig-fifo":
+        os.mkfifo(kubeconfig)
+    else:
+        kubeconfig.write_text(KUBECONFIGS[name])
+    argv = harness.snoreloc("kubeconfig", "--site-config", str(site), "--from", str(kubeconfig), "--stdout")
+    result = harness.measure(argv, timeout=20.0)
+    assert result.code == 69, result.stderr
+    assert "my-kubeconfig" in result.stderr and "Traceback" not in result.stderr
+    assert TOKEN not in result.stdout + result.stderr
+
+
 def test_pull_secret_of_15000_registries_validates_within_a_second(tmp_path: pathlib.Path) -> None:
     """The documented 1 MiB limit filled with registries: every auth is registered for redaction on the way.
 

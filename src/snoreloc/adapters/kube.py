@@ -583,6 +583,24 @@ def dial_tls(address: tuple[str, int], sni: str, timeout: float = 10.0) -> bytes
     return ssl.DER_cert_to_PEM_cert(der).encode()
 
 
+def verify_tls(address: tuple[str, int], sni: str, ca_pem: bytes | None, timeout: float = 10.0) -> str | None:
+    """Why a client trusting only `ca_pem` (None: the system's trust store) would refuse what `address` serves for
+    the name `sni`, or None when it accepts it. As in Go clients (`oc`, `kubectl`), any certificate of the bundle
+    is a trust anchor, an intermediate CA included; the name is checked against `sni`."""
+    context = ssl.create_default_context(cadata=ca_pem.decode("ascii") if ca_pem else None)
+    context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    try:
+        with (
+            socket.create_connection(address, timeout=timeout) as raw,
+            context.wrap_socket(raw, server_hostname=sni),
+        ):
+            return None
+    except ssl.SSLCertVerificationError as exc:
+        return str(exc.verify_message or exc.reason)
+    except (OSError, ssl.SSLError) as exc:
+        raise errors.TemporaryError(f"cannot dial {address[0]}:{address[1]} for {sni}: {exc}") from exc
+
+
 def resolve(name: str) -> list[str]:
     """The addresses `name` resolves to here (empty when it does not resolve)."""
     try:

@@ -31,6 +31,7 @@ BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
     ("plan", "snoreloc.cli.plan"),
     ("analyze", "snoreloc.cli.analyze"),
     ("rollback", "snoreloc.cli.rollback"),
+    ("kubeconfig", "snoreloc.cli.kubeconfig"),
     ("validate", "snoreloc.cli.validate"),
     ("schema", "snoreloc.cli.schema"),
     ("render-machineconfig", "snoreloc.cli.render_machineconfig"),

@@ -17,7 +17,7 @@ from typing import Any
 from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import page, paths, pipeline, report, runner, view
+from snoreloc.engine import journal, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
@@ -154,7 +154,7 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         result = _run_steps(req, site, steps, svc, say)
         if not req.options.dry_run:
             kubelet.finish(svc.host.units, svc.host.fs)
-            say.done(f"https://{site.console_host}", list(result.warnings))
+            say.done(report.console_url(site, journal.read(req.paths.status)), list(result.warnings))
     except errors.SnorelocError as exc:
         say.failed(exc)
         raise

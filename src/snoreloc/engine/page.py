@@ -25,7 +25,7 @@ from typing import Any
 
 from snoreloc import redact, waits
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import journal, view
+from snoreloc.engine import journal, report, view
 from snoreloc.engine import timeline as drawing
 from snoreloc.siteconfig import model
 
@@ -123,9 +123,10 @@ class Source:
         self.waiting = state
 
     def __call__(self) -> tuple[view.Progress, drawing.Timeline]:
-        run = view.facts(journal.read(self.status))
+        doc = journal.read(self.status)
+        run = view.facts(doc)
         now = self.clock.now()
-        console = f"https://{self.site.console_host}"
+        console = report.console_url(self.site, doc)
         shown = view.progress(run, site=self.site.name, console_url=console, waiting=self.waiting, now=now)
         return shown, view.timeline_of(run, now=now)
 

@@ -1,7 +1,10 @@
 """The end-of-run report (`report.json` and its text form): where the cluster now answers, and what changed.
 
 It is built from the journal alone, so `snoreloc status` can show the same report after the fact and a resumed
-run reports the steps an earlier run did.
+run reports the steps an earlier run did. Where the cluster answers: the API at `api.<domain>:6443`, the console
+and the login page where the domain step left them (a componentRoute the user kept on a host of their own stays
+there), the DNS names the site must resolve to the node, and the command that writes an administrator's
+kubeconfig for the new API name.
 """
 
 from __future__ import annotations
@@ -14,6 +17,30 @@ from snoreloc import redact
 from snoreloc.engine import journal
 from snoreloc.siteconfig import model
 
+KUBECONFIG_COMMAND = "snoreloc kubeconfig --output FILE"
+API_PORT = 6443
+
+
+def api_url(site: model.SiteConfig) -> str:
+    return f"https://{site.api_host}:{API_PORT}"
+
+
+def hosts(site: model.SiteConfig, doc: journal.Document) -> dict[str, str]:
+    """The console's and the login page's hosts: where the domain step recorded them, else on the apps domain."""
+    found = {"console": site.console_host, "oauth-openshift": site.oauth_host}
+    found.update(doc.record("domain").details.get("hosts") or {})
+    return found
+
+
+def console_url(site: model.SiteConfig, doc: journal.Document) -> str:
+    return f"https://{hosts(site, doc)['console']}"
+
+
+def dns_names(site: model.SiteConfig, doc: journal.Document) -> list[str]:
+    """What the site's DNS must resolve to the node: the API, the apps wildcard, and any host outside it."""
+    outside = [host for host in hosts(site, doc).values() if not host.endswith(f".{site.apps_domain}")]
+    return [site.api_host, f"*.{site.apps_domain}", *sorted(set(outside))]
+
 
 def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[str] | None = None) -> dict[str, Any]:
     records = [doc.record(name) for name in doc.step_names()]
@@ -24,10 +51,12 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
         "domain": site.domain,
         "state": doc.state.value,
         "urls": {
-            "console": f"https://{site.console_host}",
-            "oauth_login": f"https://{site.oauth_host}",
-            "api": f"https://{site.api_host}:6443",
+            "console": console_url(site, doc),
+            "oauth_login": f"https://{hosts(site, doc)['oauth-openshift']}",
+            "api": api_url(site),
         },
+        "dns": dns_names(site, doc),
+        "kubeconfig": KUBECONFIG_COMMAND,
         "changed": changed,
         "routes": doc.record("routes").details.get("routes", []),
         "kept": [
@@ -47,6 +76,10 @@ def render(rep: dict[str, Any]) -> str:
     """The report for people."""
     lines = [f"site {rep['site']}: {rep['state']}"]
     lines += [f"  {what:8} {url}" for what, url in rep["urls"].items()]
+    if rep.get("dns"):
+        lines.append(f"  dns      the site's DNS must resolve to the node: {', '.join(rep['dns'])}")
+    if rep.get("kubeconfig"):
+        lines.append(f"  kubeconfig for the new API name: `{rep['kubeconfig']}`")
     lines.append("steps:")
     for item in rep["steps"]:
         took = f"{item['seconds']:.1f}s" if isinstance(item.get("seconds"), int | float) else "-"

@@ -161,6 +161,18 @@ def kept_notes(ctx: context.Context) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def served_hosts(ctx: context.Context) -> dict[str, str]:
+    """Where each component route answers once the domain has changed, by route name: on the new apps domain, or
+    on the hostname of a componentRoute the user kept (the console operator serves the console there: "Customizing
+    the console route", docs.redhat.com/.../openshift_container_platform/4.14/html/web_console/
+    customizing-the-web-console-url_customizing-web-console). For the report, the banner and the page."""
+    hosts = {name: f"{prefix}.{ctx.site.apps_domain}" for _namespace, name, prefix, _operator in COMPONENT_ROUTES}
+    spec = ctx.kube.get(base.INGRESS_CLUSTER).get("spec") or {}
+    for entry in users_component_routes(spec.get("componentRoutes") or [], str(spec.get("domain") or "")):
+        hosts[str(entry.get("name"))] = str(entry.get("hostname"))
+    return hosts
+
+
 def check_secrets(ctx: context.Context) -> None:
     """Refuse to reference a secret that is missing or does not hold a usable pair for its names."""
     api_names = ctx.site.names_for("api").required
@@ -194,8 +206,10 @@ class Domain:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         if not plan.empty:
             check_secrets(ctx)
+        hosts = served_hosts(ctx)  # before the APIServer write: its rollout takes the API away for a while
         outcome = apiserver_last.apply(ctx, plan)
-        return base.Outcome(outcome.changed, outcome.rollouts, outcome.warnings, {"kept": list(plan.notes)})
+        details = {"kept": list(plan.notes), "hosts": hosts}
+        return base.Outcome(outcome.changed, outcome.rollouts, outcome.warnings, details)
 
     def verify(self, ctx: context.Context) -> None:
         base.verify_no_changes(ctx, self)

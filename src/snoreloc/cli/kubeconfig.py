@@ -1,0 +1,142 @@
+"""`snoreloc kubeconfig`: a kubeconfig for the API under its new name, for the administrator after a relocation.
+
+The server is `https://api.<domain>:6443` (the domain from `--site-config`, else from the site-config the last run
+recorded), the CA bundle the one that verifies the certificate the API now serves (`engine.access`), the
+credentials those of `--from`. The output is itself a credential: it goes to `--output FILE` (mode 0600), or to
+stdout when that is a pipe or a file; to a terminal only with `--stdout`. stderr says what was written, never a
+credential.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from snoreloc import errors
+from snoreloc.cli import common
+
+if TYPE_CHECKING:
+    from snoreloc.engine import access
+    from snoreloc.siteconfig import model
+
+HELP = "write a kubeconfig for the API under its new name (api.<domain>:6443) with the CA that verifies it"
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host.strip("[]") or not port.isdigit() or not 0 < int(port) < 65536 or "/" in text:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 192.0.2.10:6443), got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="from_kubeconfig",
+        metavar="KUBECONFIG",
+        default=common.DEFAULT_KUBECONFIG,
+        help="the kubeconfig whose credentials to use (default: the node-local one)",
+    )
+    parser.add_argument("--context", help="the context of --from to take the user from (default: its current one)")
+    parser.add_argument(
+        "--kubeconfig",
+        default=common.DEFAULT_KUBECONFIG,
+        help="how snoreloc reaches the cluster to read the signer and check the API (default: the node-local one)",
+    )
+    parser.add_argument("--site-config", metavar="FILE", help="the site-config (default: the one the last run used)")
+    common.add_state(parser)
+    parser.add_argument("--ca-file", metavar="FILE", help="trust this CA bundle (PEM) instead of finding it")
+    parser.add_argument(
+        "--system-trust", action="store_true", help="carry no CA: clients use their system's store (a public CA)"
+    )
+    parser.add_argument(
+        "--address",
+        type=_address,
+        metavar="HOST:PORT",
+        help="dial here instead of api.<domain>:6443, still verifying the name (while the site's DNS lacks it)",
+    )
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (mode 0600) instead of stdout")
+    parser.add_argument("--stdout", action="store_true", help="print to stdout even when it is a terminal")
+
+
+def _site(args: argparse.Namespace) -> model.SiteConfig:
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy: `--help` builds this parser too)
+
+    if args.site_config:
+        return common.load_site(args.site_config)
+    the_paths = common.make_paths(args)
+    recorded = journal.read(the_paths.status).site
+    if recorded is None or not recorded.path or not Path(recorded.path).is_file():
+        raise errors.UsageError(
+            f"no site-config given, and {the_paths.status} names none that is still there",
+            hint="Pass --site-config FILE (the site-config of the relocation).",
+        )
+    return common.load_site(recorded.path)
+
+
+def _refuse_terminal(args: argparse.Namespace) -> None:
+    if args.output is None and not args.stdout and sys.stdout.isatty():
+        raise errors.UsageError(
+            "not printing a kubeconfig, which holds credentials, to a terminal",
+            hint="Write it to a file with --output FILE (mode 0600), or pass --stdout to print it anyway.",
+        )
+
+
+def _read_ca(path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise errors.UsageError(f"--ca-file {path}: {exc.strerror}", hint="Give a readable PEM file.") from None
+
+
+def _trust_and_address(args: argparse.Namespace, site: model.SiteConfig) -> tuple[access.Trust, tuple[str, int]]:
+    """The CA bundle, and where to check it against: `--address`, else the API `--kubeconfig` names. The cluster is
+    read only when needed (our signer, or no `--address`), so an administrator elsewhere needs no kubeconfig of it."""
+    from snoreloc.engine import access  # noqa: PLC0415 (lazy, as in `run`)
+
+    ca_file = _read_ca(args.ca_file)
+    if args.address and (ca_file is not None or args.system_trust or site.certificates.api is not None):
+        return access.trust(site, None, ca_file, args.system_trust), args.address
+    client = common.make_client(args, common.make_clock(args))
+    try:
+        return access.trust(site, client, ca_file, args.system_trust), args.address or client.endpoint
+    finally:
+        client.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    from snoreloc.engine import access, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+
+    if args.ca_file and args.system_trust:
+        raise errors.UsageError("--ca-file and --system-trust exclude each other")
+    _refuse_terminal(args)
+    site = _site(args)
+    creds = access.credentials(Path(args.from_kubeconfig), args.context)
+    found, address = _trust_and_address(args, site)
+    access.check_served(address, site, found)
+    text = access.render(access.kubeconfig(site, found, creds, args.address))
+    if args.output:
+        journal.write_atomic(Path(args.output), text, mode=0o600)
+    else:
+        sys.stdout.write(text)
+    _say(args, site, found, creds)
+    return int(errors.ExitCode.OK)
+
+
+def _say(args: argparse.Namespace, site: model.SiteConfig, found: access.Trust, creds: access.Credentials) -> None:
+    from snoreloc.engine import access  # noqa: PLC0415 (lazy, as above)
+
+    where = f"written to {args.output} (mode 0600)" if args.output else "printed"
+    server = access.server_url(site, args.address)
+    server += f" as {site.api_host}" if args.address else ""
+    sys.stderr.write(
+        f"kubeconfig for {server} {where}: CA from {found.source}; "
+        f"user {creds.name} ({creds.kind}) from {creds.origin}\n"
+    )
+    old = access.old_name(creds, site)
+    if old is not None:
+        sys.stderr.write(f"{creds.origin} names the API as {old}, the factory's name: use the new kubeconfig\n")
