@@ -815,7 +815,7 @@ class Front:
         if decision is not None and decision.action is not faults.Action.NONE:
             return self._inject(decision)
         if not public:
-            self.recorder.request(write=request.method != "GET")
+            self.recorder.request(write=request.method != "GET" and not _dry_run(request))
         return self.api.handle(request, conflict=decision is not None and decision.conflict)
 
     def _authorized(self, request: Request) -> bool:
