@@ -191,3 +191,11 @@ def test_a_later_plain_update_moves_the_changed_field_to_its_manager(raw: Call) 
     raw("PATCH", f"{CM}/moved?fieldManager=editor", {"data": {"a": "9"}}, content_type=merge)
     fields = {e["manager"]: e["fieldsV1"] for e in raw("GET", f"{CM}/moved").body["metadata"]["managedFields"]}
     assert fields == {"snoreloc": {"f:data": {"f:b": {}}}, "editor": {"f:data": {"f:a": {}}}}
+
+
+def test_a_dry_run_create_in_a_namespace_that_does_not_exist_is_404(raw: Call) -> None:
+    body = configmap("lost")
+    body["metadata"]["namespace"] = "no-such-namespace"
+    path = "/api/v1/namespaces/no-such-namespace/configmaps"
+    assert raw("POST", f"{path}?dryRun=All", body).code == 404
+    assert applied(raw, f"{path}/lost", body, dryRun="All").code == 404

@@ -525,6 +525,12 @@ class Api:
 
     def _dry_created(self, rtype: model.ResourceType, obj: Obj) -> Obj:
         meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        if rtype.namespaced and self.cluster.store.find(self.registry.types["namespaces"], namespace) is None:
+            # The NamespaceLifecycle admission plugin refuses requests in a namespace that does not exist, dry runs
+            # included ("Admission Control in Kubernetes", kubernetes.io/docs/reference/access-authn-authz/
+            # admission-controllers/#namespacelifecycle).
+            raise model.ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
         if self.cluster.store.find(rtype, meta["name"], meta.get("namespace", "")) is not None:
             raise model.ApiError(
                 409, "AlreadyExists", f'{rtype.key} "{meta["name"]}" already exists', details=_details(rtype, obj)
