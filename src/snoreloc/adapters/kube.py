@@ -170,10 +170,13 @@ def ref_of(obj: Obj) -> Ref:
 class ApiError(errors.PermanentStepError):
     """The API refused a request in a way retrying will not change (400, 404, 409 after retries, 422)."""
 
-    def __init__(self, message: str, *, status: int, reason: str = "", hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int, reason: str = "", hint: str | None = None, detail: str = ""
+    ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.reason = reason
+        self.detail = detail or message  # the API's own words, without the request line
 
 
 class NotFound(ApiError):
@@ -242,12 +245,13 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
     if status in (401, 403):
         return Forbidden(text, hint="Check that the kubeconfig grants cluster-admin (the node-local one does).")
     if status == 404:
-        return NotFound(text, status=status, reason=reason)
+        return NotFound(text, status=status, reason=reason, detail=message)
     if status == 409:
-        return Conflict(text, status=status, reason=reason)
+        return Conflict(text, status=status, reason=reason, detail=message)
     if status in (400, 422):
-        return Invalid(text, status=status, reason=reason, hint="This is a snoreloc bug or an unexpected API schema.")
-    return ApiError(text, status=status, reason=reason)
+        hint = "This is a snoreloc bug or an unexpected API schema."
+        return Invalid(text, status=status, reason=reason, hint=hint, detail=message)
+    return ApiError(text, status=status, reason=reason, detail=message)
 
 
 def _is_transport_error(exc: BaseException) -> bool:

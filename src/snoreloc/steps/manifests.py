@@ -50,7 +50,7 @@ class Target:
 def refused(manifest: model.Manifest, why: str) -> errors.ConfigError:
     """Exit 65: the site-config holds a manifest this cluster will not take."""
     text = f"spec.extraManifests: {manifest.where}: {manifest.label}: {redact.redact(why)}"
-    return errors.ConfigError(text, problems=(errors.Problem("spec.extraManifests", text),), hint=_HINT)
+    return errors.ConfigError(text, hint=_HINT)
 
 
 def ordered(manifests: Sequence[model.Manifest]) -> list[model.Manifest]:
@@ -89,9 +89,9 @@ def dry_run(ctx: context.Context, target: Target) -> kube.Obj | None:
     except kube.NotFound as exc:
         if _created_here(ctx, target):
             return None
-        raise refused(target.manifest, exc.message) from None
+        raise refused(target.manifest, exc.detail) from None
     except kube.ApiError as exc:
-        raise refused(target.manifest, exc.message) from None
+        raise refused(target.manifest, exc.detail) from None
 
 
 def check_all(ctx: context.Context) -> list[str]:
