@@ -199,3 +199,26 @@ def test_a_dry_run_create_in_a_namespace_that_does_not_exist_is_404(raw: Call) -
     path = "/api/v1/namespaces/no-such-namespace/configmaps"
     assert raw("POST", f"{path}?dryRun=All", body).code == 404
     assert applied(raw, f"{path}/lost", body, dryRun="All").code == 404
+
+
+def test_a_crd_map_list_merges_by_its_keys_from_two_managers(raw: Call) -> None:
+    # Ingress spec.componentRoutes: x-kubernetes-list-type map, keys namespace and name (the Ingress CRD).
+    path = "/apis/config.openshift.io/v1/ingresses/keyed"
+    base = {"apiVersion": "config.openshift.io/v1", "kind": "Ingress", "metadata": {"name": "keyed"}}
+
+    def route(name: str, host: str) -> dict[str, Any]:
+        return {"namespace": "openshift-console", "name": name, "hostname": host}
+
+    one = {**base, "spec": {"domain": "apps.x.example.com", "componentRoutes": [route("console", "c.example.com")]}}
+    two = {**base, "spec": {"componentRoutes": [route("downloads", "d.example.com")]}}
+    assert applied(raw, path, one, manager="one").code == 201
+    assert applied(raw, path, two, manager="two").code == 200
+    routes = raw("GET", path).body["spec"]["componentRoutes"]
+    assert [(r["name"], r["hostname"]) for r in routes] == [
+        ("console", "c.example.com"),
+        ("downloads", "d.example.com"),
+    ]
+    moved = {**base, "spec": {"componentRoutes": [route("console", "other.example.com")]}}
+    reply = applied(raw, path, moved, manager="two")
+    assert reply.code == 409
+    assert reply.body["details"]["causes"][0]["field"].startswith(".spec.componentRoutes[")
