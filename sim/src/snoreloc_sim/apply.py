@@ -294,16 +294,23 @@ def apply(shape: Shape, live: Obj | None, applied: Obj, manager: str, api_versio
         raise conflict_error(conflicts)
     taken = frozenset(path for _manager, path in conflicts)
     kept = [(e, _owned(e) - taken) for e in others]
-    result = model.clone(live)
-    still_owned = frozenset().union(*(owned for _e, owned in kept)) if kept else frozenset()
-    for path in sorted(_owned(mine) - fields if mine else (), key=_removal_order):
-        if not any(_under(other, path) for other in still_owned) and not _is_key_field(path):
-            _remove(result, path)
+    released = _owned(mine) - fields if mine else frozenset()
+    result = _without_released(live, released, [owned for _e, owned in kept])
     merged: Obj = merge(shape, result, _applicable(applied), shape.schema, ())
     new_entries = [_rebuilt(e, owned) for e, owned in kept if owned]
     new_entries.append(_entry(manager, APPLY, api_version, fields, mine))
     merged.setdefault("metadata", {})["managedFields"] = new_entries
     return merged
+
+
+def _without_released(live: Obj, released: Fields, others: list[Fields]) -> Obj:
+    """`live` without the fields the applier no longer names, except those another manager still owns."""
+    result = model.clone(live)
+    still_owned = frozenset().union(*others) if others else frozenset()
+    for path in sorted(released, key=_removal_order):
+        if not any(_under(other, path) for other in still_owned) and not _is_key_field(path):
+            _remove(result, path)
+    return result
 
 
 def _applicable(applied: Obj) -> Obj:
