@@ -190,7 +190,7 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
     _fresh_copy_dir(host)
     host.write_bytes(f"{STAGING_DIR}/{name}", data, 0o600)
     copied, skipped = [name], []
-    for reference in [*references(data), *manifest_references(data, mount)]:
+    for reference in references(data, mount):
         content = _read_safe(mount, reference)
         if content is None:
             skipped.append(reference)
@@ -239,25 +239,19 @@ def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
     return candidate.read_bytes()
 
 
-def references(data: bytes) -> list[str]:
-    """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse."""
+def references(data: bytes, base: pathlib.Path | None = None) -> list[str]:
+    """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse. With
+    `base` (where the site-config's files are: a mount, a directory), also the manifest files `spec.extraManifests`
+    names there, its directory listed, so that a copy of the site-config carries them too."""
     try:
         document = yamlpos.load(data).data  # bounded: a stick's file is hostile until validated
     except yamlpos.YamlError:
         return []  # the loader reports the parse error with its line
-    return list(dict.fromkeys(_walk_files(document, set())))
-
-
-def manifest_references(data: bytes, base: pathlib.Path) -> list[str]:
-    """The files `spec.extraManifests` names, its directory listed under `base` (the mount), so the saved copy
-    carries them too; nothing if the document does not parse."""
-    try:
-        document = yamlpos.load(data).data
-    except yamlpos.YamlError:
-        return []
-    spec = document.get("spec") if isinstance(document, dict) else None
-    value = spec.get("extraManifests") if isinstance(spec, dict) else None
-    return manifests.references(value, str(base))
+    found = list(dict.fromkeys(_walk_files(document, set())))
+    if base is not None:
+        spec = document.get("spec") if isinstance(document, dict) else None
+        found += manifests.references(spec.get("extraManifests") if isinstance(spec, dict) else None, str(base))
+    return found
 
 
 def _walk_files(node: object, seen: set[int]) -> Iterator[str]:
