@@ -235,3 +235,24 @@ def test_a_bad_stick_never_replaces_a_good_saved_copy(
     assert caught.value.exit_code == 65 and caught.value.problems
     assert good.read_text() == SITE_CONFIG
     assert not host.exists(discovery.STAGING_DIR)
+
+
+MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: site-info, namespace: default}\ndata: {region: north}\n"
+
+
+def test_the_saved_copy_carries_the_extra_manifests_directory(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    stick.files["site-config.yaml"] = SITE_CONFIG + "  extraManifests: {directory: manifests}\n"
+    stick.files["manifests/10-site.yaml"] = MANIFEST
+    stick.files["manifests/README.txt"] = "not a manifest\n"
+    _script(runner, stick)
+    first = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert "manifests/10-site.yaml" in first.copied
+    assert (first.path.parent / "manifests" / "10-site.yaml").read_text() == MANIFEST
+    assert not (first.path.parent / "manifests" / "README.txt").exists()
+    runner.on(blockdev.BLKID_LABELS, command.Result(0, "DEVNAME=/dev/sda1\nLABEL=boot\n"))
+    again = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    assert again.source is discovery.Source.SAVED
+    assert (again.path.parent / "manifests" / "10-site.yaml").read_text() == MANIFEST

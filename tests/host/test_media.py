@@ -51,6 +51,15 @@ def test_a_bad_site_config_writes_nothing(tmp_path: pathlib.Path, site: pathlib.
     assert not (tmp_path / "x.iso").exists() and not (tmp_path / "x.img").exists()
 
 
+def test_the_medium_carries_the_extra_manifests(site: pathlib.Path) -> None:
+    (site.parent / "manifests").mkdir()
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n"
+    (site.parent / "manifests" / "10-a.yaml").write_text(cm)
+    site.write_text(SITE_CONFIG + "  extraManifests: {directory: manifests}\n")
+    contents = media.gather(site)
+    assert contents["manifests/10-a.yaml"] == cm.encode()
+
+
 def test_the_verb_needs_an_output(site: pathlib.Path) -> None:
     assert main.main(["make-media", str(site)]) == 64
 

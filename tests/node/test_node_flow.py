@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from snoreloc import errors
-from snoreloc.adapters import clock, console, fs, probe
+from snoreloc.adapters import clock, console, fs, kube, probe
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet
 from snoreloc.steps import context
@@ -64,6 +64,14 @@ def test_node_flow_relocates_and_disarms(root: fs.HostFS, sim: simulator.Simulat
     assert "relocation done" in banner and "console-openshift-console.apps.store042.edge.example.net" in banner
     network = svc.host.nmstate.show()
     assert any(i["name"] == "eno1.120" for i in network["interfaces"])
+    settings = svc.client_factory().get(kube.Ref(kube.CONFIGMAPS, "store-settings", "store-apps"))
+    assert settings["data"]["store-id"] == "0412", "the example's extra manifests were applied"
+
+
+def test_the_demo_applies_the_examples_manifests() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "manifests"
+    shipped = {path.name: path.read_text() for path in demo.MANIFESTS.glob("*.yaml")}
+    assert shipped and shipped == {path.name: path.read_text() for path in examples.glob("*.yaml")}
 
 
 @pytest.mark.simonly

@@ -134,6 +134,32 @@ def _pull_secret_huge_integer(case: pathlib.Path) -> None:
     _pull_secret_json(case, '{"auths": {"r.example.com": {"auth": ' + "7" * 10_000 + "}}}")
 
 
+def _manifest(case: pathlib.Path, text: str) -> None:
+    (case / "manifests").mkdir()
+    (case / "manifests" / "10-site.yaml").write_text(text)
+    _write(case, "  extraManifests:\n    directory: manifests\n")
+
+
+def _manifest_unparseable(case: pathlib.Path) -> None:
+    _manifest(case, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default\n")
+
+
+def _manifest_alias_bomb(case: pathlib.Path) -> None:
+    levels = "".join(f"l{i + 1}: &l{i + 1} [" + ", ".join([f"*l{i}"] * 10) + "]\n" for i in range(9))
+    _manifest(case, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\nl0: &l0 [x]\n" + levels)
+
+
+def _manifest_huge(case: pathlib.Path) -> None:
+    _manifest(
+        case, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\ndata:\n" + "  k: v\n" * 200_000
+    )
+
+
+def _manifest_many_documents(case: pathlib.Path) -> None:
+    doc = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n"
+    _manifest(case, doc * 30_000)
+
+
 GENERATED: dict[str, Generated] = {
     "gen-yaml-deep-flow-10000": Generated(_deep_flow_10000, "", 7),
     "gen-yaml-long-integer": Generated(_long_integer, "", 8),
@@ -148,6 +174,10 @@ GENERATED: dict[str, Generated] = {
     "gen-key-symlink-absolute": Generated(_key_symlink_absolute, "spec.certificates.api.key.file", 10),
     "gen-file-dangling-symlink": Generated(_dangling_symlink, "spec.pullSecret.file", 8),
     "gen-file-unreadable": Generated(_unreadable, "spec.pullSecret.file", 8),
+    "gen-manifest-unparseable": Generated(_manifest_unparseable, "spec.extraManifests.directory", 8),
+    "gen-manifest-alias-bomb": Generated(_manifest_alias_bomb, "spec.extraManifests.directory", 8),
+    "gen-manifest-huge": Generated(_manifest_huge, "spec.extraManifests.directory", 8),
+    "gen-manifest-many-documents": Generated(_manifest_many_documents, "spec.extraManifests.directory", 8),
 }
 CORPUS_CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 

@@ -46,6 +46,7 @@ OPAQUE = {
     ("spec", "certificates", "api"): "certificates.api",
     ("spec", "certificates", "ingress"): "certificates.ingress",
     ("spec", "proxy", "trustedCA"): "proxy.trusted_ca",
+    ("spec", "extraManifests"): "extra_manifests",  # a directory or files, read into one tuple of documents
 }
 
 

@@ -1,4 +1,4 @@
-"""The three patch dialects of kube-apiserver, applied to a stored object as the real server does.
+"""The three patch dialects of kube-apiserver besides apply, applied to a stored object as the real server does.
 
 The agent patches rather than replaces wherever it can, so the simulator must apply each dialect faithfully and
 refuse where kube refuses:
@@ -15,7 +15,7 @@ refuse where kube refuses:
   `containerPort`, `status.conditions` and `status.addresses` by `type`. In keyed lists an item with
   `"$patch": "delete"` removes the stored item with the same key; `$deleteFromPrimitiveList/<field>` removes
   strings from a merged set; `$setElementOrder/<field>` and `$retainKeys` are accepted and ignored.
-- `application/apply-patch+yaml` (server-side apply) is not simulated: 415.
+- `application/apply-patch+yaml` (server-side apply) is served by `server` with the field ownership of `apply`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Three layers, outermost first:
 Deliberate simplifications: `watch=true` streams are served (chunked JSON lines of change events, bounded by
 `timeoutSeconds`, at most `MAX_WATCH_SECONDS`) but keep no history: a watch starts from "now" whatever
 resourceVersion it names. Deleting a namespace removes it and its objects at once (no Terminating phase, no
-finalizers). `as=Table` requests get plain JSON (kubectl then prints client-side). Server-side apply
-answers 415.
+finalizers). `as=Table` requests get plain JSON (kubectl then prints client-side). Server-side apply (`apply`)
+is served on main resources, not on subresources.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from snoreloc_sim import csr_rules, faults, model, patch, registry
+import yaml
+
+from snoreloc_sim import apply, csr_rules, faults, model, patch, registry
 
 Obj = dict[str, Any]
 LOG = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class Request:
     content_type: str
     body: bytes
     authorization: str = ""
+    user_agent: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -78,6 +81,7 @@ class Request:
             content_type=headers.get("content-type", ""),
             body=body,
             authorization=headers.get("authorization", ""),
+            user_agent=headers.get("user-agent", ""),
         )
 
 
@@ -147,6 +151,9 @@ class Admitter(Protocol):
 
     def unknown_fields(self, rtype: model.ResourceType, obj: Obj) -> list[str]: ...
 
+    def schema(self, rtype: model.ResourceType) -> Obj | None:
+        """The type's OpenAPI schema (server-side apply merges lists by it), or None when unknown."""
+
 
 class AcceptAll:
     """An Admitter that checks nothing, for when the validation module is not available."""
@@ -158,6 +165,9 @@ class AcceptAll:
 
     def unknown_fields(self, rtype: model.ResourceType, obj: Obj) -> list[str]:
         return []
+
+    def schema(self, rtype: model.ResourceType) -> Obj | None:
+        return None
 
 
 # selectors --------------------------------------------------------------------------------------------------------
@@ -498,6 +508,10 @@ class Api:
         self._place(target, body)
         _name_or_generate(body)
         self._strict(request, rtype, body)
+        return self._create_object(request, target, body)
+
+    def _create_object(self, request: Request, target: Target, body: Obj) -> Response:
+        rtype = target.rtype
         if "status" in rtype.subresources and rtype.key != "nodes":
             body.pop("status", None)  # as the type's create strategy does: status is written through /status
         if rtype.key == "namespaces":
@@ -511,6 +525,12 @@ class Api:
 
     def _dry_created(self, rtype: model.ResourceType, obj: Obj) -> Obj:
         meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        if rtype.namespaced and self.cluster.store.find(self.registry.types["namespaces"], namespace) is None:
+            # The NamespaceLifecycle admission plugin refuses requests in a namespace that does not exist, dry runs
+            # included ("Admission Control in Kubernetes", kubernetes.io/docs/reference/access-authn-authz/
+            # admission-controllers/#namespacelifecycle).
+            raise model.ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
         if self.cluster.store.find(rtype, meta["name"], meta.get("namespace", "")) is not None:
             raise model.ApiError(
                 409, "AlreadyExists", f'{rtype.key} "{meta["name"]}" already exists', details=_details(rtype, obj)
@@ -538,7 +558,9 @@ class Api:
                 details=_details(rtype, body),
             )
         self._strict(request, rtype, body)
-        return self._write(request, target, body, self._get(target))
+        old = self._get(target)
+        self._record_update(request, target, old, body)
+        return self._write(request, target, body, old)
 
     def _write(self, request: Request, target: Target, sent: Obj, old: Obj) -> Response:
         """Validate and store a full object that a PUT or a patch produced, for the main resource or a
@@ -557,6 +579,8 @@ class Api:
 
     def _patch(self, request: Request, target: Target) -> Response:
         kind = patch.patch_type(request.content_type)
+        if kind is patch.PatchType.APPLY and not target.subresource:
+            return self._apply(request, target)
         if kind is None or kind is patch.PatchType.APPLY:
             raise _unsupported(request.content_type)
         if kind is patch.PatchType.STRATEGIC and not self.registry.is_builtin(target.rtype):
@@ -568,12 +592,55 @@ class Api:
             self._place(target, patched)
             self._strict(request, target.rtype, patched)
             rv_given = patched["metadata"].get("resourceVersion") != old["metadata"]["resourceVersion"]
+            self._record_update(request, target, old, patched)
             try:
                 return self._write(request, target, patched, old)
             except model.ApiError as error:
                 if error.reason != "Conflict" or rv_given:
                     raise
         raise model.ApiError(409, "Conflict", f"{target.rtype.key} {target.name!r}: too many concurrent writers")
+
+    # server-side apply ("Server-Side Apply", kubernetes.io/docs/reference/using-api/server-side-apply/; the
+    # merge and ownership rules are in `apply`). dryRun=All is honoured by `_create_object` and `_write`, as for
+    # every other write ("Dry-run", kubernetes.io/docs/reference/using-api/api-concepts/#dry-run).
+
+    def _shape(self, rtype: model.ResourceType) -> apply.Shape:
+        return apply.Shape(self.admitter.schema(rtype), self.registry.is_builtin(rtype))
+
+    def _apply(self, request: Request, target: Target) -> Response:
+        manager = _apply_manager(request)
+        applied = _decode_apply(request.body)
+        rtype = target.rtype
+        self._check_identity(rtype, applied)
+        self._place(target, applied)
+        self._strict(request, rtype, applied)
+        force = request.query.get("force", "").lower() == "true"
+        for _attempt in range(PATCH_RETRIES):
+            live = self.cluster.store.find(rtype, target.name or "", target.namespace or "")
+            wanted_rv = applied["metadata"].get("resourceVersion")
+            if wanted_rv and (live is None or wanted_rv != live["metadata"]["resourceVersion"]):
+                raise model.ApiError(409, "Conflict", f"{rtype.key} {target.name!r}: the object has been modified")
+            merged = apply.apply(self._shape(rtype), live, applied, manager, rtype.api_version, force=force)
+            if live is None:
+                try:
+                    return self._create_object(request, target, merged)
+                except model.ApiError as error:
+                    if error.reason != "AlreadyExists":
+                        raise
+                    continue
+            try:
+                return self._write(request, target, merged, live)
+            except model.ApiError as error:
+                if error.reason != "Conflict" or wanted_rv:
+                    raise
+        raise model.ApiError(409, "Conflict", f"{rtype.key} {target.name!r}: too many concurrent writers")
+
+    def _record_update(self, request: Request, target: Target, old: Obj, new: Obj) -> None:
+        """A non-apply write moves the fields it changes to its manager (objects that carry managed fields)."""
+        if target.subresource or not apply.owners(old):
+            return
+        manager = request.query.get("fieldManager") or request.user_agent.split("/", 1)[0] or "unknown"
+        apply.record_update(self._shape(target.rtype), old, new, manager, target.rtype.api_version)
 
     def _bump(self, target: Target) -> None:
         assert target.name is not None
@@ -616,9 +683,37 @@ def _unsupported(content_type: str) -> model.ApiError:
         415,
         "UnsupportedMediaType",
         "the body of the request was in an unknown format - accepted media types include: "
-        "application/json-patch+json, application/merge-patch+json"
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
         + ("" if not content_type else f" (got {content_type})"),
     )
+
+
+def _apply_manager(request: Request) -> str:
+    """The applier's name: required on every apply request (kube's ValidatePatchOptions)."""
+    manager = request.query.get("fieldManager", "")
+    if not manager:
+        raise model.ApiError(
+            422,
+            "Invalid",
+            'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch',
+            causes=[{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch",
+                     "field": "fieldManager"}],
+        )  # fmt: skip
+    return manager
+
+
+def _decode_apply(body: bytes) -> Obj:
+    """An apply body: YAML (JSON is YAML too) holding one object."""
+    try:
+        document = yaml.safe_load(body or b"")
+    except yaml.YAMLError as exc:
+        raise _bad_request(f"error decoding YAML: {exc}") from None
+    if not isinstance(document, dict):
+        raise _bad_request("error decoding YAML: an apply patch must be an object")
+    for name in ("apiVersion", "kind"):
+        if not document.get(name):
+            raise _bad_request(f"invalid object type: {name} must be set in an apply patch")
+    return document
 
 
 def _candidate(target: Target, sent: Obj, old: Obj) -> Obj:
@@ -726,7 +821,7 @@ class Front:
         if decision is not None and decision.action is not faults.Action.NONE:
             return self._inject(decision)
         if not public:
-            self.recorder.request(write=request.method != "GET")
+            self.recorder.request(write=request.method != "GET" and not _dry_run(request))
         return self.api.handle(request, conflict=decision is not None and decision.conflict)
 
     def _authorized(self, request: Request) -> bool:

@@ -659,6 +659,10 @@ class Validator:
             raise invalid(info, obj, errors)
         return obj, [f'unknown field "{path}"' for path in removed]
 
+    def schema(self, rtype: model.ResourceType) -> Obj | None:
+        info = self._info(rtype)
+        return info.schema if info is not None else None
+
     def unknown_fields(self, rtype: model.ResourceType, obj: Obj) -> list[str]:
         """Paths of the fields pruning would drop (for `fieldValidation=Strict`)."""
         info = self._info(rtype)

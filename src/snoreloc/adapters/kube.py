@@ -46,6 +46,8 @@ NODE_KUBECONFIG = (
 )
 
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+FIELD_MANAGER = "snoreloc"  # our name in managedFields (server-side apply)
 TOKEN_RECHECK = 10.0  # seconds between two looks at whether the kubeconfig's token needs renewing
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -123,11 +125,15 @@ KNOWN: tuple[Resource, ...] = (
 )
 
 
-def resource_for(api_version: str, kind: str) -> Resource:
-    """The known resource for an object's apiVersion and kind (backups record objects by these)."""
+def resource_for(api_version: str, kind: str, plural: str = "", namespaced: bool | None = None) -> Resource:
+    """The known resource for an object's apiVersion and kind (backups record objects by these); a kind we do not
+    know (a site's extra manifest) is described by the `plural` and scope recorded with it."""
     for res in KNOWN:
         if res.api_version == api_version and res.kind == kind:
             return res
+    if plural and namespaced is not None:
+        group, _, version = api_version.rpartition("/")
+        return Resource(group, version, plural, kind, namespaced)
     raise errors.InternalError(f"unknown kind {kind} ({api_version})")
 
 
@@ -164,10 +170,13 @@ def ref_of(obj: Obj) -> Ref:
 class ApiError(errors.PermanentStepError):
     """The API refused a request in a way retrying will not change (400, 404, 409 after retries, 422)."""
 
-    def __init__(self, message: str, *, status: int, reason: str = "", hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int, reason: str = "", hint: str | None = None, detail: str = ""
+    ) -> None:
         super().__init__(message, hint=hint)
         self.status = status
         self.reason = reason
+        self.detail = detail or message  # the API's own words, without the request line
 
 
 class NotFound(ApiError):
@@ -236,12 +245,13 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
     if status in (401, 403):
         return Forbidden(text, hint="Check that the kubeconfig grants cluster-admin (the node-local one does).")
     if status == 404:
-        return NotFound(text, status=status, reason=reason)
+        return NotFound(text, status=status, reason=reason, detail=message)
     if status == 409:
-        return Conflict(text, status=status, reason=reason)
+        return Conflict(text, status=status, reason=reason, detail=message)
     if status in (400, 422):
-        return Invalid(text, status=status, reason=reason, hint="This is a snoreloc bug or an unexpected API schema.")
-    return ApiError(text, status=status, reason=reason)
+        hint = "This is a snoreloc bug or an unexpected API schema."
+        return Invalid(text, status=status, reason=reason, hint=hint, detail=message)
+    return ApiError(text, status=status, reason=reason, detail=message)
 
 
 def _is_transport_error(exc: BaseException) -> bool:
@@ -332,6 +342,7 @@ class Client:
         self.requests = 0
         self.writes = 0
         self.last_write: float | None = None
+        self._discovered: dict[str, list[Obj]] = {}  # group/version -> its APIResourceList entries
 
     @classmethod
     def from_kubeconfig(
@@ -362,10 +373,10 @@ class Client:
 
     # --- the request core ---------------------------------------------------------------------------------------
 
-    def _count(self, method: str) -> None:
+    def _count(self, method: str, query: dict[str, str]) -> None:
         with self._lock:
             self.requests += 1
-            if method in _WRITE_METHODS:
+            if method in _WRITE_METHODS and query.get("dryRun") != "All":  # a dry run changes nothing
                 self.writes += 1
                 self.last_write = self._clock.monotonic()
 
@@ -377,7 +388,7 @@ class Client:
             method, path, query_params=list(query.items()) or None, header_params=headers,
             body=body, auth_settings=["BearerToken"],
         )  # fmt: skip
-        self._count(method)
+        self._count(method, query)
         timeout = (self.policy.connect_timeout, self.policy.read_timeout)
         try:
             response = self._api.call_api(*serialized, _request_timeout=timeout)
@@ -489,6 +500,35 @@ class Client:
 
     def delete(self, ref: Ref) -> None:
         self.request("DELETE", ref.path())
+
+    def apply(self, ref: Ref, obj: Obj, *, force: bool = False, dry_run: bool = False) -> Obj:
+        """Server-side apply of `obj` under our field manager ("Server-Side Apply", kubernetes.io/docs/reference/
+        using-api/server-side-apply/): creates it when absent; `force` takes over fields other managers own;
+        `dry_run` has the server validate and answer the result without storing it (not counted as a write)."""
+        query = {"fieldManager": FIELD_MANAGER}
+        if force:
+            query["force"] = "true"
+        if dry_run:
+            query["dryRun"] = "All"
+        result: Obj = self.request("PATCH", ref.path(), body=obj, content_type=APPLY_PATCH, query=query)
+        return result
+
+    def resource(self, api_version: str, kind: str) -> Resource | None:
+        """Where the cluster serves `kind` of `api_version`, from its discovery documents; None when it does not
+        serve that kind (or that group/version). One request per group/version, remembered."""
+        entries = self._discovered.get(api_version)
+        if entries is None:
+            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+            try:
+                entries = list(self.request("GET", path).get("resources") or [])
+            except NotFound:
+                entries = []
+            self._discovered[api_version] = entries
+        for entry in entries:
+            if entry.get("kind") == kind and "/" not in str(entry.get("name", "")):
+                group, _, version = api_version.rpartition("/")
+                return Resource(group, version, str(entry["name"]), kind, bool(entry.get("namespaced")))
+        return None
 
     def modify(self, ref: Ref, fn: Callable[[Obj], Obj | None]) -> Obj:
         """GET, apply `fn` to a copy, PUT with the read resourceVersion; on 409 read again and re-apply.

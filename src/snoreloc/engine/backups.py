@@ -45,12 +45,14 @@ class Entry:
     path: Path
 
 
-def _ref_doc(ref: kube.Ref) -> dict[str, str]:
+def _ref_doc(ref: kube.Ref) -> dict[str, Any]:
     return {
         "apiVersion": ref.resource.api_version,
         "kind": ref.resource.kind,
         "name": ref.name,
         "namespace": ref.namespace,
+        "plural": ref.resource.plural,  # kinds snoreloc does not know (extra manifests) are found again by these
+        "namespaced": ref.resource.namespaced,
     }
 
 
@@ -146,7 +148,8 @@ def _listed(corrupt: dict[Path, str]) -> str:
 
 def _entry(doc: dict[str, Any], path: Path) -> Entry:
     meta = doc["ref"]
-    ref = kube.Ref(kube.resource_for(meta["apiVersion"], meta["kind"]), meta["name"], meta["namespace"])
+    resource = kube.resource_for(meta["apiVersion"], meta["kind"], meta.get("plural", ""), meta.get("namespaced"))
+    ref = kube.Ref(resource, meta["name"], meta["namespace"])
     return Entry(ref, doc["original"] if doc["existed"] else None, int(doc["sequence"]), path)
 
 

@@ -21,6 +21,7 @@ from snoreloc.steps import (
     context,
     csr,
     domain,
+    manifests,
     preflight,
     proxy,
     routes,
@@ -45,6 +46,7 @@ def cluster_steps() -> list[base.Step]:
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),
+        manifests.ExtraManifests(),  # the site's own objects, once the cluster carries its new names
         proxy.Proxy(),  # last writer: a proxy change reboots the node, which only the final settle rides out
         settle.Settle("final-settle"),
     ]

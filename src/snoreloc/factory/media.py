@@ -36,7 +36,8 @@ class Written:
 
 
 def gather(site_config: pathlib.Path) -> dict[str, bytes]:
-    """The site-config (as `site-config.yaml`) and every file it references; ConfigError when it is not valid."""
+    """The site-config (as `site-config.yaml`) and every file it references (extra manifests too); ConfigError when
+    it is not valid."""
     report = loader.validate(str(site_config))
     if not report.valid:
         count = len(report.problems)
@@ -46,7 +47,7 @@ def gather(site_config: pathlib.Path) -> dict[str, bytes]:
     data = site_config.read_bytes()
     contents = {SITE_CONFIG_NAME: data}
     base = str(site_config.resolve().parent)
-    for reference in discovery.references(data):
+    for reference in discovery.references(data, pathlib.Path(base)):
         contents[reference] = files.read(base, reference).content
     return contents
 

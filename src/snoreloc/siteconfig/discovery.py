@@ -4,11 +4,12 @@ Order of precedence: an explicit `--site-config PATH`; a file the technician cop
 `/etc/snoreloc/site-config.yaml`; a block device labelled `relocation-config` (ISO9660, ext4 cuts labels at 16 and
 FAT at 11 characters, hence also `RELOCCONFIG`; or `cluster-config`, the label image-based installs use), labels
 matched in any case; then the copy a previous run saved. A device is mounted read-only, without device files or
-exec, in a private (0700) temporary directory; the YAML and only the files it references are copied into a staging
-directory, validated there, and only then replace the saved copy in the state directory (0700 directory, 0600
-files): a bad stick never overwrites a good saved copy, and a re-run without the stick uses the saved one, saying
-so. The device is always unmounted, also when copying fails. The wait for a device is bounded and visible
-(`snoreloc.waits`), and tells the console what to insert.
+exec, in a private (0700) temporary directory; the YAML and only the files it references (the manifest files of
+`spec.extraManifests` too, its directory listed) are copied into a staging directory, validated there, and only then
+replace the saved copy in the state directory (0700 directory, 0600 files): a bad stick never overwrites a good
+saved copy, and a re-run without the stick uses the saved one, saying so. The device is always unmounted, also when
+copying fails. The wait for a device is bounded and visible (`snoreloc.waits`), and tells the console what to
+insert.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 from snoreloc import errors, waits
 from snoreloc.adapters import blockdev, clock, fs
-from snoreloc.siteconfig import loader, yamlpos
+from snoreloc.siteconfig import loader, manifests, yamlpos
 
 LOG = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
     _fresh_copy_dir(host)
     host.write_bytes(f"{STAGING_DIR}/{name}", data, 0o600)
     copied, skipped = [name], []
-    for reference in references(data):
+    for reference in references(data, mount):
         content = _read_safe(mount, reference)
         if content is None:
             skipped.append(reference)
@@ -238,13 +239,19 @@ def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
     return candidate.read_bytes()
 
 
-def references(data: bytes) -> list[str]:
-    """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse."""
+def references(data: bytes, base: pathlib.Path | None = None) -> list[str]:
+    """Every `file:` reference in the document, in order, without duplicates; nothing if it does not parse. With
+    `base` (where the site-config's files are: a mount, a directory), also the manifest files `spec.extraManifests`
+    names there, its directory listed, so that a copy of the site-config carries them too."""
     try:
         document = yamlpos.load(data).data  # bounded: a stick's file is hostile until validated
     except yamlpos.YamlError:
         return []  # the loader reports the parse error with its line
-    return list(dict.fromkeys(_walk_files(document, set())))
+    found = list(dict.fromkeys(_walk_files(document, set())))
+    if base is not None:
+        spec = document.get("spec") if isinstance(document, dict) else None
+        found += manifests.references(spec.get("extraManifests") if isinstance(spec, dict) else None, str(base))
+    return found
 
 
 def _walk_files(node: object, seen: set[int]) -> Iterator[str]:

@@ -217,6 +217,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
         proxy=_proxy(spec.get("proxy"), checked),
         catalog_sources=_catalog_sources(spec.get("catalogSources")),
+        extra_manifests=checked.manifests,
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

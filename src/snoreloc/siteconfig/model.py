@@ -137,6 +137,42 @@ class CatalogSources:
 
 
 @dataclass(frozen=True)
+class Manifest:
+    """One document of `spec.extraManifests`: where it came from and the object, checked offline. The object is
+    kept out of `repr` (a Secret's data) and so hashed whole in fingerprints."""
+
+    source: str  # the file, relative to the site-config's directory
+    index: int  # the document's place in the file, from 0
+    line: int  # where the document starts in the file
+    obj: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} document {self.index + 1} (line {self.line})"
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj["apiVersion"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def label(self) -> str:
+        """`Kind namespace/name`, as the rest of snoreloc names objects."""
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
@@ -228,6 +264,7 @@ class SiteConfig:
     ssh_authorized_keys: SshKeys | None = None
     proxy: Proxy | None = None
     catalog_sources: CatalogSources | None = None
+    extra_manifests: tuple[Manifest, ...] = ()
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

@@ -546,6 +546,43 @@ def _catalog_sources() -> dict[str, Any]:
     )
 
 
+MAX_MANIFEST_FILES = 256
+
+
+def _extra_manifests() -> dict[str, Any]:
+    where = "relative to the site-config's directory, inside it (no absolute paths, no '..', no symlinks leading out)"
+    return _prop(
+        "Kubernetes manifests applied after the relocation with server-side apply (field manager `snoreloc`), each "
+        "checked by the cluster with a dry run before the first change. YAML or JSON, several documents per file "
+        "(`---`). Either `directory` or `files`. What they cause depends on the kinds: a ConfigMap or a "
+        "Subscription moves no node; a MachineConfig reboots the node (the final settle waits for it).",
+        [{"directory": "manifests"}, {"files": ["manifests/10-site-configmap.yaml"]}],
+        **_obj(
+            {
+                "directory": _prop(
+                    f"A directory {where}: its `*.yaml`, `*.yml` and `*.json` files (not subdirectories), applied "
+                    f"in name order; at most {MAX_MANIFEST_FILES} files of at most 1 MiB each.",
+                    ["manifests"],
+                    type="string",
+                    minLength=1,
+                    maxLength=4096,
+                ),
+                "files": _prop(
+                    f"Manifest files {where}, applied in this order.",
+                    [["manifests/10-site-configmap.yaml", "manifests/20-subscription.yaml"]],
+                    type="array",
+                    minItems=1,
+                    maxItems=MAX_MANIFEST_FILES,
+                    uniqueItems=True,
+                    items={"type": "string", "minLength": 1, "maxLength": 4096},
+                ),
+            },
+            minProperties=1,
+            maxProperties=1,
+        ),
+    )
+
+
 def _timeouts() -> dict[str, Any]:
     defaults = model.Timeouts()
     meaning = {
@@ -753,6 +790,7 @@ def _spec() -> dict[str, Any]:
                 "sshAuthorizedKeys": _ssh_authorized_keys(),
                 "proxy": _proxy(),
                 "catalogSources": _catalog_sources(),
+                "extraManifests": _extra_manifests(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

@@ -1,11 +1,11 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy,
-timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake gives one
-message. Referenced files are read here, once, through `files`; their contents come back with the findings so the
-loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as soon
-as it is read. Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries) has
-its port checked here: the schema's patterns can say "digits" but not "1-65535".
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy, extra
+manifests, timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake
+gives one message. Referenced files are read here, once, through `files`; their contents come back with the findings
+so the loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as
+soon as it is read. Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries)
+has its port checked here: the schema's patterns can say "digits" but not "1-65535".
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings, model, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import files, findings, manifests, model, nmstate_check, schema, structural, yamlpos
 
 SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -45,6 +45,7 @@ class Checked:
     sources: Mapping[findings.Path, bytes] = field(repr=False)
     network: dict[str, Any] | None = None
     pull_secret: dict[str, Any] | None = field(default=None, repr=False)
+    manifests: tuple[model.Manifest, ...] = ()
 
 
 class _Run:
@@ -56,6 +57,7 @@ class _Run:
         self.sources: dict[findings.Path, bytes] = {}
         self.network: dict[str, Any] | None = None
         self.pull_secret: dict[str, Any] | None = None
+        self.manifests: tuple[model.Manifest, ...] = ()
 
     def sound(self, path: findings.Path) -> bool:
         """No schema error inside `path` or on any of its ancestors."""
@@ -492,6 +494,17 @@ def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
             )
 
 
+def _extra_manifests(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "extraManifests")
+    value = spec.get("extraManifests")
+    if not isinstance(value, Mapping) or not run.sound(path):
+        return
+    found, problems = manifests.check(value, run.base_dir, path)
+    for problem in problems:
+        run.error(problem.path, problem.message)
+    run.manifests = tuple(found)
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -562,8 +575,9 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _ssh_keys(run, spec)
         _proxy(run, spec)
         _catalog_sources(run, spec)
+        _extra_manifests(run, spec)
         _timeouts(run, spec)
         _operators(run, spec)
         _progress_page(run, spec)
     _deprecated(run, data)
-    return Checked(tuple(run.out), run.sources, run.network, run.pull_secret)
+    return Checked(tuple(run.out), run.sources, run.network, run.pull_secret, run.manifests)

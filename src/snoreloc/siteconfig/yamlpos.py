@@ -13,7 +13,7 @@ seconds to build before any later count could refuse it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,16 +127,16 @@ class _LimitedLoader(yaml.SafeLoader):
 class _Walker:
     """Turns a composed node graph into data while recording positions; bounded in depth and total nodes."""
 
-    def __init__(self, loader: _LimitedLoader) -> None:
+    def __init__(self, loader: _LimitedLoader, budget: int = MAX_NODES) -> None:
         self._loader = loader
-        self._budget = MAX_NODES
+        self.budget = budget
         self.marks: dict[findings.Path, Mark] = {}
         self.spans: dict[findings.Path, Span] = {}
         self.issues: list[tuple[findings.Finding, Mark]] = []
 
     def walk(self, node: yaml.Node, path: findings.Path) -> Any:
-        self._budget -= 1
-        if self._budget < 0:
+        self.budget -= 1
+        if self.budget < 0:
             raise _fail(f"the document expands to more than {MAX_NODES} values (an alias bomb?)", node.start_mark)
         if len(path) > MAX_DEPTH:
             raise _fail(f"nested deeper than {MAX_DEPTH} levels (a recursive alias?)", node.start_mark)
@@ -207,12 +207,29 @@ def _unprintable(text: str, exc: yaml.reader.ReaderError) -> YamlError:
 
 
 def _compose(text: str) -> tuple[_LimitedLoader, yaml.Node]:
+    loader, nodes = _compose_nodes(text, lambda loader: [loader.get_single_node()])
+    if not nodes or nodes[0] is None:
+        raise YamlError("the document is empty", 1, 1)
+    return loader, nodes[0]
+
+
+def _every_node(loader: _LimitedLoader) -> list[yaml.Node | None]:
+    nodes = []
+    while loader.check_node():
+        nodes.append(loader.get_node())
+    return nodes
+
+
+def _compose_nodes(
+    text: str, take: Callable[[_LimitedLoader], list[yaml.Node | None]]
+) -> tuple[_LimitedLoader, list[yaml.Node | None]]:
+    """The nodes `take` composes from `text`, every limit of `_LimitedLoader` applying to the whole text."""
     try:
         loader = _LimitedLoader(text)
     except yaml.reader.ReaderError as exc:
         raise _unprintable(text, exc) from None
     try:
-        node = loader.get_single_node()
+        nodes = take(loader)
     except yaml.reader.ReaderError as exc:
         raise _unprintable(text, exc) from None
     except yaml.MarkedYAMLError as exc:
@@ -223,9 +240,7 @@ def _compose(text: str) -> tuple[_LimitedLoader, yaml.Node]:
         raise YamlError(f"invalid YAML: {type(exc).__name__}") from None
     finally:
         loader.dispose()
-    if node is None:
-        raise YamlError("the document is empty", 1, 1)
-    return loader, node
+    return loader, nodes
 
 
 def load(raw: bytes) -> Document:
@@ -235,3 +250,20 @@ def load(raw: bytes) -> Document:
     walker.marks[()] = _mark(node.start_mark)
     data = walker.walk(node, ())
     return Document(data, walker.marks, walker.spans, tuple(walker.issues))
+
+
+def load_all(raw: bytes) -> list[tuple[int, Document]]:
+    """Every non-empty document of a `---`-separated stream, each with its index in the stream (from 0) and
+    positions; the limits of `load` hold for the whole text, and the values of all documents share one budget."""
+    loader, nodes = _compose_nodes(_decode(raw), _every_node)
+    budget = MAX_NODES
+    found = []
+    for index, node in enumerate(nodes):
+        if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _TAG + "null"):
+            continue
+        walker = _Walker(loader, budget)
+        walker.marks[()] = _mark(node.start_mark)
+        data = walker.walk(node, ())
+        budget = walker.budget
+        found.append((index, Document(data, walker.marks, walker.spans, tuple(walker.issues))))
+    return found

@@ -4,8 +4,9 @@ A relocation started on a degraded cluster cannot be told apart from one we brok
 be Available, not Progressing and not Degraded before we change anything; after a cold boot they take minutes to
 get there, so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight`
 overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from input. A
-site-config the cluster's version cannot express (tag mirrors before 4.13) is refused here, before any change,
-whatever --ignore-preflight says: it is the site-config that must change. DNS that does not yet point at this
+site-config the cluster's version cannot express (tag mirrors before 4.13), or an extra manifest the cluster's dry
+run refuses, is refused here, before any change, whatever --ignore-preflight says: it is the site-config that
+must change. DNS that does not yet point at this
 node is only a warning: the cluster steps do not need it, people do.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context, csr, health
+from snoreloc.steps import base, cluster_config, context, csr, health, manifests
 
 LOG = logging.getLogger(__name__)
 
@@ -83,7 +84,11 @@ class Preflight:
     description = "checking the cluster is healthy and reading its factory facts"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"domain": ctx.site.domain, "tag_mirrors": ctx.site.image_tag_mirrors}
+        return {
+            "domain": ctx.site.domain,
+            "tag_mirrors": ctx.site.image_tag_mirrors,
+            "extra_manifests": ctx.site.extra_manifests,
+        }
 
     def plan(self, ctx: context.Context) -> base.Plan:
         """The facts and the health, read through an API that may still come and go after a cold boot (a pool
@@ -96,6 +101,7 @@ class Preflight:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
         cluster_config.require_mirror_support(ctx.site, (major, minor))
+        checked = manifests.check_all(ctx)  # the cluster's dry run of every extra manifest, before any change
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
         legacy = cluster_config.is_legacy((major, minor))
@@ -107,7 +113,7 @@ class Preflight:
         unhealthy, warnings = blockers(ctx, approve=False)
         data = {"unhealthy": unhealthy, "warnings": warnings, "factory_apps_domain": factory}
         data["version"] = f"{major}.{minor}"
-        notes += tuple(f"not ready: {item}" for item in unhealthy)
+        notes += (*checked, *(f"not ready: {item}" for item in unhealthy))
         notes += tuple(f"warning: {item}" for item in health.warning_text(warnings))
         return base.Plan(self.name, notes=notes, data=data)
 

@@ -33,6 +33,7 @@ from snoreloc.steps import context
 from snoreloc_sim import simulator
 
 SITE_DOMAIN = "store042.edge.example.net"
+MANIFESTS = Path(__file__).parent / "manifests"
 FACTORY_NETWORK: dict[str, Any] = {
     "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}],
 }
@@ -117,6 +118,7 @@ def _site_config(sim: simulator.Simulator) -> dict[str, Any]:
                 {"registry": "registry.store042.example.net:5000", "certificate": {"file": "registry-ca.crt"}}
             ],
             "sshAuthorizedKeys": {"mode": "add", "keys": [f"{_demo_ssh_key()} store-042-admin"]},
+            "extraManifests": {"directory": "manifests"},
         },
     }
 
@@ -134,6 +136,9 @@ def write_site(root: fs.HostFS, sim: simulator.Simulator) -> Path:
     root.mkdir("/etc/snoreloc", 0o700)
     root.write_text("/etc/snoreloc/pull-secret.json", json.dumps(auth), mode=0o600)
     root.write_bytes("/etc/snoreloc/registry-ca.crt", ca_pem, mode=0o644)
+    root.mkdir("/etc/snoreloc/manifests", 0o700)
+    for manifest in sorted(MANIFESTS.glob("*.yaml")):  # the same files as examples/manifests
+        root.write_text(f"/etc/snoreloc/manifests/{manifest.name}", manifest.read_text(), mode=0o600)
     root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(_site_config(sim), sort_keys=False), mode=0o600)
     return root.path("/etc/snoreloc/site-config.yaml")
 
