@@ -21,6 +21,7 @@ from snoreloc.steps import (
     context,
     csr,
     domain,
+    ntp,
     preflight,
     proxy,
     routes,
@@ -45,7 +46,10 @@ def cluster_steps() -> list[base.Step]:
         domain.Domain(),
         settle.Settle("settle"),
         routes.Routes(),
-        proxy.Proxy(),  # last writer: a proxy change reboots the node, which only the final settle rides out
+        # the last writers: a proxy change and an NTP change reboot the node, which only the final settle rides out;
+        # written back to back, they land in one pool update (the MCO renders after a 5 s pause) and one reboot
+        proxy.Proxy(),
+        ntp.Ntp(),
         settle.Settle("final-settle"),
     ]
 

@@ -137,6 +137,14 @@ class CatalogSources:
 
 
 @dataclass(frozen=True)
+class Ntp:
+    """The node's time sources (host names or IP addresses, each checked), as chrony `server` and `pool` lines."""
+
+    servers: tuple[str, ...] = ()
+    pools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
@@ -228,6 +236,7 @@ class SiteConfig:
     ssh_authorized_keys: SshKeys | None = None
     proxy: Proxy | None = None
     catalog_sources: CatalogSources | None = None
+    ntp: Ntp | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

@@ -147,11 +147,11 @@ def label_text() -> str:
     return ", ".join(f"{key}={value}" for key, value in MANAGED_BY.items())
 
 
-def refuse_users(ref: kube.Ref, current: kube.Obj | None) -> None:
-    """Refuse, before any write, a secret of our name that we did not create: it is the user's, not ours to take."""
+def refuse_users(ref: kube.Ref, current: kube.Obj | None, *, step: str = "certificates") -> None:
+    """Refuse, before any write, an object of our name that we did not create: it is the user's, not ours to take."""
     if current is not None and not ours(current):
         raise errors.PermanentStepError(
-            f"certificates: {ref} exists but was not created by snoreloc (no {label_text()} label); not taking it over",
+            f"{step}: {ref} exists but was not created by snoreloc (no {label_text()} label); not taking it over",
             hint=f"Rename or delete {ref} if it is no longer needed, or add the label if it is snoreloc's, then run "
             "again.",
         )

@@ -5,7 +5,8 @@ be Available, not Progressing and not Degraded before we change anything; after 
 get there, so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight`
 overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from input. A
 site-config the cluster's version cannot express (tag mirrors before 4.13) is refused here, before any change,
-whatever --ignore-preflight says: it is the site-config that must change. DNS that does not yet point at this
+whatever --ignore-preflight says: it is the site-config that must change; so is a chrony MachineConfig that would
+keep the site's time sources off the node (`ntp.require_free`). DNS that does not yet point at this
 node is only a warning: the cluster steps do not need it, people do.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context, csr, health
+from snoreloc.steps import base, cluster_config, context, csr, health, ntp
 
 LOG = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class Preflight:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
         cluster_config.require_mirror_support(ctx.site, (major, minor))
+        ntp.require_free(ctx)
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
         legacy = cluster_config.is_legacy((major, minor))
