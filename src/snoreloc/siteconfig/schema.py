@@ -524,6 +524,7 @@ def _ntp() -> dict[str, Any]:
                 ),
             },
             minProperties=1,
+            **{"x-message": "give `servers`, `pools` or both"},
         ),
     )
 
