@@ -523,6 +523,7 @@ def _ntp() -> dict[str, Any]:
                     "NTP pools, names resolving to several servers (chrony `pool`)", ["pool.site.example.com"]
                 ),
             },
+            (),
             minProperties=1,
             **{"x-message": "give `servers`, `pools` or both"},
         ),
