@@ -117,8 +117,8 @@ def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.Change]:
 def note(site: model.Ntp, others: list[str]) -> str:
     sources = ", ".join([*site.servers, *(f"pool {pool}" for pool in site.pools)])
     text = (
-        f"ntp: chrony from {sources}; the machine-config pool updates and the node REBOOTS (reboots the node: a "
-        f"{CHRONY_PATH} change on OpenShift 4.12-4.16); a proxy change of the same run shares it"
+        f"ntp: chrony from {sources}; this REBOOTS the node (reboots the node: the machine-config pool updates, and "
+        f"OpenShift 4.12-4.16 applies {CHRONY_PATH} only with a reboot); a proxy change of this run shares the reboot"
     )
     return text + (f"; replaces {CHRONY_PATH} of MachineConfig {', '.join(others)} on the node" if others else "")
 
