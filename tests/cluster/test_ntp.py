@@ -78,9 +78,10 @@ def test_a_changed_server_reruns_only_the_ntp_step(relocation: Relocation) -> No
     assert "server ntp2.edge7.example.net iburst" in chrony_text(relocation.get(REF)).splitlines()
 
 
-# At the suite's 600x the MCO's 5 s render pause lasts 8 ms, less than the agent takes between two steps; at 30x it
-# lasts 170 ms, the order of the real ratio between that pause and our step-to-step time.
-@pytest.mark.parametrize("sim", [{"speed": 30.0}], indirect=True)
+# At the suite's 600x the MCO's 5 s render pause lasts 8 ms, less than the agent takes between two steps; at 10x it
+# lasts 500 ms: a window our step-to-step time fits in even on a loaded machine, as it fits the real 5 s.
+@pytest.mark.slow
+@pytest.mark.parametrize("sim", [{"speed": 10.0}], indirect=True)
 def test_ntp_and_proxy_share_one_pool_update_and_one_reboot(relocation: Relocation) -> None:
     recorder = relocation.sim.cluster.recorder
     reboots, updates = recorder.reboots, len(recorder.rollouts)
