@@ -117,8 +117,8 @@ def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.Change]:
 def note(site: model.Ntp, others: list[str]) -> str:
     sources = ", ".join([*site.servers, *(f"pool {pool}" for pool in site.pools)])
     text = (
-        f"ntp: chrony from {sources}; this REBOOTS the node (reboots the node: the machine-config pool updates, and "
-        f"OpenShift 4.12-4.16 applies {CHRONY_PATH} only with a reboot); a proxy change of this run shares the reboot"
+        f"ntp: chrony from {sources}; this reboots the node: OpenShift 4.12-4.16 applies {CHRONY_PATH} with a "
+        "machine-config pool update and a REBOOT; a proxy change of this run shares it"
     )
     return text + (f"; replaces {CHRONY_PATH} of MachineConfig {', '.join(others)} on the node" if others else "")
 
