@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
@@ -264,3 +265,14 @@ def test_a_site_domain_inside_the_factory_apps_domain_converges(relocation: Relo
     assert relocation.get(SHOP)["spec"]["host"] == f"shop.apps.{inner}"
     assert relocation.client.writes == writes
     roll_back_and_compare(relocation, before)
+
+
+def test_a_users_secret_with_our_certificate_name_is_refused_not_taken_over(relocation: Relocation) -> None:
+    add_secret(relocation, "snoreloc-ingress-cert", "openshift-ingress", [f"*.apps.{NEW_DOMAIN}"])
+    theirs = relocation.get(kube.Ref(kube.SECRETS, "snoreloc-ingress-cert", "openshift-ingress"))
+    writes = relocation.client.writes
+    with pytest.raises(errors.PermanentStepError, match="not created by snoreloc"):
+        relocation.run()
+    assert relocation.client.writes == writes  # refused before any write: no secret of ours, no label on theirs
+    after = relocation.get(kube.Ref(kube.SECRETS, "snoreloc-ingress-cert", "openshift-ingress"))
+    assert after["metadata"] == theirs["metadata"] and after["data"] == theirs["data"]

@@ -504,6 +504,26 @@ def test_machine_config_change_reboots_the_node(
     wait_for(pool_is(custom, "Updated"), "pool update end")
 
 
+def test_a_chrony_machine_config_reboots_the_node(
+    sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    """/etc/chrony.conf is not among the files the daemon applies without a reboot (MCO `pkg/daemon/update.go`)."""
+    files = [{"path": "/etc/chrony.conf", "mode": 420, "overwrite": True, "contents": {"source": "data:,server%20x"}}]
+    body = {
+        "apiVersion": "machineconfiguration.openshift.io/v1",
+        "kind": "MachineConfig",
+        "metadata": {"name": "99-master-chrony", "labels": {"machineconfiguration.openshift.io/role": "master"}},
+        "spec": {"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}}},
+    }
+    reboots = sim.cluster.recorder.reboots
+    custom.create_cluster_custom_object("machineconfiguration.openshift.io", "v1", "machineconfigs", body)
+    wait_for(pool_is(custom, "Updating"), "pool update start")
+    failures = _probe_outage(core, lambda: bool(rollouts(sim, "machine-config")))
+    assert failures > 0, "a chrony MachineConfig reboots the node: the API must go away"
+    wait_for(pool_is(custom, "Updated"), "pool update end")
+    assert sim.cluster.recorder.reboots == reboots + 1
+
+
 def test_an_ssh_key_change_updates_the_pool_without_reboot(
     sim: simulator.Simulator, custom: client.CustomObjectsApi, core: client.CoreV1Api
 ) -> None:

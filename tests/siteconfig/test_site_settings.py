@@ -1,4 +1,5 @@
-"""SSH keys and the proxy in the site-config: parsed into the model, refused with the field, passwords never shown."""
+"""SSH keys, the proxy and NTP in the site-config: parsed into the model, refused with the field, passwords never
+shown."""
 
 from __future__ import annotations
 
@@ -77,3 +78,33 @@ def test_a_proxy_password_is_never_shown(tmp_path: pathlib.Path, capsys: pytest.
     assert good.config is not None and good.config.proxy is not None
     assert good.config.proxy.https_proxy == url.removesuffix("/path")
     assert PASSWORD not in repr(good.config)
+
+
+def test_ntp_sources_become_the_model(tmp_path: pathlib.Path) -> None:
+    body = "  ntp:\n    servers: [ntp1.site.example.com, '2001:db8::123']\n    pools: [pool.site.example.com]\n"
+    report = _validate(tmp_path, body)
+    assert report.valid, report.problems
+    assert report.config is not None
+    assert report.config.ntp == model.Ntp(("ntp1.site.example.com", "2001:db8::123"), ("pool.site.example.com",))
+
+
+@pytest.mark.parametrize(
+    ("value", "wanted"),
+    [
+        ("ntp1.site.example.com\n", "on one line"),
+        ("ntp1.site.example.com iburst", "on one line"),
+        ("iburst\nallow", "on one line"),
+        ("256.1.1.1", "not a valid IP address"),
+        ("fe80::1::2", "not a valid IP address"),
+        ("224.0.1.1", "multicast"),
+        ("::", "unspecified"),
+    ],
+)
+def test_an_ntp_source_that_is_not_one_name_or_address_is_refused(value: str, wanted: str) -> None:
+    problem = semantic.ntp_source_problem(value)
+    assert problem is not None and wanted in problem
+
+
+@pytest.mark.parametrize("value", ["ntp1.site.example.com", "NTP1.Site.Example.com", "10.0.0.1", "2001:db8::1", "a"])
+def test_a_name_or_an_address_is_an_ntp_source(value: str) -> None:
+    assert semantic.ntp_source_problem(value) is None

@@ -395,11 +395,16 @@ class Recorder:
         self.revisions: dict[str, int] = {}  # operator -> static-pod revisions created since the simulator started
         self.requests = 0
         self.writes = 0
+        self.reboots = 0  # node reboots the machine-config operator performed
 
     def revision(self, operator: str) -> None:
         """A static-pod operator created a new revision (counted when created, whether it installs or fails)."""
         with self._lock:
             self.revisions[operator] = self.revisions.get(operator, 0) + 1
+
+    def reboot(self) -> None:
+        with self._lock:
+            self.reboots += 1
 
     def rollout(self, item: Rollout) -> None:
         with self._lock:

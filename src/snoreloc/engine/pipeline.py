@@ -22,6 +22,7 @@ from snoreloc.steps import (
     csr,
     domain,
     manifests,
+    ntp,
     preflight,
     proxy,
     routes,
@@ -47,7 +48,10 @@ def cluster_steps() -> list[base.Step]:
         settle.Settle("settle"),
         routes.Routes(),
         manifests.ExtraManifests(),  # the site's own objects, once the cluster carries its new names
-        proxy.Proxy(),  # last writer: a proxy change reboots the node, which only the final settle rides out
+        # the last writers: a proxy change and an NTP change reboot the node, which only the final settle rides out;
+        # written back to back, they land in one pool update (the MCO renders after a 5 s pause) and one reboot
+        proxy.Proxy(),
+        ntp.Ntp(),
         settle.Settle("final-settle"),
     ]
 

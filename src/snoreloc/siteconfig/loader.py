@@ -159,6 +159,12 @@ def _catalog_sources(values: Mapping[str, Any] | None) -> model.CatalogSources |
     return model.CatalogSources(sources, values.get("disableDefaultSources"))
 
 
+def _ntp(values: Mapping[str, Any] | None) -> model.Ntp | None:
+    if values is None:
+        return None
+    return model.Ntp(servers=tuple(values.get("servers") or ()), pools=tuple(values.get("pools") or ()))
+
+
 def _routes(values: Mapping[str, Any]) -> model.Routes:
     default = model.Routes().own_certificates.value
     return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
@@ -218,6 +224,7 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         proxy=_proxy(spec.get("proxy"), checked),
         catalog_sources=_catalog_sources(spec.get("catalogSources")),
         extra_manifests=checked.manifests,
+        ntp=_ntp(spec.get("ntp")),
         timeouts=_timeouts(spec.get("timeouts") or {}),
         kubelet=_kubelet(spec.get("kubelet") or {}),
         routes=_routes(spec.get("routes") or {}),

@@ -173,6 +173,14 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class Ntp:
+    """The node's time sources (host names or IP addresses, each checked), as chrony `server` and `pool` lines."""
+
+    servers: tuple[str, ...] = ()
+    pools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Timeouts:
     """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
 
@@ -265,6 +273,7 @@ class SiteConfig:
     proxy: Proxy | None = None
     catalog_sources: CatalogSources | None = None
     extra_manifests: tuple[Manifest, ...] = ()
+    ntp: Ntp | None = None
     timeouts: Timeouts = Timeouts()
     kubelet: Kubelet = Kubelet()
     routes: Routes = Routes()

@@ -487,6 +487,49 @@ def _proxy() -> dict[str, Any]:
     )
 
 
+NTP_MAX_SOURCES = 16  # servers and pools together: a site has a few; chrony polls each, so a long list is a mistake
+# A host name or an IPv4/IPv6 address, nothing else: the value becomes one chrony.conf line, so no spaces (options)
+# and no line breaks (directives); `semantic` checks the whole string again, since `$` lets a final newline pass.
+_NTP_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+NTP_SOURCE_PATTERN = rf"^(?:{_NTP_LABEL}(?:\.{_NTP_LABEL})*|[0-9A-Fa-f:.]+)$"
+
+
+def _ntp_sources(what: str, example: list[str]) -> dict[str, Any]:
+    return _prop(
+        f"{what}: host names or IP addresses (no options: snoreloc adds `iburst`).",
+        [example],
+        type="array",
+        minItems=1,
+        maxItems=NTP_MAX_SOURCES,
+        uniqueItems=True,
+        items={
+            "type": "string",
+            "maxLength": 253,
+            "pattern": NTP_SOURCE_PATTERN,
+            "x-message": "must be a host name or an IP address, without spaces or options",
+        },
+    )
+
+
+def _ntp() -> dict[str, Any]:
+    return _prop(
+        "Time sources for the node's chrony, written to /etc/chrony.conf by a MachineConfig. On OpenShift 4.12 to "
+        "4.16 this change reboots the node (see docs/site-config.md).",
+        [{"servers": ["ntp1.site.example.com", "192.0.2.123"], "pools": ["pool.site.example.com"]}],
+        **_obj(
+            {
+                "servers": _ntp_sources("NTP servers (chrony `server`)", ["ntp1.site.example.com", "192.0.2.123"]),
+                "pools": _ntp_sources(
+                    "NTP pools, names resolving to several servers (chrony `pool`)", ["pool.site.example.com"]
+                ),
+            },
+            (),
+            minProperties=1,
+            **{"x-message": "give `servers`, `pools` or both"},
+        ),
+    )
+
+
 IMAGE_PATTERN = rf"^{_HOST}(?::[0-9]+)?{_REPO_PATH}(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}|@sha256:[a-f0-9]{{64}})$"
 
 
@@ -791,6 +834,7 @@ def _spec() -> dict[str, Any]:
                 "proxy": _proxy(),
                 "catalogSources": _catalog_sources(),
                 "extraManifests": _extra_manifests(),
+                "ntp": _ntp(),
                 "networkProbes": _network_probes(),
                 "networkAccept": _prop(
                     "Risky network changes the author means: removing the default route, every DNS server, or "

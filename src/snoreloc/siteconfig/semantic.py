@@ -1,6 +1,6 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy, extra
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy, NTP, extra
 manifests, timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake
 gives one message. Referenced files are read here, once, through `files`; their contents come back with the findings
 so the loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as
@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import ipaddress
 import json
 import re
 import urllib.parse
@@ -505,6 +506,50 @@ def _extra_manifests(run: _Run, spec: Mapping[str, Any]) -> None:
     run.manifests = tuple(found)
 
 
+_NTP_SOURCE = re.compile(schema.NTP_SOURCE_PATTERN)
+NTP_KINDS = ("servers", "pools")
+
+
+def ntp_source_problem(value: str) -> str | None:
+    """Why `value` cannot be one chrony `server`/`pool` name, or None. It becomes a line of chrony.conf, so the whole
+    string must be one host name or IP address: the schema's `$` would let a final line break through."""
+    if not _NTP_SOURCE.fullmatch(value):
+        return "must be one host name or IP address on one line, without spaces, options or line breaks"
+    if ":" in value or value.replace(".", "").isdigit():
+        try:
+            address = ipaddress.ip_address(value)
+        except ValueError:
+            return "is not a valid IP address"
+        if address.is_unspecified or address.is_multicast:
+            return "is not an address a time server can have (unspecified or multicast)"
+        return None
+    if len(value) > _MAX_NAME:
+        return f"is longer than {_MAX_NAME} characters"
+    return None
+
+
+def _ntp(run: _Run, spec: Mapping[str, Any]) -> None:
+    path = (*SPEC, "ntp")
+    ntp = spec.get("ntp")
+    if not isinstance(ntp, Mapping):
+        return
+    seen: dict[str, str] = {}
+    for kind in NTP_KINDS:
+        values = ntp.get(kind)
+        for index, value in enumerate(values if isinstance(values, list) else ()):
+            if not isinstance(value, str) or not run.sound((*path, kind, index)):
+                continue
+            problem = ntp_source_problem(value)
+            if problem:
+                run.error((*path, kind, index), problem)
+            earlier = seen.setdefault(value.lower(), f"{kind}[{index}]")
+            if earlier != f"{kind}[{index}]":
+                run.error((*path, kind, index), f"already listed as ntp.{earlier}; list each source once")
+    count = sum(len(ntp[kind]) for kind in NTP_KINDS if isinstance(ntp.get(kind), list))
+    if count > schema.NTP_MAX_SOURCES and run.sound(path):
+        run.error(path, f"lists {count} sources; at most {schema.NTP_MAX_SOURCES} servers and pools together")
+
+
 def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
     path = (*SPEC, "timeouts")
     values = spec.get("timeouts") or {}
@@ -576,6 +621,7 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _proxy(run, spec)
         _catalog_sources(run, spec)
         _extra_manifests(run, spec)
+        _ntp(run, spec)
         _timeouts(run, spec)
         _operators(run, spec)
         _progress_page(run, spec)

@@ -7,7 +7,8 @@ site-config is used instead when given, after the same checks `validate` made, f
 secrets have fixed names, so a re-run finds them and reuses them (no write) while they are still valid for the same
 names and not close to expiry.
 The ingress pair is written twice: componentRoutes read `openshift-config`, the IngressController reads
-`openshift-ingress`.
+`openshift-ingress`. A secret of one of these names that does not carry our label is the user's: the step refuses
+it before any write (naming it and what to do) rather than taking it over.
 """
 
 from __future__ import annotations
@@ -136,6 +137,26 @@ def tls_secret(ref: kube.Ref, pair: tuple[bytes, bytes]) -> kube.Obj:
     }
 
 
+def ours(obj: kube.Obj | None) -> bool:
+    """Whether we created the object: it carries our label."""
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+
+
+def label_text() -> str:
+    return ", ".join(f"{key}={value}" for key, value in MANAGED_BY.items())
+
+
+def refuse_users(ref: kube.Ref, current: kube.Obj | None, *, step: str = "certificates") -> None:
+    """Refuse, before any write, an object of our name that we did not create: it is the user's, not ours to take."""
+    if current is not None and not ours(current):
+        raise errors.PermanentStepError(
+            f"{step}: {ref} exists but was not created by snoreloc (no {label_text()} label); not taking it over",
+            hint=f"Rename or delete {ref} if it is no longer needed, or add the label if it is snoreloc's, then run "
+            "again.",
+        )
+
+
 def _secret_change(ctx: context.Context, ref: kube.Ref, pair: tuple[bytes, bytes], why: str) -> base.Change | None:
     desired = tls_secret(ref, pair)
 
@@ -165,6 +186,9 @@ class Certificates:
     def plan(self, ctx: context.Context) -> base.Plan:
         changes: list[base.Change] = []
         notes = []
+        for target in targets(ctx.site):
+            for ref in target.secrets:
+                refuse_users(ref, ctx.kube.find(ref))
         for target in targets(ctx.site):
             pair, source = _material(ctx, target)
             notes.append(f"{target.what} certificate for {', '.join(target.names)}: {source}")

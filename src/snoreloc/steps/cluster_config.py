@@ -103,10 +103,7 @@ def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.Ch
     return base.upsert(ctx, ref, desired, merge)
 
 
-def ours(obj: kube.Obj | None) -> bool:
-    """Whether we created the object: it carries our label."""
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
+ours = certificates.ours
 
 
 def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field: str, entries: list[Any]) -> list[Any]:
@@ -126,8 +123,7 @@ def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field:
     return [] if current is None else [base.delete(ref, current, rollouts=_MCO, why="no mirrors in the site-config")]
 
 
-def _label() -> str:
-    return ", ".join(f"{key}={value}" for key, value in MANAGED_BY.items())
+_label = certificates.label_text
 
 
 def _with(change: base.Change, *, why: str) -> base.Change:

@@ -3,11 +3,12 @@
 A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must
 be Available, not Progressing and not Degraded before we change anything; after a cold boot they take minutes to
 get there, so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight`
-overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from input. A
-site-config the cluster's version cannot express (tag mirrors before 4.13), or an extra manifest the cluster's dry
-run refuses, is refused here, before any change, whatever --ignore-preflight says: it is the site-config that
-must change. DNS that does not yet point at this
-node is only a warning: the cluster steps do not need it, people do.
+overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from
+input. A site-config the cluster's version cannot express (tag mirrors before 4.13), an extra manifest the
+cluster's dry run refuses, or a chrony MachineConfig that would keep the site's time sources off the node
+(`ntp.require_free`) is refused here, before any change, whatever --ignore-preflight says: it is the site-config
+(or that object) that must change. DNS that does not yet point at this node is only a warning: the cluster steps
+do not need it, people do.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context, csr, health, manifests
+from snoreloc.steps import base, cluster_config, context, csr, health, manifests, ntp
 
 LOG = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ class Preflight:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
         cluster_config.require_mirror_support(ctx.site, (major, minor))
+        ntp.require_free(ctx)
         checked = manifests.check_all(ctx)  # the cluster's dry run of every extra manifest, before any change
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")

@@ -6,8 +6,8 @@ that reboots the node; a change of the trusted CA alone is written to
 `/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt` and restarts kubelet and CRI-O without a
 reboot (openshift-docs, "Replacing the default ingress certificate", the note on `oc patch proxy/cluster`; the
 no-reboot path for the CA is documented for current releases, and we have not verified it on 4.12). So this step
-is the last that writes: the reboot it may cause then interrupts no other write, and the final settle rides it out
-(its own pool update, queued after cluster-config's if that one is still running).
+and `ntp` (the other write that reboots) are the last that write: the reboot then interrupts no other write, and the
+final settle rides it out (its own pool update, queued after cluster-config's if that one is still running).
 
 Only the fields the site-config gives are set; the others keep what the factory had. The CA bundle is merged into
 the ConfigMap the Proxy already names, if any (certificates already in it are not added twice), like the registry

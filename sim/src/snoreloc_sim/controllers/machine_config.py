@@ -133,6 +133,7 @@ class MachineConfigOperator:
         conditions.set_operator(self._cluster, OPERATOR, conditions.progressing("PoolUpdating", message))
 
     def _reboot_node(self) -> None:
+        self._cluster.recorder.reboot()
         self._cluster.availability.outage(self._cluster.timeline.scaled(REBOOT_SECONDS), "refuse")
 
     def _finish(self, target: str) -> None:
@@ -166,6 +167,13 @@ def needs_reboot(old: Obj | None, new: Obj | None) -> bool:
     machine-config-operator `pkg/daemon/update.go`: ssh keys (like the pull secret) are
     `postConfigChangeActionNone`, "no special action"; `pkg/daemon/update_test.go` "test that a SSH key change is
     none". A MachineConfig that carries nothing but the ignition version and core's keys adds nothing else either.
+
+    A file reboots unless it is one of the few `calculatePostConfigChangeActionFromMCDiffs` (same file) lists (the
+    pull secret, CA bundles, registries.conf and its kin, /etc/nmstate/openshift): /etc/chrony.conf is not, so a
+    chrony MachineConfig reboots the node on 4.12, 4.14 and 4.16. A node disruption policy (MachineConfiguration
+    `cluster`, `calculatePostConfigChangeNodeDisruptionActionFromMCDiffs`) could map it to a chronyd restart, but it
+    is Technology Preview in 4.16 (OpenShift 4.16 docs, "Using node disruption policies") and GA only from 4.17, a
+    release the simulator does not seed; so it is not modelled.
     """
     return _without_ssh_keys(old) != _without_ssh_keys(new)
 
