@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean realhost
+.PHONY: demo test check lint bench clean realhost image-test
 
 $(STAMP): pyproject.toml sim/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,11 @@ test: lint
 # The real-host suite alone (root; .ci/run installs its packages first; without them its tests skip, saying why).
 realhost: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q -m realhost tests/realhost
+
+# The container image (root, podman, debootstrap, runc): the Containerfile built on a local Debian base, then the
+# CLI run in it. Its base and podman storage live under .cache/image. IMAGE_TEST_FLAGS=--require: a skip fails.
+image-test: $(STAMP)
+	containers/image-test $(IMAGE_TEST_FLAGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
