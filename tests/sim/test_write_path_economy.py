@@ -85,3 +85,28 @@ def test_numbers_and_booleans_are_not_conflated_in_the_memo() -> None:
     assert engine.evaluate(transition, {"a": "x"}, {"a": "x"}).status is cel.Status.PASSED
     assert engine.evaluate(transition, {"a": "x"}, {"a": "y"}) == cel.Outcome(cel.Status.FAILED, "immutable")
     assert engine.evaluate(transition, {"a": "x"}).status is cel.Status.PASSED  # no old value: not run
+
+
+def _route(host: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "route.openshift.io/v1",
+        "kind": "Route",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"host": host, "to": {"kind": "Service", "name": "s"}, **spec},
+    }
+
+
+def test_a_schema_is_read_into_plans_once_and_judges_as_before() -> None:
+    from snoreloc_sim import validation  # noqa: PLC0415 (only this test needs the whole admission module)
+
+    crd = validation.load_crds()["routes.route.openshift.io"]
+    structural = validation.Structural()
+    assert structural.check(crd.schema, _route("a.example.com"), "") == []
+    planned = len(structural._plans)
+    assert planned > 10
+    assert structural.check(crd.schema, _route("b.example.com"), "") == []
+    assert len(structural._plans) == planned  # the second write of the kind reads no schema node again
+    bad = _route("c.example.com", port={"targetPort": 0}, wildcardPolicy="Sometimes")
+    fields = {(error.field, error.reason) for error in structural.check(crd.schema, bad, "")}
+    assert ("spec.wildcardPolicy", validation.Reason.NOT_SUPPORTED) in fields
+    assert ("spec.port.targetPort", validation.Reason.INVALID) in fields

@@ -264,19 +264,31 @@ def json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _type_ok(schema: Obj, value: Any) -> bool:
+def _int_or_string(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _integer(value: Any) -> bool:
+    return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _type_check(schema: Obj) -> Callable[[Any], bool] | None:
+    """The predicate a value must satisfy for the node's `type` (None: any type will do)."""
     wanted = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
-        return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+        return _int_or_string
     if not wanted:
-        return True
+        return None
     if wanted == "integer":
-        return not isinstance(value, bool) and (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        )
+        return _integer
     if wanted == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, _JSON_TYPES.get(wanted, object))
+        return _number
+    kind = _JSON_TYPES.get(wanted, object)
+    return lambda value: isinstance(value, kind)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -381,54 +393,116 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 }
 
 
+_STRING_KEYWORDS = ("maxLength", "minLength", "pattern")
+_NUMBER_KEYWORDS = ("minimum", "maximum", "multipleOf")
+_COMBINATORS = ("allOf", "anyOf", "oneOf", "not")
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one schema node asks of a value, read from the schema once: validating a write then tests a few flags
+    per node instead of looking up every keyword the node might have (most have none of them)."""
+
+    schema: Obj
+    skip_null: bool  # nullable, or no type at all: null passes untouched
+    type_ok: Callable[[Any], bool] | None
+    enum: list[Any] | None
+    strings: bool
+    numbers: bool
+    combinators: bool
+    required: tuple[str, ...]
+    object_sizes: bool
+    array_sizes: bool
+    list_type: bool
+    properties: Obj  # the schema's own `properties` (the names count as properties even when the schema is empty)
+    extra: Obj | None
+    items: Obj | None
+
+    @classmethod
+    def of(cls, schema: Obj) -> _Plan:
+        items = schema.get("items")
+        return cls(
+            schema=schema,
+            skip_null=bool(schema.get("nullable") or not schema.get("type")),
+            type_ok=_type_check(schema),
+            enum=schema.get("enum"),
+            strings=any(k in schema for k in _STRING_KEYWORDS) or schema.get("format", "") in _FORMATS,
+            numbers=any(k in schema for k in _NUMBER_KEYWORDS),
+            combinators=bool(
+                schema.get("allOf") or schema.get("anyOf") or schema.get("oneOf") or isinstance(schema.get("not"), dict)
+            ),
+            required=tuple(schema.get("required") or ()),
+            object_sizes=schema.get("maxProperties") is not None or schema.get("minProperties") is not None,
+            array_sizes=schema.get("maxItems") is not None or schema.get("minItems") is not None,
+            list_type=schema.get("x-kubernetes-list-type") in ("set", "map"),
+            properties=_properties(schema),
+            extra=_additional(schema),
+            items=items if isinstance(items, dict) else None,
+        )
+
+
 class Structural:
-    """The OpenAPI value validations of a structural schema, collecting every violation."""
+    """The OpenAPI value validations of a structural schema, collecting every violation.
+
+    Each schema node is read into a `_Plan` the first time a value meets it (kept for as long as the schema
+    object lives: CRD schemas are loaded once), so a CRD's schema is in effect compiled once per version.
+    """
+
+    def __init__(self) -> None:
+        self._plans: dict[int, _Plan] = {}
+
+    def _plan(self, schema: Obj) -> _Plan:
+        found = self._plans.get(id(schema))
+        if found is None or found.schema is not schema:  # the plan holds its schema, so an id is never reused
+            found = self._plans[id(schema)] = _Plan.of(schema)
+        return found
 
     def check(self, schema: Obj, value: Any, path: str) -> list[FieldError]:
         errors: list[FieldError] = []
-        self._node(schema, value, path, errors)
+        self._node(self._plan(schema), value, path, errors)
         return errors
 
-    def _node(self, schema: Obj, value: Any, path: str, errors: list[FieldError]) -> None:
-        if value is None and (schema.get("nullable") or not schema.get("type")):
+    def _node(self, plan: _Plan, value: Any, path: str, errors: list[FieldError]) -> None:
+        if value is None and plan.skip_null:
             return
-        if not _type_ok(schema, value):
-            wanted = schema.get("type") or "integer or string"
+        if plan.type_ok is not None and not plan.type_ok(value):
+            wanted = plan.schema.get("type") or "integer or string"
             detail = f"{path or '<root>'} in body must be of type {wanted}: {json.dumps(json_type(value))}"
             errors.append(FieldError(Reason.TYPE_INVALID, path, json_type(value), detail))
             return
-        if "enum" in schema and not any(same(value, option) for option in schema["enum"]):
-            supported = ", ".join(go_value(option) for option in schema["enum"])
+        if plan.enum is not None and not any(same(value, option) for option in plan.enum):
+            supported = ", ".join(go_value(option) for option in plan.enum)
             errors.append(FieldError(Reason.NOT_SUPPORTED, path, _shown(path, value), f"supported values: {supported}"))
-        errors.extend(self._scalar(schema, value, path))
-        errors.extend(self._combinators(schema, value, path))
+        if plan.strings and isinstance(value, str):
+            errors.extend(_string_errors(plan.schema, value, path))
+        elif plan.numbers and isinstance(value, int | float) and not isinstance(value, bool):
+            errors.extend(_number_errors(plan.schema, value, path))
+        if plan.combinators:
+            errors.extend(self._combinators(plan.schema, value, path))
         if isinstance(value, dict):
-            self._object(schema, value, path, errors)
+            self._object(plan, value, path, errors)
         elif isinstance(value, list):
-            self._array(schema, value, path, errors)
+            self._array(plan, value, path, errors)
 
-    def _scalar(self, schema: Obj, value: Any, path: str) -> Iterator[FieldError]:
-        if isinstance(value, str):
-            yield from _string_errors(schema, value, path)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            yield from _number_errors(schema, value, path)
-
-    def _object(self, schema: Obj, value: Obj, path: str, errors: list[FieldError]) -> None:
-        for name in schema.get("required") or ():
+    def _object(self, plan: _Plan, value: Obj, path: str, errors: list[FieldError]) -> None:
+        for name in plan.required:
             if name not in value:
                 errors.append(FieldError(Reason.REQUIRED, child(path, name)))
-        errors.extend(_size_errors(schema, len(value), path, "properties"))
-        properties, extra = _properties(schema), _additional(schema)
+        if plan.object_sizes:
+            errors.extend(_size_errors(plan.schema, len(value), path, "properties"))
+        properties, extra = plan.properties, plan.extra
         for name, item in value.items():
             sub = properties.get(name) or extra
             if sub is not None:
-                self._node(sub, item, _key_path(path, name, name in properties), errors)
+                self._node(self._plan(sub), item, _key_path(path, name, name in properties), errors)
 
-    def _array(self, schema: Obj, value: list[Any], path: str, errors: list[FieldError]) -> None:
-        errors.extend(_size_errors(schema, len(value), path, "items"))
-        errors.extend(_list_type_errors(schema, value, path))
-        items = schema.get("items")
-        if isinstance(items, dict):
+    def _array(self, plan: _Plan, value: list[Any], path: str, errors: list[FieldError]) -> None:
+        if plan.array_sizes:
+            errors.extend(_size_errors(plan.schema, len(value), path, "items"))
+        if plan.list_type:
+            errors.extend(_list_type_errors(plan.schema, value, path))
+        if plan.items is not None:
+            items = self._plan(plan.items)
             for index, item in enumerate(value):
                 self._node(items, item, f"{path}[{index}]", errors)
 
