@@ -557,7 +557,8 @@ class Api:
         if _dry_run(request):
             return Response(200, admitted, warnings)
         status_only = bool(target.subresource)
-        return Response(200, self.cluster.store.update(rtype, admitted, status_only=status_only), warnings)
+        stored = self.cluster.store.update(rtype, admitted, status_only=status_only, owned=True)
+        return Response(200, stored, warnings)
 
     def _patch(self, request: Request, target: Target) -> Response:
         kind = patch.patch_type(request.content_type)
