@@ -44,6 +44,7 @@ REDACTED = "<secret contents redacted>"
 _LOG = logging.getLogger(__name__)
 _SECRETISH = frozenset({"key", "password", "token", "secret", "privatekey", "clientsecret", "bindpassword"})
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
+_ABSENT = object()  # a property not in the object (as opposed to one holding null)
 _BLOCKING_MESSAGE = (
     "some validation rules were not checked because the object was invalid; correct the existing errors to "
     "complete validation"
@@ -193,24 +194,34 @@ def _additional(schema: Obj) -> Obj | None:
 
 def prune(schema: Obj, value: Any, path: str, removed: list[str], *, root: bool = False) -> None:
     """Remove, in place, every field the structural schema does not specify; record each path removed."""
-    if isinstance(value, list):
-        items = schema.get("items")
+    _prune(_node_plan(schema), value, path, removed, root=root)
+
+
+def _prune_items(plan: _NodePlan, value: list[Any], path: str, removed: list[str]) -> None:
+    if plan.items is not None:
+        items = _node_plan(plan.items)
         for index, item in enumerate(value):
-            if isinstance(items, dict):
-                prune(items, item, f"{path}[{index}]", removed)
+            if isinstance(item, dict | list):  # nothing to prune in a scalar
+                _prune(items, item, f"{path}[{index}]", removed)
+
+
+def _prune(plan: _NodePlan, value: Any, path: str, removed: list[str], *, root: bool = False) -> None:
+    if isinstance(value, list):
+        _prune_items(plan, value, path, removed)
         return
     if not isinstance(value, dict):
         return
-    properties, extra = _properties(schema), _additional(schema)
-    keep_all = schema.get("x-kubernetes-preserve-unknown-fields") is True
-    embedded = root or schema.get("x-kubernetes-embedded-resource") is True
+    properties, extra = plan.properties, plan.extra
+    embedded = root or plan.embedded
     for name in list(value):
         sub = properties.get(name) or extra
         if embedded and name == "metadata":
             continue  # ObjectMeta is the server's to manage, not the schema's
         if sub is not None:
-            prune(sub, value[name], _key_path(path, name, name in properties), removed)
-        elif not keep_all and not (embedded and name in _ROOT_KEEP):
+            item = value[name]
+            if isinstance(item, dict | list):
+                _prune(_node_plan(sub), item, _key_path(path, name, name in properties), removed)
+        elif not plan.keep_unknown and not (embedded and name in _ROOT_KEEP):
             del value[name]
             removed.append(child(path, name))
 
@@ -221,29 +232,41 @@ def _key_path(path: str, name: str, is_property: bool) -> str:
 
 def default(schema: Obj, value: Any) -> None:
     """Apply OpenAPI defaults in place, dropping nulls the schema does not allow, as kube-apiserver does."""
+    _default(_node_plan(schema), value)
+
+
+def _default(plan: _NodePlan, value: Any) -> None:
     if isinstance(value, list):
-        items = schema.get("items")
-        for item in value:
-            if isinstance(items, dict):
-                default(items, item)
+        if plan.items is not None:
+            items = _node_plan(plan.items)
+            for item in value:
+                _default(items, item)
         return
     if not isinstance(value, dict):
         return
-    for name, sub in _properties(schema).items():
+    for name, sub in plan.properties.items():
         _default_property(sub, value, name)
-    extra = _additional(schema)
-    if extra is not None:
-        for name in set(value) - set(_properties(schema)):
-            default(extra, value[name])
+    if plan.extra is not None:
+        extra = _node_plan(plan.extra)
+        for name in set(value) - set(plan.properties):
+            _default(extra, value[name])
 
 
 def _default_property(schema: Obj, parent: Obj, name: str) -> None:
-    if name in parent and parent[name] is None and not schema.get("nullable"):
-        del parent[name]
-    if name not in parent and "default" in schema:
-        parent[name] = model.clone(schema["default"])
-    if name in parent:
-        default(schema, parent[name])
+    """A property in schema order: a null it does not allow is dropped, a missing one gets its default, and
+    whatever it then holds is defaulted in turn (a scalar has nothing to default)."""
+    item = parent.get(name, _ABSENT)
+    if isinstance(item, dict | list):
+        _default(_node_plan(schema), item)
+        return
+    if item is None or item is _ABSENT:
+        plan = _node_plan(schema)
+        if item is None and not plan.nullable:
+            del parent[name]
+            item = _ABSENT
+        if item is _ABSENT and plan.has_default:
+            parent[name] = model.clone(schema["default"])
+            _default(plan, parent[name])
 
 
 # ---- structural validation ------------------------------------------------------------------------------------
@@ -399,7 +422,7 @@ _COMBINATORS = ("allOf", "anyOf", "oneOf", "not")
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class _NodePlan:
     """What one schema node asks of a value, read from the schema once: validating a write then tests a few flags
     per node instead of looking up every keyword the node might have (most have none of them)."""
 
@@ -417,9 +440,13 @@ class _Plan:
     properties: Obj  # the schema's own `properties` (the names count as properties even when the schema is empty)
     extra: Obj | None
     items: Obj | None
+    nullable: bool
+    has_default: bool
+    keep_unknown: bool  # x-kubernetes-preserve-unknown-fields
+    embedded: bool  # x-kubernetes-embedded-resource
 
     @classmethod
-    def of(cls, schema: Obj) -> _Plan:
+    def of(cls, schema: Obj) -> _NodePlan:
         items = schema.get("items")
         return cls(
             schema=schema,
@@ -438,31 +465,35 @@ class _Plan:
             properties=_properties(schema),
             extra=_additional(schema),
             items=items if isinstance(items, dict) else None,
+            nullable=bool(schema.get("nullable")),
+            has_default="default" in schema,
+            keep_unknown=schema.get("x-kubernetes-preserve-unknown-fields") is True,
+            embedded=schema.get("x-kubernetes-embedded-resource") is True,
         )
 
 
+_NODE_PLANS: dict[int, _NodePlan] = {}
+
+
+def _node_plan(schema: Obj) -> _NodePlan:
+    """The plan of a schema node, read the first time a value meets it and kept while the process lives (CRD
+    schemas are loaded once, so each CRD version's schema is in effect compiled once): pruning, defaulting and
+    validation all walk plans."""
+    found = _NODE_PLANS.get(id(schema))
+    if found is None or found.schema is not schema:  # the plan holds its schema, so an id is never reused
+        found = _NODE_PLANS[id(schema)] = _NodePlan.of(schema)
+    return found
+
+
 class Structural:
-    """The OpenAPI value validations of a structural schema, collecting every violation.
-
-    Each schema node is read into a `_Plan` the first time a value meets it (kept for as long as the schema
-    object lives: CRD schemas are loaded once), so a CRD's schema is in effect compiled once per version.
-    """
-
-    def __init__(self) -> None:
-        self._plans: dict[int, _Plan] = {}
-
-    def _plan(self, schema: Obj) -> _Plan:
-        found = self._plans.get(id(schema))
-        if found is None or found.schema is not schema:  # the plan holds its schema, so an id is never reused
-            found = self._plans[id(schema)] = _Plan.of(schema)
-        return found
+    """The OpenAPI value validations of a structural schema, collecting every violation."""
 
     def check(self, schema: Obj, value: Any, path: str) -> list[FieldError]:
         errors: list[FieldError] = []
-        self._node(self._plan(schema), value, path, errors)
+        self._node(_node_plan(schema), value, path, errors)
         return errors
 
-    def _node(self, plan: _Plan, value: Any, path: str, errors: list[FieldError]) -> None:
+    def _node(self, plan: _NodePlan, value: Any, path: str, errors: list[FieldError]) -> None:
         if value is None and plan.skip_null:
             return
         if plan.type_ok is not None and not plan.type_ok(value):
@@ -484,7 +515,7 @@ class Structural:
         elif isinstance(value, list):
             self._array(plan, value, path, errors)
 
-    def _object(self, plan: _Plan, value: Obj, path: str, errors: list[FieldError]) -> None:
+    def _object(self, plan: _NodePlan, value: Obj, path: str, errors: list[FieldError]) -> None:
         for name in plan.required:
             if name not in value:
                 errors.append(FieldError(Reason.REQUIRED, child(path, name)))
@@ -494,15 +525,15 @@ class Structural:
         for name, item in value.items():
             sub = properties.get(name) or extra
             if sub is not None:
-                self._node(self._plan(sub), item, _key_path(path, name, name in properties), errors)
+                self._node(_node_plan(sub), item, _key_path(path, name, name in properties), errors)
 
-    def _array(self, plan: _Plan, value: list[Any], path: str, errors: list[FieldError]) -> None:
+    def _array(self, plan: _NodePlan, value: list[Any], path: str, errors: list[FieldError]) -> None:
         if plan.array_sizes:
             errors.extend(_size_errors(plan.schema, len(value), path, "items"))
         if plan.list_type:
             errors.extend(_list_type_errors(plan.schema, value, path))
         if plan.items is not None:
-            items = self._plan(plan.items)
+            items = _node_plan(plan.items)
             for index, item in enumerate(value):
                 self._node(items, item, f"{path}[{index}]", errors)
 
