@@ -849,6 +849,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _HttpServer
     raw_requestline: bytes  # set by http.server before parse_request
+    fields: dict[str, str]  # the request's header fields by lower-case name, set by parse_request
     server_version = "snoreloc-sim"
     sys_version = ""
 
@@ -876,21 +877,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return False
         self.command, target, self.request_version = words
         self.path = "/" + target.lstrip("/") if target.startswith("//") else target
-        fields = self._header_fields()
-        if isinstance(fields, HTTPStatus):
-            self.send_error(fields)
+        pairs = self._header_fields()
+        if isinstance(pairs, HTTPStatus):
+            self.send_error(pairs)
             return False
-        self.headers = fields
-        connection = fields.get("Connection", "").lower()
+        self.fields = {name.lower(): value for name, value in pairs}  # what `_serve` reads (the last one wins)
+        self.headers = fields = http.client.HTTPMessage()  # http.server's own view, in order, duplicates kept
+        for name, value in pairs:
+            fields[name] = value
+        connection = self.fields.get("connection", "").lower()
         http10 = self.request_version == "HTTP/1.0"
         self.close_connection = connection == "close" or (http10 and connection != "keep-alive")
-        if not http10 and fields.get("Expect", "").lower() == "100-continue":
+        if not http10 and self.fields.get("expect", "").lower() == "100-continue":
             go_on = self.handle_expect_100()
             self.wfile.flush()  # the client waits for the interim reply before it sends the body
             return go_on
         return True
 
-    def _header_fields(self) -> http.client.HTTPMessage | HTTPStatus:
+    def _header_fields(self) -> list[list[str]] | HTTPStatus:
         """Every `Name: value` line up to the blank one, in order (a folded line continues the one before)."""
         pairs: list[list[str]] = []
         for _ in range(MAX_HEADERS + 1):
@@ -899,10 +903,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
             line = raw.decode("iso-8859-1").rstrip("\r\n")
             if not line:
-                fields = http.client.HTTPMessage()
-                for name, value in pairs:
-                    fields[name] = value
-                return fields
+                return pairs
             if line[0] in " \t" and pairs:
                 pairs[-1][1] += line
                 continue
@@ -913,10 +914,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
 
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(self.fields.get("content-length") or 0)
         body = self.rfile.read(length) if length > 0 else b""
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server.service.serve(Request.parse(self.command, self.path, headers, body))
+        reply = self.server.service.serve(Request.parse(self.command, self.path, self.fields, body))
         if reply is None:
             self.close_connection = True
             _reset(self.connection)
