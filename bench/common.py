@@ -31,12 +31,13 @@ LAUNCHER = Path(__file__).resolve().parent / "launch.py"
 
 @dataclass(frozen=True)
 class ChildRun:
-    """One finished child process: wall time, peak resident set size, exit status, when it started."""
+    """One finished child process: wall time, peak resident set size, exit status, when it started, CPU time."""
 
     wall_s: float
     peak_rss_kb: int
     exit_code: int
     started: float = 0.0  # time.monotonic() of the spawn (the clock is system-wide: comparable across processes)
+    cpu_s: float = 0.0  # user + system time of the command itself (its children included once they were waited for)
 
 
 def python() -> str:
@@ -61,7 +62,7 @@ def run_child(
 ) -> ChildRun:
     """Run `argv` to completion through `launch.py` (see there why), stdout discarded, stderr to a file if given.
 
-    Wall time and peak RSS are the command's own, as `os.wait4` reported them to the launcher.
+    Wall time, CPU time and peak RSS are the command's own, as `os.wait4` reported them to the launcher.
     """
     with tempfile.TemporaryDirectory(prefix="snoreloc-bench-") as scratch:
         result = Path(scratch) / "child.json"
@@ -79,6 +80,7 @@ def run_child(
         peak_rss_kb=int(measured["maxrss_kb"]),
         exit_code=int(measured["exit_code"]),
         started=float(measured["started"]),
+        cpu_s=float(measured["cpu_s"]),
     )
 
 

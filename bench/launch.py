@@ -1,4 +1,4 @@
-"""Start one command and report its own wall time and peak RSS: the measuring process must be small.
+"""Start one command and report its own wall time, CPU time and peak RSS: the measuring process must be small.
 
 Linux carries a process's peak RSS across `exec`, so a child spawned straight from a benchmark that holds a
 simulator (tens of MB) reports at least the benchmark's size. This launcher, a bare interpreter with nothing
@@ -20,7 +20,11 @@ def main() -> int:
     finished = time.monotonic()
     code = os.waitstatus_to_exitcode(status)
     with open(result, "w") as handle:
-        json.dump({"started": started, "finished": finished, "maxrss_kb": usage.ru_maxrss, "exit_code": code}, handle)
+        cpu_s = usage.ru_utime + usage.ru_stime
+        json.dump(
+            {"started": started, "finished": finished, "maxrss_kb": usage.ru_maxrss, "cpu_s": cpu_s, "exit_code": code},
+            handle,
+        )
     return code if code >= 0 else 128 - code
 
 

@@ -81,3 +81,18 @@ def test_a_verb_not_chosen_has_no_arguments_but_the_chosen_one_does() -> None:
     status = _subparsers(["status"])["status"]
     assert not [a for a in listed["status"]._actions if a.dest == "long"]  # type: ignore[attr-defined]
     assert [a for a in status._actions if a.dest == "long"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.allow_subprocess
+def test_version_compiles_no_redaction_pattern() -> None:
+    """Compiling the redaction patterns costs more than `--version` does otherwise: only text to mask pays."""
+    probe = (
+        "import sys\nfrom snoreloc import redact\nfrom snoreloc.cli import main\n"
+        "try:\n    main.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(redact._patterns.cache_info().currsize)"
+    )
+    for argv in (["--version"], ["--help"]):
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.stdout.strip().splitlines()[-1] == "0", (argv, done.stdout, done.stderr)

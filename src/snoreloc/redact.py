@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -26,45 +27,50 @@ _SENSITIVE_NAME = (
 _KEY_START = r"(?:^[ \t]*(?:-[ \t]+)*|[{,][ \t]*)"
 _QUOTED_KEY = rf"""(?:"{_SENSITIVE_NAME}"|'{_SENSITIVE_NAME}'|{_SENSITIVE_NAME})"""
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(
-            r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)",
-            re.DOTALL,
+
+@functools.cache
+def _patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The patterns, compiled at the first redaction rather than at import (`--version` and `--help` never redact)."""
+    return (
+        (
+            re.compile(
+                r"-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)",
+                re.DOTALL,
+            ),
+            f"-----BEGIN PRIVATE KEY-----{MASK}-----END PRIVATE KEY-----",
         ),
-        f"-----BEGIN PRIVATE KEY-----{MASK}-----END PRIVATE KEY-----",
-    ),
-    # A block scalar under a secret key: every more-indented line after `key: |` is the value.
-    (
-        re.compile(
-            rf"^([ \t]*(?:-[ \t]+)*{_QUOTED_KEY}[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*(?:#[^\n]*)?\n)"
-            r"(?:(?:[ \t]*\n)*[ \t]+[^\n]*(?:\n|\Z))+",
-            re.IGNORECASE | re.MULTILINE,
+        # A block scalar under a secret key: every more-indented line after `key: |` is the value.
+        (
+            re.compile(
+                rf"^([ \t]*(?:-[ \t]+)*{_QUOTED_KEY}[ \t]*:[ \t]*[|>][-+0-9]*[ \t]*(?:#[^\n]*)?\n)"
+                r"(?:(?:[ \t]*\n)*[ \t]+[^\n]*(?:\n|\Z))+",
+                re.IGNORECASE | re.MULTILINE,
+            ),
+            rf"\1  {MASK}\n",
         ),
-        rf"\1  {MASK}\n",
-    ),
-    # A quoted value, anywhere (JSON, YAML flow or block, a log line): "auth": "..." or token='...'.
-    (
-        re.compile(
-            rf"""((?<![\w.-]){_QUOTED_KEY}[ \t]*[:=][ \t]*)(?!["']<redacted>)(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?)""",
-            re.IGNORECASE,
+        # A quoted value, anywhere (JSON, YAML flow or block, a log line): "auth": "..." or token='...'.
+        (
+            re.compile(
+                rf"""((?<![\w.-]){_QUOTED_KEY}[ \t]*[:=][ \t]*)(?!["']<redacted>)(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?)""",
+                re.IGNORECASE,
+            ),
+            rf'\1"{MASK}"',
         ),
-        rf'\1"{MASK}"',
-    ),
-    # A plain YAML value where a key can start: the rest of the line (a flow collection's inner keys match alone).
-    (
-        re.compile(
-            rf"""({_KEY_START}{_QUOTED_KEY}[ \t]*:[ \t]+)(?![ \t]*(?:[{{\[|>&*!#"']|<redacted>|$))[^\n]*""",
-            re.IGNORECASE | re.MULTILINE,
+        # A plain YAML value where a key can start: the rest of the line (a flow collection's inner keys match alone).
+        (
+            re.compile(
+                rf"""({_KEY_START}{_QUOTED_KEY}[ \t]*:[ \t]+)(?![ \t]*(?:[{{\[|>&*!#"']|<redacted>|$))[^\n]*""",
+                re.IGNORECASE | re.MULTILINE,
+            ),
+            rf"\1{MASK}",
         ),
-        rf"\1{MASK}",
-    ),
-    # key=value outside YAML (a log line, a command line): up to the next space, comma or ampersand.
-    (re.compile(rf"((?<![\w.-]){_SENSITIVE_NAME}=)(?![\"'])[^\s,&]+", re.IGNORECASE), rf"\1{MASK}"),
-    (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
-    # user:password in a URL (a proxy, a registry mirror).
-    (re.compile(r"((?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"), rf"\1{MASK}@"),
-)
+        # key=value outside YAML (a log line, a command line): up to the next space, comma or ampersand.
+        (re.compile(rf"((?<![\w.-]){_SENSITIVE_NAME}=)(?![\"'])[^\s,&]+", re.IGNORECASE), rf"\1{MASK}"),
+        (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
+        # user:password in a URL (a proxy, a registry mirror).
+        (re.compile(r"((?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"), rf"\1{MASK}@"),
+    )
+
 
 _MIN_SECRET_LEN = 6
 _FEW = 64  # up to this many values, one C-speed search per value beats a scan of the text in Python
@@ -191,6 +197,6 @@ def redact(text: str, *, keep_lines: bool = False) -> str:
     lines are tagged by number.
     """
     text = _REGISTRY.mask(text)
-    for pattern, replacement in _PATTERNS:
+    for pattern, replacement in _patterns():
         text = pattern.sub(_same_lines(replacement) if keep_lines else replacement, text)
     return text

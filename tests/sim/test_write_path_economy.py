@@ -85,3 +85,69 @@ def test_numbers_and_booleans_are_not_conflated_in_the_memo() -> None:
     assert engine.evaluate(transition, {"a": "x"}, {"a": "x"}).status is cel.Status.PASSED
     assert engine.evaluate(transition, {"a": "x"}, {"a": "y"}) == cel.Outcome(cel.Status.FAILED, "immutable")
     assert engine.evaluate(transition, {"a": "x"}).status is cel.Status.PASSED  # no old value: not run
+
+
+def _route(host: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "route.openshift.io/v1",
+        "kind": "Route",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"host": host, "to": {"kind": "Service", "name": "s"}, **spec},
+    }
+
+
+def test_a_schema_is_read_into_plans_once_and_judges_as_before() -> None:
+    from snoreloc_sim import validation  # noqa: PLC0415 (only this test needs the whole admission module)
+
+    crd = validation.load_crds()["routes.route.openshift.io"]
+    structural = validation.Structural()
+    assert structural.check(crd.schema, _route("a.example.com"), "") == []
+    planned = len(validation._NODE_PLANS)
+    assert validation._node_plan(crd.schema).schema is crd.schema
+    assert structural.check(crd.schema, _route("b.example.com"), "") == []
+    assert len(validation._NODE_PLANS) == planned  # the second write of the kind reads no schema node again
+    bad = _route("c.example.com", port={"targetPort": 0}, wildcardPolicy="Sometimes")
+    fields = {(error.field, error.reason) for error in structural.check(crd.schema, bad, "")}
+    assert ("spec.wildcardPolicy", validation.Reason.NOT_SUPPORTED) in fields
+    assert ("spec.port.targetPort", validation.Reason.INVALID) in fields
+
+
+def _widgets() -> tuple[model.Store, model.ResourceType]:
+    widgets = model.ResourceType("example.com", "v1", "widgets", "Widget", False, subresources=("status",))
+    store = model.Store()
+    store.create(widgets, {"metadata": {"name": "w"}, "spec": {"size": 1}})
+    return store, widgets
+
+
+def test_each_listener_gets_its_own_old_and_new_and_the_store_keeps_its_own() -> None:
+    store, widgets = _widgets()
+    seen: list[tuple[Any, Any]] = []
+
+    def listener(_rtype: model.ResourceType, _event: str, old: Any, new: Any) -> None:
+        seen.append((old, new))
+        old["spec"]["size"] = new["spec"]["size"] = -1  # a careless listener
+
+    store.subscribe(listener)
+    store.subscribe(listener)
+    current = store.get(widgets, "w")
+    current["spec"]["size"] = 2
+    returned = store.update(widgets, current)
+    assert returned["spec"]["size"] == 2 and store.get(widgets, "w")["spec"]["size"] == 2
+    (old1, new1), (old2, new2) = seen
+    assert old1 is not old2 and new1 is not new2 and new1 is not returned
+    assert old2["spec"]["size"] == -1 and old1["spec"]["size"] == -1  # each mutated only its own
+
+
+def test_an_owned_write_is_stored_as_handed_over_and_a_status_write_copies_only_the_status() -> None:
+    store, widgets = _widgets()
+    handed = store.get(widgets, "w")
+    handed["spec"]["size"] = 3
+    store.update(widgets, handed, owned=True)
+    assert store._objects[("widgets.example.com", "", "w")] is handed
+    status_write = store.get(widgets, "w")
+    status_write["status"] = {"phase": "Ready"}
+    status_write["spec"]["size"] = 99  # ignored by a status write
+    store.update(widgets, status_write, status_only=True)
+    status_write["status"]["phase"] = "changed by the caller afterwards"
+    stored = store.get(widgets, "w")
+    assert stored["status"] == {"phase": "Ready"} and stored["spec"]["size"] == 3

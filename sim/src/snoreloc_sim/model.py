@@ -112,9 +112,14 @@ class Store:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
-    def _notify(self, rtype: ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        for listener in list(self._listeners):
-            listener(rtype, event, clone(old), clone(new))
+    def _notify(
+        self, rtype: ResourceType, event: str, old: Obj | None, new: Obj | None, *, old_is_free: bool = False
+    ) -> None:
+        """Each listener gets its own copies; an `old` that no one else holds goes to the last one as it is."""
+        listeners = list(self._listeners)
+        for index, listener in enumerate(listeners):
+            handed = old if old_is_free and index == len(listeners) - 1 else clone(old)
+            listener(rtype, event, handed, clone(new))
 
     def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
         if rtype.namespaced and ("namespaces", "", namespace) not in self._objects:
@@ -174,9 +179,12 @@ class Store:
         self._notify(rtype, "ADDED", None, result)
         return result
 
-    def update(self, rtype: ResourceType, obj: Obj, *, status_only: bool = False, check_rv: bool = True) -> Obj:
+    def update(
+        self, rtype: ResourceType, obj: Obj, *, status_only: bool = False, check_rv: bool = True, owned: bool = False
+    ) -> Obj:
         """Replace an object. A main-resource write keeps the stored status (when the type has a status
-        subresource); a status write keeps everything but the status."""
+        subresource); a status write keeps everything but the status. `owned`: the caller hands `obj` over and
+        will not touch it again, so the store keeps it instead of a copy."""
         meta = obj.get("metadata", {})
         namespace = meta.get("namespace", "") if rtype.namespaced else ""
         name = meta.get("name", "")
@@ -194,14 +202,14 @@ class Store:
                     "please apply your changes to the latest version and try again",
                     details=_details(rtype, name),
                 )
-            new = _merge_for_write(rtype, old, obj, status_only=status_only)
+            new = _merge_for_write(rtype, old, obj, status_only=status_only, owned=owned)
             if new == old:
                 return clone(old)  # a no-op write does not bump resourceVersion, as kube-apiserver
             new["metadata"]["resourceVersion"] = str(next(self._rv))
             self._objects[key] = new
             self.writes += 1
             result = clone(new)
-        self._notify(rtype, "MODIFIED", old, result)  # `old` left the store: no one else holds it
+        self._notify(rtype, "MODIFIED", old, result, old_is_free=True)  # `old` left the store: no one holds it
         return result
 
     def delete(self, rtype: ResourceType, name: str, namespace: str = "") -> Obj:
@@ -226,8 +234,15 @@ def _details(rtype: ResourceType, name: str) -> Obj:
     return {"name": name, "group": rtype.group, "kind": rtype.plural}
 
 
-def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: bool) -> Obj:
-    new = clone(sent)
+def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: bool, owned: bool = False) -> Obj:
+    if status_only:  # only the sent status is kept: copy that, not the whole object
+        result = clone(old)
+        if "status" in sent:
+            result["status"] = sent["status"] if owned else clone(sent["status"])
+        else:
+            result.pop("status", None)
+        return result
+    new = sent if owned else clone(sent)
     new["apiVersion"], new["kind"] = rtype.api_version, rtype.kind
     fixed = ("uid", "creationTimestamp", "generation", "namespace", "resourceVersion")
     new_meta = new.setdefault("metadata", {})
@@ -236,13 +251,6 @@ def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: b
             new_meta[name] = old["metadata"][name]
         else:
             new_meta.pop(name, None)
-    if status_only:
-        result = clone(old)
-        if "status" in new:
-            result["status"] = new["status"]
-        else:
-            result.pop("status", None)
-        return result
     if rtype.has_status and "status" in rtype.subresources:
         if "status" in old:
             new["status"] = clone(old["status"])

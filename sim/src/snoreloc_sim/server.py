@@ -24,6 +24,7 @@ import base64
 import contextlib
 import copy
 import hmac
+import http.client
 import http.server
 import json
 import logging
@@ -40,6 +41,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Protocol
 
 import yaml
@@ -54,6 +56,8 @@ NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 MAX_WATCH_SECONDS = 300.0
 HANDSHAKE_SECONDS = 10.0
 IDLE_SECONDS = 120.0
+MAX_HEADER_LINE = 65536  # the limits http.client applies to a header block
+MAX_HEADERS = 100
 PATCH_RETRIES = 5
 
 
@@ -575,7 +579,8 @@ class Api:
         if _dry_run(request):
             return Response(200, admitted, warnings)
         status_only = bool(target.subresource)
-        return Response(200, self.cluster.store.update(rtype, admitted, status_only=status_only), warnings)
+        stored = self.cluster.store.update(rtype, admitted, status_only=status_only, owned=True)
+        return Response(200, stored, warnings)
 
     def _patch(self, request: Request, target: Target) -> Response:
         kind = patch.patch_type(request.content_type)
@@ -932,10 +937,14 @@ def _reset(connection: socket.socket) -> None:
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    # Headers and body go out in separate writes: without TCP_NODELAY, Nagle and delayed ACKs add ~40 ms to
-    # every response, which a real kube-apiserver (Go sets TCP_NODELAY) does not.
+    # A buffered writer: a response's headers and body leave in one TLS record and one send, flushed after each
+    # request (a watch flushes each event). Kept with TCP_NODELAY, as a real kube-apiserver (Go) sets it, so that
+    # a write larger than the buffer is not held back by Nagle and delayed ACKs (~40 ms).
+    wbufsize = -1
     disable_nagle_algorithm = True
     server: _HttpServer
+    raw_requestline: bytes  # set by http.server before parse_request
+    fields: dict[str, str]  # the request's header fields by lower-case name, set by parse_request
     server_version = "snoreloc-sim"
     sys_version = ""
 
@@ -947,11 +956,62 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         LOG.debug("%s " + format, self.address_string(), *args)
 
+    def parse_request(self) -> bool:
+        """The request line and header fields. Read here rather than by `http.server`, which hands every header
+        block to the `email` parser, at a cost per request close to that of admitting a write. What clients of an
+        API server send is plain: `METHOD target HTTP/1.x`, then `Name: value` lines; anything else is refused
+        with 400 (431 for an oversized block), and the connection closed."""
+        # Until the line is read, replies (400) use HTTP/1.1 with a status line, as Go's net/http answers.
+        self.command, self.request_version, self.close_connection = "", self.protocol_version, True
+        self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+        words = self.requestline.split()
+        if not words:
+            return False
+        if len(words) != 3 or words[2] not in ("HTTP/1.0", "HTTP/1.1"):
+            self.send_error(HTTPStatus.BAD_REQUEST, f"Bad request line ({self.requestline!r})")
+            return False
+        self.command, target, self.request_version = words
+        self.path = "/" + target.lstrip("/") if target.startswith("//") else target
+        pairs = self._header_fields()
+        if isinstance(pairs, HTTPStatus):
+            self.send_error(pairs)
+            return False
+        self.fields = {name.lower(): value for name, value in pairs}  # what `_serve` reads (the last one wins)
+        self.headers = fields = http.client.HTTPMessage()  # http.server's own view, in order, duplicates kept
+        for name, value in pairs:
+            fields[name] = value
+        connection = self.fields.get("connection", "").lower()
+        http10 = self.request_version == "HTTP/1.0"
+        self.close_connection = connection == "close" or (http10 and connection != "keep-alive")
+        if not http10 and self.fields.get("expect", "").lower() == "100-continue":
+            go_on = self.handle_expect_100()
+            self.wfile.flush()  # the client waits for the interim reply before it sends the body
+            return go_on
+        return True
+
+    def _header_fields(self) -> list[list[str]] | HTTPStatus:
+        """Every `Name: value` line up to the blank one, in order (a folded line continues the one before)."""
+        pairs: list[list[str]] = []
+        for _ in range(MAX_HEADERS + 1):
+            raw = self.rfile.readline(MAX_HEADER_LINE + 1)
+            if len(raw) > MAX_HEADER_LINE:
+                return HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+            line = raw.decode("iso-8859-1").rstrip("\r\n")
+            if not line:
+                return pairs
+            if line[0] in " \t" and pairs:
+                pairs[-1][1] += line
+                continue
+            name, colon, value = line.partition(":")
+            if not colon or not name or name != name.strip():
+                return HTTPStatus.BAD_REQUEST
+            pairs.append([name, value.lstrip(" \t")])
+        return HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+
     def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
+        length = int(self.fields.get("content-length") or 0)
         body = self.rfile.read(length) if length > 0 else b""
-        headers = {key.lower(): value for key, value in self.headers.items()}
-        reply = self.server.service.serve(Request.parse(self.command, self.path, headers, body))
+        reply = self.server.service.serve(Request.parse(self.command, self.path, self.fields, body))
         if reply is None:
             self.close_connection = True
             _reset(self.connection)

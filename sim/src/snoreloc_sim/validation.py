@@ -44,6 +44,7 @@ REDACTED = "<secret contents redacted>"
 _LOG = logging.getLogger(__name__)
 _SECRETISH = frozenset({"key", "password", "token", "secret", "privatekey", "clientsecret", "bindpassword"})
 _ROOT_KEEP = ("apiVersion", "kind", "metadata")
+_ABSENT = object()  # a property not in the object (as opposed to one holding null)
 _BLOCKING_MESSAGE = (
     "some validation rules were not checked because the object was invalid; correct the existing errors to "
     "complete validation"
@@ -193,24 +194,34 @@ def _additional(schema: Obj) -> Obj | None:
 
 def prune(schema: Obj, value: Any, path: str, removed: list[str], *, root: bool = False) -> None:
     """Remove, in place, every field the structural schema does not specify; record each path removed."""
-    if isinstance(value, list):
-        items = schema.get("items")
+    _prune(_node_plan(schema), value, path, removed, root=root)
+
+
+def _prune_items(plan: _NodePlan, value: list[Any], path: str, removed: list[str]) -> None:
+    if plan.items is not None:
+        items = _node_plan(plan.items)
         for index, item in enumerate(value):
-            if isinstance(items, dict):
-                prune(items, item, f"{path}[{index}]", removed)
+            if isinstance(item, dict | list):  # nothing to prune in a scalar
+                _prune(items, item, f"{path}[{index}]", removed)
+
+
+def _prune(plan: _NodePlan, value: Any, path: str, removed: list[str], *, root: bool = False) -> None:
+    if isinstance(value, list):
+        _prune_items(plan, value, path, removed)
         return
     if not isinstance(value, dict):
         return
-    properties, extra = _properties(schema), _additional(schema)
-    keep_all = schema.get("x-kubernetes-preserve-unknown-fields") is True
-    embedded = root or schema.get("x-kubernetes-embedded-resource") is True
+    properties, extra = plan.properties, plan.extra
+    embedded = root or plan.embedded
     for name in list(value):
         sub = properties.get(name) or extra
         if embedded and name == "metadata":
             continue  # ObjectMeta is the server's to manage, not the schema's
         if sub is not None:
-            prune(sub, value[name], _key_path(path, name, name in properties), removed)
-        elif not keep_all and not (embedded and name in _ROOT_KEEP):
+            item = value[name]
+            if isinstance(item, dict | list):
+                _prune(_node_plan(sub), item, _key_path(path, name, name in properties), removed)
+        elif not plan.keep_unknown and not (embedded and name in _ROOT_KEEP):
             del value[name]
             removed.append(child(path, name))
 
@@ -221,29 +232,41 @@ def _key_path(path: str, name: str, is_property: bool) -> str:
 
 def default(schema: Obj, value: Any) -> None:
     """Apply OpenAPI defaults in place, dropping nulls the schema does not allow, as kube-apiserver does."""
+    _default(_node_plan(schema), value)
+
+
+def _default(plan: _NodePlan, value: Any) -> None:
     if isinstance(value, list):
-        items = schema.get("items")
-        for item in value:
-            if isinstance(items, dict):
-                default(items, item)
+        if plan.items is not None:
+            items = _node_plan(plan.items)
+            for item in value:
+                _default(items, item)
         return
     if not isinstance(value, dict):
         return
-    for name, sub in _properties(schema).items():
+    for name, sub in plan.properties.items():
         _default_property(sub, value, name)
-    extra = _additional(schema)
-    if extra is not None:
-        for name in set(value) - set(_properties(schema)):
-            default(extra, value[name])
+    if plan.extra is not None:
+        extra = _node_plan(plan.extra)
+        for name in set(value) - set(plan.properties):
+            _default(extra, value[name])
 
 
 def _default_property(schema: Obj, parent: Obj, name: str) -> None:
-    if name in parent and parent[name] is None and not schema.get("nullable"):
-        del parent[name]
-    if name not in parent and "default" in schema:
-        parent[name] = model.clone(schema["default"])
-    if name in parent:
-        default(schema, parent[name])
+    """A property in schema order: a null it does not allow is dropped, a missing one gets its default, and
+    whatever it then holds is defaulted in turn (a scalar has nothing to default)."""
+    item = parent.get(name, _ABSENT)
+    if isinstance(item, dict | list):
+        _default(_node_plan(schema), item)
+        return
+    if item is None or item is _ABSENT:
+        plan = _node_plan(schema)
+        if item is None and not plan.nullable:
+            del parent[name]
+            item = _ABSENT
+        if item is _ABSENT and plan.has_default:
+            parent[name] = model.clone(schema["default"])
+            _default(plan, parent[name])
 
 
 # ---- structural validation ------------------------------------------------------------------------------------
@@ -264,19 +287,31 @@ def json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def _type_ok(schema: Obj, value: Any) -> bool:
+def _int_or_string(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _integer(value: Any) -> bool:
+    return not isinstance(value, bool) and (isinstance(value, int) or (isinstance(value, float) and value.is_integer()))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _type_check(schema: Obj) -> Callable[[Any], bool] | None:
+    """The predicate a value must satisfy for the node's `type` (None: any type will do)."""
     wanted = schema.get("type")
     if schema.get("x-kubernetes-int-or-string"):
-        return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+        return _int_or_string
     if not wanted:
-        return True
+        return None
     if wanted == "integer":
-        return not isinstance(value, bool) and (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        )
+        return _integer
     if wanted == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    return isinstance(value, _JSON_TYPES.get(wanted, object))
+        return _number
+    kind = _JSON_TYPES.get(wanted, object)
+    return lambda value: isinstance(value, kind)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -381,54 +416,124 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 }
 
 
+_STRING_KEYWORDS = ("maxLength", "minLength", "pattern")
+_NUMBER_KEYWORDS = ("minimum", "maximum", "multipleOf")
+_COMBINATORS = ("allOf", "anyOf", "oneOf", "not")
+
+
+@dataclass(frozen=True, slots=True)
+class _NodePlan:
+    """What one schema node asks of a value, read from the schema once: validating a write then tests a few flags
+    per node instead of looking up every keyword the node might have (most have none of them)."""
+
+    schema: Obj
+    skip_null: bool  # nullable, or no type at all: null passes untouched
+    type_ok: Callable[[Any], bool] | None
+    enum: list[Any] | None
+    strings: bool
+    numbers: bool
+    combinators: bool
+    required: tuple[str, ...]
+    object_sizes: bool
+    array_sizes: bool
+    list_type: bool
+    properties: Obj  # the schema's own `properties` (the names count as properties even when the schema is empty)
+    extra: Obj | None
+    items: Obj | None
+    nullable: bool
+    has_default: bool
+    keep_unknown: bool  # x-kubernetes-preserve-unknown-fields
+    embedded: bool  # x-kubernetes-embedded-resource
+
+    @classmethod
+    def of(cls, schema: Obj) -> _NodePlan:
+        items = schema.get("items")
+        return cls(
+            schema=schema,
+            skip_null=bool(schema.get("nullable") or not schema.get("type")),
+            type_ok=_type_check(schema),
+            enum=schema.get("enum"),
+            strings=any(k in schema for k in _STRING_KEYWORDS) or schema.get("format", "") in _FORMATS,
+            numbers=any(k in schema for k in _NUMBER_KEYWORDS),
+            combinators=bool(
+                schema.get("allOf") or schema.get("anyOf") or schema.get("oneOf") or isinstance(schema.get("not"), dict)
+            ),
+            required=tuple(schema.get("required") or ()),
+            object_sizes=schema.get("maxProperties") is not None or schema.get("minProperties") is not None,
+            array_sizes=schema.get("maxItems") is not None or schema.get("minItems") is not None,
+            list_type=schema.get("x-kubernetes-list-type") in ("set", "map"),
+            properties=_properties(schema),
+            extra=_additional(schema),
+            items=items if isinstance(items, dict) else None,
+            nullable=bool(schema.get("nullable")),
+            has_default="default" in schema,
+            keep_unknown=schema.get("x-kubernetes-preserve-unknown-fields") is True,
+            embedded=schema.get("x-kubernetes-embedded-resource") is True,
+        )
+
+
+_NODE_PLANS: dict[int, _NodePlan] = {}
+
+
+def _node_plan(schema: Obj) -> _NodePlan:
+    """The plan of a schema node, read the first time a value meets it and kept while the process lives (CRD
+    schemas are loaded once, so each CRD version's schema is in effect compiled once): pruning, defaulting and
+    validation all walk plans."""
+    found = _NODE_PLANS.get(id(schema))
+    if found is None or found.schema is not schema:  # the plan holds its schema, so an id is never reused
+        found = _NODE_PLANS[id(schema)] = _NodePlan.of(schema)
+    return found
+
+
 class Structural:
     """The OpenAPI value validations of a structural schema, collecting every violation."""
 
     def check(self, schema: Obj, value: Any, path: str) -> list[FieldError]:
         errors: list[FieldError] = []
-        self._node(schema, value, path, errors)
+        self._node(_node_plan(schema), value, path, errors)
         return errors
 
-    def _node(self, schema: Obj, value: Any, path: str, errors: list[FieldError]) -> None:
-        if value is None and (schema.get("nullable") or not schema.get("type")):
+    def _node(self, plan: _NodePlan, value: Any, path: str, errors: list[FieldError]) -> None:
+        if value is None and plan.skip_null:
             return
-        if not _type_ok(schema, value):
-            wanted = schema.get("type") or "integer or string"
+        if plan.type_ok is not None and not plan.type_ok(value):
+            wanted = plan.schema.get("type") or "integer or string"
             detail = f"{path or '<root>'} in body must be of type {wanted}: {json.dumps(json_type(value))}"
             errors.append(FieldError(Reason.TYPE_INVALID, path, json_type(value), detail))
             return
-        if "enum" in schema and not any(same(value, option) for option in schema["enum"]):
-            supported = ", ".join(go_value(option) for option in schema["enum"])
+        if plan.enum is not None and not any(same(value, option) for option in plan.enum):
+            supported = ", ".join(go_value(option) for option in plan.enum)
             errors.append(FieldError(Reason.NOT_SUPPORTED, path, _shown(path, value), f"supported values: {supported}"))
-        errors.extend(self._scalar(schema, value, path))
-        errors.extend(self._combinators(schema, value, path))
+        if plan.strings and isinstance(value, str):
+            errors.extend(_string_errors(plan.schema, value, path))
+        elif plan.numbers and isinstance(value, int | float) and not isinstance(value, bool):
+            errors.extend(_number_errors(plan.schema, value, path))
+        if plan.combinators:
+            errors.extend(self._combinators(plan.schema, value, path))
         if isinstance(value, dict):
-            self._object(schema, value, path, errors)
+            self._object(plan, value, path, errors)
         elif isinstance(value, list):
-            self._array(schema, value, path, errors)
+            self._array(plan, value, path, errors)
 
-    def _scalar(self, schema: Obj, value: Any, path: str) -> Iterator[FieldError]:
-        if isinstance(value, str):
-            yield from _string_errors(schema, value, path)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            yield from _number_errors(schema, value, path)
-
-    def _object(self, schema: Obj, value: Obj, path: str, errors: list[FieldError]) -> None:
-        for name in schema.get("required") or ():
+    def _object(self, plan: _NodePlan, value: Obj, path: str, errors: list[FieldError]) -> None:
+        for name in plan.required:
             if name not in value:
                 errors.append(FieldError(Reason.REQUIRED, child(path, name)))
-        errors.extend(_size_errors(schema, len(value), path, "properties"))
-        properties, extra = _properties(schema), _additional(schema)
+        if plan.object_sizes:
+            errors.extend(_size_errors(plan.schema, len(value), path, "properties"))
+        properties, extra = plan.properties, plan.extra
         for name, item in value.items():
             sub = properties.get(name) or extra
             if sub is not None:
-                self._node(sub, item, _key_path(path, name, name in properties), errors)
+                self._node(_node_plan(sub), item, _key_path(path, name, name in properties), errors)
 
-    def _array(self, schema: Obj, value: list[Any], path: str, errors: list[FieldError]) -> None:
-        errors.extend(_size_errors(schema, len(value), path, "items"))
-        errors.extend(_list_type_errors(schema, value, path))
-        items = schema.get("items")
-        if isinstance(items, dict):
+    def _array(self, plan: _NodePlan, value: list[Any], path: str, errors: list[FieldError]) -> None:
+        if plan.array_sizes:
+            errors.extend(_size_errors(plan.schema, len(value), path, "items"))
+        if plan.list_type:
+            errors.extend(_list_type_errors(plan.schema, value, path))
+        if plan.items is not None:
+            items = _node_plan(plan.items)
             for index, item in enumerate(value):
                 self._node(items, item, f"{path}[{index}]", errors)
 

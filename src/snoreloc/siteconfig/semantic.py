@@ -171,7 +171,7 @@ def _network_file(run: _Run, ref: str, accept: frozenset[str]) -> dict[str, Any]
     except yamlpos.YamlError as exc:
         run.error(path, f"{ref}: {exc.message}" + (f" (line {exc.line} of {ref})" if exc.line else ""))
         return None
-    placed = [(found, doc.locate(found.path)) for found in structural.check(doc.data, structural.NETWORK_VALIDATOR)]
+    placed = [(found, doc.locate(found.path)) for found in structural.check(doc.data, structural.NETWORK)]
     placed += doc.issues
     if isinstance(doc.data, Mapping) and "file" in doc.data:
         placed.append((findings.error(("file",), "a network file cannot refer to another file"), doc.locate(("file",))))

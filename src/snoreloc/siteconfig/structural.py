@@ -4,21 +4,27 @@
 type 'object'`), which would leak secrets and bury the point. Each error is rewritten here from its keyword and
 the schema, quoting a value only when it is short and not secret. A missing key is reported at `parent.key`, an
 unknown key at its own path with a "did you mean" suggestion, so the line is the one to edit.
+
+Importing `jsonschema` costs more than the rest of `snoreloc validate` together, so a document first meets the
+compiled yes/no check of the same schema (`compiled`); `jsonschema` is imported and run only when that does not
+pass, and every message comes from it.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-import jsonschema
+from snoreloc.siteconfig import compiled, findings, schema
 
-from snoreloc.siteconfig import findings, schema
+if TYPE_CHECKING:
+    import jsonschema
 
-_VALIDATOR = jsonschema.Draft202012Validator(schema.SCHEMA)
-NETWORK_VALIDATOR = jsonschema.Draft202012Validator(schema.NETWORK_SCHEMA)
+SITE = "site"  # the names `compiled.SCHEMAS` knows the two schemas by
+NETWORK = "network"
 _SHOWN_MAX = 80
 _TYPE_WORDS = {
     "object": "a mapping",
@@ -30,7 +36,7 @@ _TYPE_WORDS = {
     "null": "empty",
 }
 
-Error = jsonschema.ValidationError
+Error: TypeAlias = "jsonschema.ValidationError"
 
 
 def _schema(err: Error) -> Mapping[str, Any]:
@@ -132,9 +138,18 @@ def _render(err: Error) -> list[findings.Finding]:
     return [findings.error(path, message)]
 
 
-def check(data: Any, validator: jsonschema.protocols.Validator = _VALIDATOR) -> list[findings.Finding]:
-    """Every structural problem of `data` against the site-config schema (or another validator)."""
+@functools.cache
+def _validator(name: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # noqa: PLC0415 (lazy: only a document the compiled check refuses pays for it)
+
+    return jsonschema.Draft202012Validator(compiled.SCHEMAS[name])
+
+
+def check(data: Any, which: str = SITE) -> list[findings.Finding]:
+    """Every structural problem of `data` against the site-config schema (or the network file's: `NETWORK`)."""
+    if compiled.accepts(which, data):
+        return []
     found: list[findings.Finding] = []
-    for err in validator.iter_errors(data):
+    for err in _validator(which).iter_errors(data):
         found += _render(err)
     return found
