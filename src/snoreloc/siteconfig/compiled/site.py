@@ -3,11 +3,11 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "a2bcb7a7e0e00fdecad03874b12ca73c5972d8a578a34cc935284620de20ed6a"
+SCHEMA_DIGEST = "e8d040e09e5ec51aa99d5f45e66c0b1171153b0bc084bdb0682e32a74265ddef"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
-REGEX_PATTERNS = {'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'), '^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+\\Z|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?\\Z'), '^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*$': re.compile('^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*\\Z'), '^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$': re.compile('^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})\\Z'), '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$': re.compile('^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}\\Z')}
+REGEX_PATTERNS = {'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'), '^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+\\Z|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?\\Z'), '^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*$': re.compile('^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*\\Z'), '^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$': re.compile('^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})\\Z'), '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$': re.compile('^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)\\Z'), '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$': re.compile('^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}\\Z')}
 NoneType = type(None)
 
 def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_formats={}, name_prefix=None):
@@ -1159,6 +1159,123 @@ def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_
                                         if data__spec__catalogSources__sources_item_keys:
                                             raise JsonSchemaValueException()
                         if data__spec__catalogSources_keys:
+                            raise JsonSchemaValueException()
+                if 'extraManifests' in data__spec_keys:
+                    data__spec_keys.remove('extraManifests')
+                    data__spec__extraManifests = data__spec['extraManifests']
+                    if not isinstance(data__spec__extraManifests, dict):
+                        raise JsonSchemaValueException()
+                    data__spec__extraManifests_is_dict = isinstance(data__spec__extraManifests, dict)
+                    if data__spec__extraManifests_is_dict:
+                        data__spec__extraManifests_len = len(data__spec__extraManifests)
+                        if data__spec__extraManifests_len < 1:
+                            raise JsonSchemaValueException()
+                        if data__spec__extraManifests_len > 1:
+                            raise JsonSchemaValueException()
+                        data__spec__extraManifests_keys = set(data__spec__extraManifests.keys())
+                        if 'directory' in data__spec__extraManifests_keys:
+                            data__spec__extraManifests_keys.remove('directory')
+                            data__spec__extraManifests__directory = data__spec__extraManifests['directory']
+                            if not isinstance(data__spec__extraManifests__directory, str):
+                                raise JsonSchemaValueException()
+                            if isinstance(data__spec__extraManifests__directory, str):
+                                data__spec__extraManifests__directory_len = len(data__spec__extraManifests__directory)
+                                if data__spec__extraManifests__directory_len < 1:
+                                    raise JsonSchemaValueException()
+                                if data__spec__extraManifests__directory_len > 4096:
+                                    raise JsonSchemaValueException()
+                        if 'files' in data__spec__extraManifests_keys:
+                            data__spec__extraManifests_keys.remove('files')
+                            data__spec__extraManifests__files = data__spec__extraManifests['files']
+                            if not isinstance(data__spec__extraManifests__files, (list, tuple)):
+                                raise JsonSchemaValueException()
+                            data__spec__extraManifests__files_is_list = isinstance(data__spec__extraManifests__files, (list, tuple))
+                            if data__spec__extraManifests__files_is_list:
+                                data__spec__extraManifests__files_len = len(data__spec__extraManifests__files)
+                                if data__spec__extraManifests__files_len < 1:
+                                    raise JsonSchemaValueException()
+                                if data__spec__extraManifests__files_len > 256:
+                                    raise JsonSchemaValueException()
+
+                                def fn(var):
+                                    return frozenset(dict(((k, fn(v)) for k, v in var.items())).items()) if hasattr(var, 'items') else tuple((fn(v) for v in var)) if isinstance(var, (dict, list)) else (bool, var) if isinstance(var, bool) else var
+                                if data__spec__extraManifests__files_len > len(set((fn(data__spec__extraManifests__files_x) for data__spec__extraManifests__files_x in data__spec__extraManifests__files))):
+                                    raise JsonSchemaValueException()
+                                for data__spec__extraManifests__files_x, data__spec__extraManifests__files_item in enumerate(data__spec__extraManifests__files):
+                                    if not isinstance(data__spec__extraManifests__files_item, str):
+                                        raise JsonSchemaValueException()
+                                    if isinstance(data__spec__extraManifests__files_item, str):
+                                        data__spec__extraManifests__files_item_len = len(data__spec__extraManifests__files_item)
+                                        if data__spec__extraManifests__files_item_len < 1:
+                                            raise JsonSchemaValueException()
+                                        if data__spec__extraManifests__files_item_len > 4096:
+                                            raise JsonSchemaValueException()
+                        if data__spec__extraManifests_keys:
+                            raise JsonSchemaValueException()
+                if 'ntp' in data__spec_keys:
+                    data__spec_keys.remove('ntp')
+                    data__spec__ntp = data__spec['ntp']
+                    if not isinstance(data__spec__ntp, dict):
+                        raise JsonSchemaValueException()
+                    data__spec__ntp_is_dict = isinstance(data__spec__ntp, dict)
+                    if data__spec__ntp_is_dict:
+                        data__spec__ntp_len = len(data__spec__ntp)
+                        if data__spec__ntp_len < 1:
+                            raise JsonSchemaValueException()
+                        data__spec__ntp_keys = set(data__spec__ntp.keys())
+                        if 'servers' in data__spec__ntp_keys:
+                            data__spec__ntp_keys.remove('servers')
+                            data__spec__ntp__servers = data__spec__ntp['servers']
+                            if not isinstance(data__spec__ntp__servers, (list, tuple)):
+                                raise JsonSchemaValueException()
+                            data__spec__ntp__servers_is_list = isinstance(data__spec__ntp__servers, (list, tuple))
+                            if data__spec__ntp__servers_is_list:
+                                data__spec__ntp__servers_len = len(data__spec__ntp__servers)
+                                if data__spec__ntp__servers_len < 1:
+                                    raise JsonSchemaValueException()
+                                if data__spec__ntp__servers_len > 16:
+                                    raise JsonSchemaValueException()
+
+                                def fn(var):
+                                    return frozenset(dict(((k, fn(v)) for k, v in var.items())).items()) if hasattr(var, 'items') else tuple((fn(v) for v in var)) if isinstance(var, (dict, list)) else (bool, var) if isinstance(var, bool) else var
+                                if data__spec__ntp__servers_len > len(set((fn(data__spec__ntp__servers_x) for data__spec__ntp__servers_x in data__spec__ntp__servers))):
+                                    raise JsonSchemaValueException()
+                                for data__spec__ntp__servers_x, data__spec__ntp__servers_item in enumerate(data__spec__ntp__servers):
+                                    if not isinstance(data__spec__ntp__servers_item, str):
+                                        raise JsonSchemaValueException()
+                                    if isinstance(data__spec__ntp__servers_item, str):
+                                        data__spec__ntp__servers_item_len = len(data__spec__ntp__servers_item)
+                                        if data__spec__ntp__servers_item_len > 253:
+                                            raise JsonSchemaValueException()
+                                        if not REGEX_PATTERNS['^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$'].search(data__spec__ntp__servers_item):
+                                            raise JsonSchemaValueException()
+                        if 'pools' in data__spec__ntp_keys:
+                            data__spec__ntp_keys.remove('pools')
+                            data__spec__ntp__pools = data__spec__ntp['pools']
+                            if not isinstance(data__spec__ntp__pools, (list, tuple)):
+                                raise JsonSchemaValueException()
+                            data__spec__ntp__pools_is_list = isinstance(data__spec__ntp__pools, (list, tuple))
+                            if data__spec__ntp__pools_is_list:
+                                data__spec__ntp__pools_len = len(data__spec__ntp__pools)
+                                if data__spec__ntp__pools_len < 1:
+                                    raise JsonSchemaValueException()
+                                if data__spec__ntp__pools_len > 16:
+                                    raise JsonSchemaValueException()
+
+                                def fn(var):
+                                    return frozenset(dict(((k, fn(v)) for k, v in var.items())).items()) if hasattr(var, 'items') else tuple((fn(v) for v in var)) if isinstance(var, (dict, list)) else (bool, var) if isinstance(var, bool) else var
+                                if data__spec__ntp__pools_len > len(set((fn(data__spec__ntp__pools_x) for data__spec__ntp__pools_x in data__spec__ntp__pools))):
+                                    raise JsonSchemaValueException()
+                                for data__spec__ntp__pools_x, data__spec__ntp__pools_item in enumerate(data__spec__ntp__pools):
+                                    if not isinstance(data__spec__ntp__pools_item, str):
+                                        raise JsonSchemaValueException()
+                                    if isinstance(data__spec__ntp__pools_item, str):
+                                        data__spec__ntp__pools_item_len = len(data__spec__ntp__pools_item)
+                                        if data__spec__ntp__pools_item_len > 253:
+                                            raise JsonSchemaValueException()
+                                        if not REGEX_PATTERNS['^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$'].search(data__spec__ntp__pools_item):
+                                            raise JsonSchemaValueException()
+                        if data__spec__ntp_keys:
                             raise JsonSchemaValueException()
                 if 'networkProbes' in data__spec_keys:
                     data__spec_keys.remove('networkProbes')
