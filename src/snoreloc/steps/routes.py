@@ -34,9 +34,10 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, domain
+from snoreloc.steps import base, context, domain, settle
 
 GENERATED = "openshift.io/host.generated"
+OPENSHIFT_APISERVER = "openshift-apiserver"
 COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
 
 
@@ -180,13 +181,14 @@ class Routes:
         return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
 
     def _wait_routing(self, ctx: context.Context) -> None:
-        """Rewrite only once openshift-apiserver generates hosts under the new apps domain."""
+        """Rewrite only once openshift-apiserver generates hosts under the new apps domain: it has rolled out
+        since the domain step's Ingress write. That is all the routes need, so this step runs before the settle,
+        overlapping the kube-apiserver revision (whose outage the kube client's retries ride out)."""
+        changed = ctx.rollouts.pending().get(OPENSHIFT_APISERVER)
 
         def ready() -> bool | None:
-            if "openshift-apiserver" in ctx.rollouts.pending():
-                return None
-            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, "openshift-apiserver"))
-            return True if not base.operator_problems(co) else None
+            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, OPENSHIFT_APISERVER))
+            return True if settle.rolled_out(co, changed) else None
 
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
