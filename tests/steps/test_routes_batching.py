@@ -243,3 +243,34 @@ def test_the_token_refresh_hook_runs_once_per_interval_not_per_request(
     clock.advance(kube.TOKEN_RECHECK)
     client.server_version()
     assert len(applied) - loaded == 2  # and it is checked again after the interval
+
+
+@pytest.mark.parametrize("sim", [{"routes": 1200}], indirect=True)
+def test_lists_are_read_in_pages(sim: Any) -> None:
+    client = kube.Client.from_kubeconfig(
+        str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=kube.Policy(list_page=500)
+    )
+    start = client.requests
+    pages = [len(page) for page in client.pages(kube.ROUTES)]
+    assert client.requests - start == len(pages) >= 3  # 1,200 user routes and the cluster's own, 500 a page
+    assert all(size == 500 for size in pages[:-1]) and 0 < pages[-1] <= 500
+    names = [f"{r['metadata']['namespace']}/{r['metadata']['name']}" for r in client.list(kube.ROUTES)]
+    assert len(names) == len(set(names)) == sum(pages)
+
+
+@pytest.mark.parametrize("sim", [{"routes": 50}], indirect=True)
+def test_a_second_plan_holds_no_second_copy_of_the_routes(setup: Setup) -> None:
+    step = routes.Routes()
+    first = step.plan(setup.ctx)
+    assert len(first.changes) >= 50
+    assert all(c.before is not None and "status" not in c.before for c in first.changes)  # the server's, not ours
+    moved = first.changes[0].ref
+    setup.client.patch(moved, {"metadata": {"annotations": {"team": "blue"}}})  # one route changes meanwhile
+
+    held = {c.ref: c.before for c in first.changes if c.before is not None}
+    second = step._plan(setup.ctx, held)
+
+    shared = [c.ref for c in second.changes if c.before is held[c.ref]]
+    assert sorted(shared) == sorted(c.ref for c in first.changes if c.ref != moved)
+    [fresh] = [c for c in second.changes if c.ref == moved]
+    assert fresh.before is not None and fresh.before["metadata"]["annotations"]["team"] == "blue"

@@ -116,17 +116,49 @@ def classify(
     return RouteInfo(namespace, name, host, new_host, handling)
 
 
+Held = Mapping[kube.Ref, kube.Obj]  # routes an earlier plan holds, by reference
+
+
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
-    old, _routes, infos = _listed(ctx)
+    old, infos, _changes = _listed(ctx, {})
     return old, infos
 
 
-def _listed(ctx: context.Context) -> tuple[str, list[kube.Obj], list[RouteInfo]]:
-    """The old apps domain, every route (one list), and how each is handled, in the same order."""
-    old = base.factory_apps_domain(ctx)
-    routes = ctx.kube.list(kube.ROUTES)
+def _listed(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
+    """The old apps domain, how each route is handled, and the rewrites. Read page by page, keeping only the
+    routes to rewrite (without their status); a route `held` at the same resourceVersion is reused, so a second
+    plan shares the first one's objects instead of holding a second copy of thousands of routes."""
+    for _attempt in range(ctx.kube.policy.conflict_attempts):
+        try:
+            return _listed_once(ctx, held)
+        except kube.ListExpired:
+            continue  # the server forgot the listing between two pages: start it over
+    return _listed_once(ctx, held)
+
+
+def _listed_once(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
+    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
     own = ctx.site.routes.own_certificates
-    return old, routes, [classify(route, old, ctx.site.apps_domain, own) for route in routes]
+    infos: list[RouteInfo] = []
+    changes: list[base.Change] = []
+    for page in ctx.kube.pages(kube.ROUTES):
+        for route in page:
+            info = classify(route, old, new, own)
+            infos.append(info)
+            if info.handling is Handling.REWRITE:
+                changes.append(_rewrite(info, _kept(route, held.get(info.ref))))
+    return old, infos, changes
+
+
+def _kept(route: kube.Obj, earlier: kube.Obj | None) -> kube.Obj:
+    """What we hold of a route: the earlier plan's object when unchanged since, else the route without its status
+    and managedFields, which the server writes and neither the patch, the backup nor a rollback uses."""
+    version = route["metadata"].get("resourceVersion")
+    if earlier is not None and version and earlier["metadata"].get("resourceVersion") == version:
+        return earlier
+    route.pop("status", None)
+    route["metadata"].pop("managedFields", None)
+    return route
 
 
 def _host_setter(old_host: str, new_host: str) -> Any:
@@ -169,12 +201,10 @@ class Routes:
         return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        _old, routes, infos = _listed(ctx)
-        changes = [
-            _rewrite(info, route)
-            for info, route in zip(infos, routes, strict=True)
-            if info.handling is Handling.REWRITE
-        ]
+        return self._plan(ctx, {})
+
+    def _plan(self, ctx: context.Context, held: Held) -> base.Plan:
+        _old, infos, changes = _listed(ctx, held)
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         notes += certificate_warnings(infos)
@@ -236,7 +266,8 @@ class Routes:
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         self._wait_routing(ctx)
-        plan = self.plan(ctx)  # the routes may have changed while we waited
+        held = {change.ref: change.before for change in plan.changes if change.before is not None}
+        plan = self._plan(ctx, held)  # the routes may have changed while we waited
         infos: list[RouteInfo] = list(plan.data["infos"])
         results = self._patch_all(ctx, plan)
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
