@@ -4,6 +4,7 @@ connection per worker, and a rollback that puts every route back exactly. Agains
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -274,3 +275,22 @@ def test_a_second_plan_holds_no_second_copy_of_the_routes(setup: Setup) -> None:
     assert sorted(shared) == sorted(c.ref for c in first.changes if c.ref != moved)
     [fresh] = [c for c in second.changes if c.ref == moved]
     assert fresh.before is not None and fresh.before["metadata"]["annotations"]["team"] == "blue"
+
+
+@pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
+def test_routes_ride_out_an_outage_longer_than_one_requests_retries(sim: Any, setup: Setup) -> None:
+    """The routes overlap the kube-apiserver revision, whose restart outlasts one request's retry budget."""
+    impatient = kube.Policy(attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=impatient)
+    ctx = dataclasses.replace(setup.ctx, kube=client)
+    setup.watched.after_batch = lambda: sim.cluster.availability.outage(1.5, "refuse")
+    step = routes.Routes()
+
+    outcome = step.apply(ctx, step.plan(ctx))
+
+    rows = outcome.details["routes"]
+    moving = [row for row in rows if row["old_host"].endswith("." + setup.old_domain) and row["result"] != "untouched"]
+    assert len([row for row in moving if row["result"] == "migrated"]) >= 60
+    assert not [row for row in rows if row["result"].startswith("failed")]
+    stale = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
+    assert stale == []

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +37,11 @@ from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context, domain, settle
 
+LOG = logging.getLogger(__name__)
+
 GENERATED = "openshift.io/host.generated"
 OPENSHIFT_APISERVER = "openshift-apiserver"
+OUTAGE_ROUNDS = 4  # patch rounds at most: a revision restarts the API once; a route refused four times fails
 COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
 
 
@@ -181,6 +185,13 @@ def _rewrite(info: RouteInfo, route: kube.Obj) -> base.Change:
     return base.Change(info.ref, base.Action.UPDATE, route, after, mutate, why=f"{info.host} -> {info.new_host}")
 
 
+def _answers(ctx: context.Context) -> Any:
+    def probe() -> bool | None:
+        return True if ctx.kube.ready() else None
+
+    return probe
+
+
 def _patch_route(ctx: context.Context, change: base.Change) -> str:
     """Patch one route (its original is already saved); returns the route's result for the table."""
     assert change.before is not None and change.mutate is not None
@@ -223,27 +234,43 @@ class Routes:
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
     def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
-        results: dict[kube.Ref, str] = {}
-        temporary: list[errors.TemporaryError] = []
+        """Patch every route to rewrite. The routes run while the kube-apiserver revision rolls out, so the API
+        may go away for longer than one request's retries: the routes it refused are patched again once it
+        answers (a bounded, visible wait), a few rounds at most."""
         ctx.backups.save_many([(change.ref, change.before) for change in plan.changes])
+        results: dict[kube.Ref, str] = {}
+        todo = list(plan.changes)
+        for round_ in range(1, OUTAGE_ROUNDS + 1):
+            refused = self._patch_round(ctx, todo, results)
+            if not refused or round_ == OUTAGE_ROUNDS:
+                break
+            LOG.info("routes: the API refused %d route(s); waiting for it to answer again", len(refused))
+            base.wait_for(ctx, self.name, "the API to answer again", ctx.site.timeouts.api, _answers(ctx))
+            todo = [change for change in todo if change.ref in refused]
+        failed = [f"{ref}: {exc.message}" for ref, exc in refused.items()]
+        if failed:
+            raise errors.TemporaryError(f"routes: {len(failed)} route(s) could not be patched ({failed[0]})")
+        return results
+
+    def _patch_round(
+        self, ctx: context.Context, changes: list[base.Change], results: dict[kube.Ref, str]
+    ) -> dict[kube.Ref, errors.TemporaryError]:
+        """Patch `changes` on the pool; fills `results`, returns the routes the API refused for now."""
+        refused: dict[kube.Ref, errors.TemporaryError] = {}
         # more workers than pooled connections would only open connections to throw them away after one request
         workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in plan.changes}
+            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in changes}
             for future in concurrent.futures.as_completed(futures):
                 ref = futures[future]
                 try:
                     results[ref] = future.result()
                 except errors.TemporaryError as exc:
-                    temporary.append(exc)
+                    refused[ref] = exc
                     results[ref] = "failed"
                 except errors.SnorelocError as exc:
                     results[ref] = f"failed: {exc.message}"
-        if temporary:
-            raise errors.TemporaryError(
-                f"routes: {len(temporary)} route(s) could not be patched ({temporary[0].message})"
-            )
-        return results
+        return refused
 
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
