@@ -131,13 +131,10 @@ def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
 def _listed(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
     """The old apps domain, how each route is handled, and the rewrites. Read page by page, keeping only the
     routes to rewrite (without their status); a route `held` at the same resourceVersion is reused, so a second
-    plan shares the first one's objects instead of holding a second copy of thousands of routes."""
-    for _attempt in range(ctx.kube.policy.conflict_attempts):
-        try:
-            return _listed_once(ctx, held)
-        except kube.ListExpired:
-            continue  # the server forgot the listing between two pages: start it over
-    return _listed_once(ctx, held)
+    plan shares the first one's objects instead of holding a second copy of thousands of routes. The step runs
+    while the kube-apiserver restarts, so a listing the API refuses (or forgets between pages) is started over
+    once it answers, within the API timeout."""
+    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, lambda: _listed_once(ctx, held))
 
 
 def _listed_once(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
