@@ -4,6 +4,7 @@ connection per worker, and a rollback that puts every route back exactly. Agains
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -243,3 +244,53 @@ def test_the_token_refresh_hook_runs_once_per_interval_not_per_request(
     clock.advance(kube.TOKEN_RECHECK)
     client.server_version()
     assert len(applied) - loaded == 2  # and it is checked again after the interval
+
+
+@pytest.mark.parametrize("sim", [{"routes": 1200}], indirect=True)
+def test_lists_are_read_in_pages(sim: Any) -> None:
+    client = kube.Client.from_kubeconfig(
+        str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=kube.Policy(list_page=500)
+    )
+    start = client.requests
+    pages = [len(page) for page in client.pages(kube.ROUTES)]
+    assert client.requests - start == len(pages) >= 3  # 1,200 user routes and the cluster's own, 500 a page
+    assert all(size == 500 for size in pages[:-1]) and 0 < pages[-1] <= 500
+    names = [f"{r['metadata']['namespace']}/{r['metadata']['name']}" for r in client.list(kube.ROUTES)]
+    assert len(names) == len(set(names)) == sum(pages)
+
+
+@pytest.mark.parametrize("sim", [{"routes": 50}], indirect=True)
+def test_a_second_plan_holds_no_second_copy_of_the_routes(setup: Setup) -> None:
+    step = routes.Routes()
+    first = step.plan(setup.ctx)
+    assert len(first.changes) >= 50
+    assert all(c.before is not None and "status" not in c.before for c in first.changes)  # the server's, not ours
+    moved = first.changes[0].ref
+    setup.client.patch(moved, {"metadata": {"annotations": {"team": "blue"}}})  # one route changes meanwhile
+
+    held = {c.ref: c.before for c in first.changes if c.before is not None}
+    second = step._plan(setup.ctx, held)
+
+    shared = [c.ref for c in second.changes if c.before is held[c.ref]]
+    assert sorted(shared) == sorted(c.ref for c in first.changes if c.ref != moved)
+    [fresh] = [c for c in second.changes if c.ref == moved]
+    assert fresh.before is not None and fresh.before["metadata"]["annotations"]["team"] == "blue"
+
+
+@pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
+def test_routes_ride_out_an_outage_longer_than_one_requests_retries(sim: Any, setup: Setup) -> None:
+    """The routes overlap the kube-apiserver revision, whose restart outlasts one request's retry budget."""
+    impatient = kube.Policy(attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=impatient)
+    ctx = dataclasses.replace(setup.ctx, kube=client)
+    setup.watched.after_batch = lambda: sim.cluster.availability.outage(1.5, "refuse")
+    step = routes.Routes()
+
+    outcome = step.apply(ctx, step.plan(ctx))
+
+    rows = outcome.details["routes"]
+    moving = [row for row in rows if row["old_host"].endswith("." + setup.old_domain) and row["result"] != "untouched"]
+    assert len([row for row in moving if row["result"] == "migrated"]) >= 60
+    assert not [row for row in rows if row["result"].startswith("failed")]
+    stale = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
+    assert stale == []

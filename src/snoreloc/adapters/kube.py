@@ -24,7 +24,7 @@ import ssl
 import stat
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,6 +190,10 @@ class Unreachable(errors.TemporaryError):
     """The API did not answer successfully within the retry budget (outage, 5xx, throttling)."""
 
 
+class ListExpired(errors.TemporaryError):
+    """410 Expired between two pages of a list: the server no longer holds the listing; list again."""
+
+
 class _Retryable(Exception):
     """Internal: one attempt failed in a way worth retrying."""
 
@@ -215,6 +219,7 @@ class Policy:
     read_timeout: float = 30.0
     conflict_attempts: int = 8
     pool_size: int = 32
+    list_page: int = 500  # objects per list request
 
 
 def _retry_after(headers: Any) -> float:
@@ -463,14 +468,40 @@ class Client:
         except NotFound:
             return None
 
+    def pages(
+        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> Iterator[list[Obj]]:
+        """The objects of a kind, one page (`limit`, `continue`) at a time: no response holds thousands of them, and
+        a caller that keeps only what it needs never holds the whole list. `ListExpired` when the server forgot
+        the listing between two pages (after etcd compaction); the pages already yielded are then incomplete."""
+        query = {"limit": str(self.policy.list_page)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        while True:
+            try:
+                result = self.request("GET", resource.path(namespace=namespace), query=query)
+            except ApiError as exc:
+                if exc.status != 410:
+                    raise
+                raise ListExpired(f"listing {resource.plural}: {exc.message}") from exc
+            items: list[Obj] = result.get("items") or []
+            for item in items:  # list items carry no apiVersion/kind in kube responses
+                item.setdefault("apiVersion", resource.api_version)
+                item.setdefault("kind", resource.kind)
+            yield items
+            token = (result.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            query["continue"] = token
+
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> list[Obj]:
-        query = {"labelSelector": label_selector} if label_selector else {}
-        result = self.request("GET", resource.path(namespace=namespace), query=query)
-        items: list[Obj] = result.get("items") or []
-        for item in items:  # list items carry no apiVersion/kind in kube responses
-            item.setdefault("apiVersion", resource.api_version)
-            item.setdefault("kind", resource.kind)
-        return items
+        """Every object of a kind (read in pages; an expired listing is started over, within the conflict budget)."""
+        for _attempt in range(self.policy.conflict_attempts):
+            try:
+                return [obj for page in self.pages(resource, namespace, label_selector=label_selector) for obj in page]
+            except ListExpired as exc:
+                LOG.info("%s; listing again", exc.message)
+        raise ListExpired(f"listing {resource.plural}: expired {self.policy.conflict_attempts} times")
 
     def create(self, resource: Resource, obj: Obj) -> Obj:
         namespace = obj.get("metadata", {}).get("namespace") if resource.namespaced else None

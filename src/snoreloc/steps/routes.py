@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import enum
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +35,13 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, domain
+from snoreloc.steps import base, context, domain, settle
+
+LOG = logging.getLogger(__name__)
 
 GENERATED = "openshift.io/host.generated"
+OPENSHIFT_APISERVER = "openshift-apiserver"
+OUTAGE_ROUNDS = 4  # patch rounds at most: a revision restarts the API once; a route refused four times fails
 COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
 
 
@@ -115,17 +120,46 @@ def classify(
     return RouteInfo(namespace, name, host, new_host, handling)
 
 
+Held = Mapping[kube.Ref, kube.Obj]  # routes an earlier plan holds, by reference
+
+
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
-    old, _routes, infos = _listed(ctx)
+    old, infos, _changes = _listed(ctx, {})
     return old, infos
 
 
-def _listed(ctx: context.Context) -> tuple[str, list[kube.Obj], list[RouteInfo]]:
-    """The old apps domain, every route (one list), and how each is handled, in the same order."""
-    old = base.factory_apps_domain(ctx)
-    routes = ctx.kube.list(kube.ROUTES)
+def _listed(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
+    """The old apps domain, how each route is handled, and the rewrites. Read page by page, keeping only the
+    routes to rewrite (without their status); a route `held` at the same resourceVersion is reused, so a second
+    plan shares the first one's objects instead of holding a second copy of thousands of routes. The step runs
+    while the kube-apiserver restarts, so a listing the API refuses (or forgets between pages) is started over
+    once it answers, within the API timeout."""
+    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, lambda: _listed_once(ctx, held))
+
+
+def _listed_once(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
+    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
     own = ctx.site.routes.own_certificates
-    return old, routes, [classify(route, old, ctx.site.apps_domain, own) for route in routes]
+    infos: list[RouteInfo] = []
+    changes: list[base.Change] = []
+    for page in ctx.kube.pages(kube.ROUTES):
+        for route in page:
+            info = classify(route, old, new, own)
+            infos.append(info)
+            if info.handling is Handling.REWRITE:
+                changes.append(_rewrite(info, _kept(route, held.get(info.ref))))
+    return old, infos, changes
+
+
+def _kept(route: kube.Obj, earlier: kube.Obj | None) -> kube.Obj:
+    """What we hold of a route: the earlier plan's object when unchanged since, else the route without its status
+    and managedFields, which the server writes and neither the patch, the backup nor a rollback uses."""
+    version = route["metadata"].get("resourceVersion")
+    if earlier is not None and version and earlier["metadata"].get("resourceVersion") == version:
+        return earlier
+    route.pop("status", None)
+    route["metadata"].pop("managedFields", None)
+    return route
 
 
 def _host_setter(old_host: str, new_host: str) -> Any:
@@ -148,6 +182,13 @@ def _rewrite(info: RouteInfo, route: kube.Obj) -> base.Change:
     return base.Change(info.ref, base.Action.UPDATE, route, after, mutate, why=f"{info.host} -> {info.new_host}")
 
 
+def _answers(ctx: context.Context) -> Any:
+    def probe() -> bool | None:
+        return True if ctx.kube.ready() else None
+
+    return probe
+
+
 def _patch_route(ctx: context.Context, change: base.Change) -> str:
     """Patch one route (its original is already saved); returns the route's result for the table."""
     assert change.before is not None and change.mutate is not None
@@ -168,50 +209,65 @@ class Routes:
         return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        _old, routes, infos = _listed(ctx)
-        changes = [
-            _rewrite(info, route)
-            for info, route in zip(infos, routes, strict=True)
-            if info.handling is Handling.REWRITE
-        ]
+        return self._plan(ctx, {})
+
+    def _plan(self, ctx: context.Context, held: Held) -> base.Plan:
+        _old, infos, changes = _listed(ctx, held)
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         notes += certificate_warnings(infos)
         return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
 
     def _wait_routing(self, ctx: context.Context) -> None:
-        """Rewrite only once openshift-apiserver generates hosts under the new apps domain."""
+        """Rewrite only once openshift-apiserver generates hosts under the new apps domain: it has rolled out
+        since the domain step's Ingress write. That is all the routes need, so this step runs before the settle,
+        overlapping the kube-apiserver revision (whose outage the kube client's retries ride out)."""
+        changed = ctx.rollouts.pending().get(OPENSHIFT_APISERVER)
 
         def ready() -> bool | None:
-            if "openshift-apiserver" in ctx.rollouts.pending():
-                return None
-            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, "openshift-apiserver"))
-            return True if not base.operator_problems(co) else None
+            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, OPENSHIFT_APISERVER))
+            return True if settle.rolled_out(co, changed) else None
 
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
     def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
-        results: dict[kube.Ref, str] = {}
-        temporary: list[errors.TemporaryError] = []
+        """Patch every route to rewrite. The routes run while the kube-apiserver revision rolls out, so the API
+        may go away for longer than one request's retries: the routes it refused are patched again once it
+        answers (a bounded, visible wait), a few rounds at most."""
         ctx.backups.save_many([(change.ref, change.before) for change in plan.changes])
+        results: dict[kube.Ref, str] = {}
+        todo = list(plan.changes)
+        for round_ in range(1, OUTAGE_ROUNDS + 1):
+            refused = self._patch_round(ctx, todo, results)
+            if not refused or round_ == OUTAGE_ROUNDS:
+                break
+            LOG.info("routes: the API refused %d route(s); waiting for it to answer again", len(refused))
+            base.wait_for(ctx, self.name, "the API to answer again", ctx.site.timeouts.api, _answers(ctx))
+            todo = [change for change in todo if change.ref in refused]
+        failed = [f"{ref}: {exc.message}" for ref, exc in refused.items()]
+        if failed:
+            raise errors.TemporaryError(f"routes: {len(failed)} route(s) could not be patched ({failed[0]})")
+        return results
+
+    def _patch_round(
+        self, ctx: context.Context, changes: list[base.Change], results: dict[kube.Ref, str]
+    ) -> dict[kube.Ref, errors.TemporaryError]:
+        """Patch `changes` on the pool; fills `results`, returns the routes the API refused for now."""
+        refused: dict[kube.Ref, errors.TemporaryError] = {}
         # more workers than pooled connections would only open connections to throw them away after one request
         workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in plan.changes}
+            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in changes}
             for future in concurrent.futures.as_completed(futures):
                 ref = futures[future]
                 try:
                     results[ref] = future.result()
                 except errors.TemporaryError as exc:
-                    temporary.append(exc)
+                    refused[ref] = exc
                     results[ref] = "failed"
                 except errors.SnorelocError as exc:
                     results[ref] = f"failed: {exc.message}"
-        if temporary:
-            raise errors.TemporaryError(
-                f"routes: {len(temporary)} route(s) could not be patched ({temporary[0].message})"
-            )
-        return results
+        return refused
 
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
@@ -234,7 +290,8 @@ class Routes:
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         self._wait_routing(ctx)
-        plan = self.plan(ctx)  # the routes may have changed while we waited
+        held = {change.ref: change.before for change in plan.changes if change.before is not None}
+        plan = self._plan(ctx, held)  # the routes may have changed while we waited
         infos: list[RouteInfo] = list(plan.data["infos"])
         results = self._patch_all(ctx, plan)
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
