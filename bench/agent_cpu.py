@@ -191,7 +191,7 @@ def measure_one(routes: int, latency_ms: float, workers: int) -> dict[str, Any]:
             step = routes_step.Routes()
             cpu, wall = time.process_time(), time.monotonic()
             plan = step.plan(ctx)
-            results = step._patch_all(ctx, plan)
+            results = step._patch_all(ctx, routes_step.rewrites(plan.data["infos"]))
             cpu, wall = time.process_time() - cpu, time.monotonic() - wall
             ctx.kube.close()
         finally:

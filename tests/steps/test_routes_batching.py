@@ -260,21 +260,23 @@ def test_lists_are_read_in_pages(sim: Any) -> None:
 
 
 @pytest.mark.parametrize("sim", [{"routes": 50}], indirect=True)
-def test_a_second_plan_holds_no_second_copy_of_the_routes(setup: Setup) -> None:
+def test_the_plan_holds_facts_not_routes_and_a_second_listing_shares_them(setup: Setup) -> None:
     step = routes.Routes()
     first = step.plan(setup.ctx)
+    infos = first.data["infos"]
     assert len(first.changes) >= 50
-    assert all(c.before is not None and "status" not in c.before for c in first.changes)  # the server's, not ours
+    assert all(isinstance(info, routes.RouteInfo) and not hasattr(info, "__dict__") for info in infos)
+    assert all(c.before is not None and set(c.before) == {"spec"} == set(c.after or {}) for c in first.changes)
     moved = first.changes[0].ref
     setup.client.patch(moved, {"metadata": {"annotations": {"team": "blue"}}})  # one route changes meanwhile
 
-    held = {c.ref: c.before for c in first.changes if c.before is not None}
-    second = step._plan(setup.ctx, held)
+    held = {info.ref: info for info in infos}
+    second = routes._listed(setup.ctx, held, None)
 
-    shared = [c.ref for c in second.changes if c.before is held[c.ref]]
-    assert sorted(shared) == sorted(c.ref for c in first.changes if c.ref != moved)
-    [fresh] = [c for c in second.changes if c.ref == moved]
-    assert fresh.before is not None and fresh.before["metadata"]["annotations"]["team"] == "blue"
+    shared = [info.ref for info in second if info is held[info.ref]]
+    assert sorted(shared) == sorted(info.ref for info in infos if info.ref != moved)
+    [fresh] = [info for info in second if info.ref == moved]
+    assert fresh.version != held[moved].version and fresh.host == held[moved].host
 
 
 @pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
@@ -285,12 +287,19 @@ def test_routes_ride_out_an_outage_longer_than_one_requests_retries(sim: Any, se
     ctx = dataclasses.replace(setup.ctx, kube=client)
     setup.watched.after_batch = lambda: sim.cluster.availability.outage(1.5, "refuse")
     step = routes.Routes()
+    plan = step.plan(ctx)
+    start = client.requests
 
-    outcome = step.apply(ctx, step.plan(ctx))
+    outcome = step.apply(ctx, plan)
 
     rows = outcome.details["routes"]
     moving = [row for row in rows if row["old_host"].endswith("." + setup.old_domain) and row["result"] != "untouched"]
-    assert len([row for row in moving if row["result"] == "migrated"]) >= 60
+    migrated = len([row for row in moving if row["result"] == "migrated"])
+    assert migrated >= 60
+    # the workers hold while the API is away: one refused patch each at most, and one probe a second meanwhile,
+    # not every worker retrying on its own (the list, the CO and Ingress reads are the rest)
+    probes = 1.5 / routes.OUTAGE_POLL + 2
+    assert client.requests - start <= migrated + setup.ctx.settings.route_workers + probes + 6
     assert not [row for row in rows if row["result"].startswith("failed")]
     stale = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
     assert stale == []

@@ -187,7 +187,8 @@ class Forbidden(errors.PermissionDenied):
 
 
 class Unreachable(errors.TemporaryError):
-    """The API did not answer successfully within the retry budget (outage, 5xx, throttling)."""
+    """The API did not answer successfully within the retry budget (outage, 5xx, throttling). `delay`: the seconds
+    the server asked us to wait (429/503 Retry-After), 0 when it named none."""
 
 
 class ListExpired(errors.TemporaryError):
@@ -426,8 +427,16 @@ class Client:
         body: Any = None,
         content_type: str | None = None,
         query: dict[str, str] | None = None,
+        retry: bool = True,
     ) -> Any:
-        """One API call, retried on transient failures within the policy's attempts and total time."""
+        """One API call, retried on transient failures within the policy's attempts and total time. With
+        `retry=False` a transient failure is raised at once as `Unreachable`, for callers that pause for an outage
+        themselves (many route workers waiting once, instead of each backing off on its own)."""
+        if not retry:
+            try:
+                return self._attempt(method, path, body, content_type, query or {})
+            except _Retryable as exc:
+                raise Unreachable(f"{method} {path}: {exc.what}", delay=exc.retry_after) from exc
         started = self._clock.monotonic()
 
         def stop(state: tenacity.RetryCallState) -> bool:
@@ -453,12 +462,13 @@ class Client:
             raise Unreachable(
                 f"{method} {path}: the API did not answer successfully ({exc.what}) after {seconds:.0f}s",
                 hint="The API may be restarting; run `snoreloc run` again to resume.",
+                delay=exc.retry_after,
             ) from exc
 
     # --- the typed surface ------------------------------------------------------------------------------------
 
-    def get(self, ref: Ref) -> Obj:
-        result: Obj = self.request("GET", ref.path())
+    def get(self, ref: Ref, *, retry: bool = True) -> Obj:
+        result: Obj = self.request("GET", ref.path(), retry=retry)
         return result
 
     def find(self, ref: Ref) -> Obj | None:
@@ -513,9 +523,9 @@ class Client:
         result: Obj = self.request("PUT", ref.path(), body=obj)
         return result
 
-    def patch(self, ref: Ref, patch: Obj) -> Obj:
+    def patch(self, ref: Ref, patch: Obj, *, retry: bool = True) -> Obj:
         """A JSON merge patch (RFC 7386): the only patch type custom resources accept besides JSON patch."""
-        result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH)
+        result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH, retry=retry)
         return result
 
     def delete(self, ref: Ref) -> None:
@@ -538,11 +548,12 @@ class Client:
                 LOG.info("%s changed while we wrote it (attempt %d); re-reading", ref, attempt)
         raise self._still_conflicting(ref)
 
-    def patch_from(self, ref: Ref, current: Obj, fn: Callable[[Obj], Obj | None]) -> Obj:
+    def patch_from(self, ref: Ref, current: Obj, fn: Callable[[Obj], Obj | None], *, retry: bool = True) -> Obj:
         """`modify` from an object the caller already holds (a list item): no GET before the first write.
 
         The write is a merge patch of what `fn` changed, guarded by `current`'s resourceVersion, so a change made
         since `current` was read fails with 409; then the object is read again and `fn` re-applied to it.
+        `current` may be a part of the object (its resourceVersion and the fields `fn` reads and sets).
         """
         for attempt in range(1, self.policy.conflict_attempts + 1):
             desired = fn(copy.deepcopy(current))
@@ -553,10 +564,10 @@ class Client:
             if version:
                 body.setdefault("metadata", {})["resourceVersion"] = version
             try:
-                return self.patch(ref, body)
+                return self.patch(ref, body, retry=retry)
             except Conflict:
                 LOG.info("%s changed since we read it (attempt %d); re-reading", ref, attempt)
-            current = self.get(ref)
+            current = self.get(ref, retry=retry)
         raise self._still_conflicting(ref)
 
     def _still_conflicting(self, ref: Ref) -> Conflict:
@@ -586,8 +597,17 @@ class Client:
 
     def ready(self) -> bool:
         """One quick probe of /readyz (no retries): for callers that poll the API themselves."""
+        return self._answers("/readyz", {})
+
+    def serves(self, resource: Resource) -> bool:
+        """One quick probe (no retries) that `resource` is served: a list of at most one object. Stricter than
+        `ready` for kinds an aggregated API serves (routes: openshift-apiserver behind the kube-apiserver), which
+        can answer 503 for a while after /readyz is ok again."""
+        return self._answers(resource.path(), {"limit": "1"})
+
+    def _answers(self, path: str, query: dict[str, str]) -> bool:
         try:
-            self._attempt("GET", "/readyz", None, None, {})
+            self._attempt("GET", path, None, None, query)
         except (_Retryable, errors.SnorelocError, ValueError):
             return False
         return True

@@ -16,10 +16,12 @@ under the old apps domain is kept and handled by kind:
 - console, downloads and oauth-openshift are moved by componentRoutes (the domain step) and are left alone;
 - anything outside the old apps domain is untouched.
 
-Patches run on a bounded thread pool, so thousands of routes take seconds. The routes' originals are saved as one
-backup batch before the first patch. Each patch is written from the route as the list returned it, guarded by
-its resourceVersion (no GET per route); a route changed since is read again and rewritten only if its host is
-still the old one.
+Patches run on a bounded thread pool, so thousands of routes take seconds. The step keeps a few facts per route
+(`RouteInfo`), never the route objects: the list is read in pages, and each page's originals are saved as one
+backup batch before the next page is read, all before the first patch. Each patch sets only the host, guarded by
+the resourceVersion the list returned (no GET per route); a route changed since is read again and rewritten only
+if its host is still the old one. The step runs while the kube-apiserver revision restarts the API: the workers
+then pause together until it answers (`_Outage`) rather than each retrying on its own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +44,8 @@ LOG = logging.getLogger(__name__)
 
 GENERATED = "openshift.io/host.generated"
 OPENSHIFT_APISERVER = "openshift-apiserver"
-OUTAGE_ROUNDS = 4  # patch rounds at most: a revision restarts the API once; a route refused four times fails
+OUTAGE_ROUNDS = 6  # attempts per route, each after the API answered again: a revision restarts it once
+OUTAGE_POLL = 1.0  # seconds between two probes of the route API while it is away
 COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
 
 
@@ -54,14 +58,17 @@ class Handling(enum.Enum):
     UNTOUCHED = "untouched"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RouteInfo:
+    """What the step keeps of a route (there may be tens of thousands): never the object itself."""
+
     namespace: str
     name: str
     host: str
     new_host: str
     handling: Handling
     uncovered: tuple[str, ...] | None = None  # the names of its own certificate when they miss the new host
+    version: str = ""  # the resourceVersion it was listed at: the patch is guarded by it
 
     @property
     def certificate_warning(self) -> str | None:
@@ -100,6 +107,7 @@ def classify(
 ) -> RouteInfo:
     meta = route["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
+    version = str(meta.get("resourceVersion") or "")
     host = str((route.get("spec") or {}).get("host") or "")
     arrived = host.endswith("." + new)  # checked first: the new apps domain may lie inside the old one
     under_old = host.endswith("." + old) and not arrived
@@ -115,51 +123,56 @@ def classify(
         names = own_certificate_names(route)
         if names is not None and not certs.covers(names, new_host):
             keep = own is model.OwnCertificates.KEEP_HOST
-            return RouteInfo(namespace, name, host, new_host, Handling.KEEP if keep else Handling.REWRITE, names)
+            handling = Handling.KEEP if keep else Handling.REWRITE
+            return RouteInfo(namespace, name, host, new_host, handling, names, version)
         handling = Handling.REWRITE
-    return RouteInfo(namespace, name, host, new_host, handling)
-
-
-Held = Mapping[kube.Ref, kube.Obj]  # routes an earlier plan holds, by reference
+    return RouteInfo(namespace, name, host, new_host, handling, None, version)
 
 
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
-    old, infos, _changes = _listed(ctx, {})
-    return old, infos
+    """The old apps domain and how each route is handled, read page by page (see `_listed`)."""
+    return base.factory_apps_domain(ctx), _listed(ctx, {}, None)
 
 
-def _listed(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
-    """The old apps domain, how each route is handled, and the rewrites. Read page by page, keeping only the
-    routes to rewrite (without their status); a route `held` at the same resourceVersion is reused, so a second
-    plan shares the first one's objects instead of holding a second copy of thousands of routes. The step runs
-    while the kube-apiserver restarts, so a listing the API refuses (or forgets between pages) is started over
-    once it answers, within the API timeout."""
-    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, lambda: _listed_once(ctx, held))
+def _listed(
+    ctx: context.Context, held: Mapping[kube.Ref, RouteInfo], backups: context.Backups | None
+) -> list[RouteInfo]:
+    """How each route is handled, read page by page: only a `RouteInfo` per route is kept, never the objects, so
+    memory grows by a few hundred bytes a route. With `backups`, each page's routes to rewrite are saved there (as
+    listed, without status) before the next page is read: every original is kept before the first patch. A route
+    `held` by an earlier plan unchanged (same resourceVersion) is that plan's object, not a second copy. The step
+    runs while the kube-apiserver restarts, so a listing the API refuses (or forgets between pages) is started
+    over once it answers, within the API timeout; originals already saved are not saved twice."""
+
+    def once() -> list[RouteInfo]:
+        old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+        own = ctx.site.routes.own_certificates
+        infos: list[RouteInfo] = []
+        for page in ctx.kube.pages(kube.ROUTES):
+            originals: list[tuple[kube.Ref, kube.Obj | None]] = []
+            for route in page:
+                info = classify(route, old, new, own)
+                info = held.get(info.ref, info) if held.get(info.ref) == info else info
+                infos.append(info)
+                if info.handling is Handling.REWRITE:
+                    originals.append((info.ref, _original(route)))
+            if backups is not None and originals:
+                backups.save_many(originals)
+        return infos
+
+    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, once)
 
 
-def _listed_once(ctx: context.Context, held: Held) -> tuple[str, list[RouteInfo], list[base.Change]]:
-    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
-    own = ctx.site.routes.own_certificates
-    infos: list[RouteInfo] = []
-    changes: list[base.Change] = []
-    for page in ctx.kube.pages(kube.ROUTES):
-        for route in page:
-            info = classify(route, old, new, own)
-            infos.append(info)
-            if info.handling is Handling.REWRITE:
-                changes.append(_rewrite(info, _kept(route, held.get(info.ref))))
-    return old, infos, changes
-
-
-def _kept(route: kube.Obj, earlier: kube.Obj | None) -> kube.Obj:
-    """What we hold of a route: the earlier plan's object when unchanged since, else the route without its status
-    and managedFields, which the server writes and neither the patch, the backup nor a rollback uses."""
-    version = route["metadata"].get("resourceVersion")
-    if earlier is not None and version and earlier["metadata"].get("resourceVersion") == version:
-        return earlier
+def _original(route: kube.Obj) -> kube.Obj:
+    """What a rollback needs of a route: all of it but its status and managedFields, which the server writes."""
     route.pop("status", None)
     route["metadata"].pop("managedFields", None)
     return route
+
+
+def rewrites(infos: list[RouteInfo]) -> list[RouteInfo]:
+    """The routes whose host we patch."""
+    return [info for info in infos if info.handling is Handling.REWRITE]
 
 
 def _host_setter(old_host: str, new_host: str) -> Any:
@@ -175,30 +188,82 @@ def _host_setter(old_host: str, new_host: str) -> Any:
     return mutate
 
 
-def _rewrite(info: RouteInfo, route: kube.Obj) -> base.Change:
-    """The change of one route, without copying the whole object (there may be thousands)."""
-    after = {**route, "spec": {**(route.get("spec") or {}), "host": info.new_host}}
-    mutate = _host_setter(info.host, info.new_host)
-    return base.Change(info.ref, base.Action.UPDATE, route, after, mutate, why=f"{info.host} -> {info.new_host}")
+def _rewrite(info: RouteInfo) -> base.Change:
+    """The change of one route as the plan shows it: its host (all the patch writes; everything else stays)."""
+    before, after = {"spec": {"host": info.host}}, {"spec": {"host": info.new_host}}
+    return base.Change(info.ref, base.Action.UPDATE, before, after, why=f"{info.host} -> {info.new_host}")
 
 
-def _answers(ctx: context.Context) -> Any:
-    def probe() -> bool | None:
-        return True if ctx.kube.ready() else None
-
-    return probe
-
-
-def _patch_route(ctx: context.Context, change: base.Change) -> str:
-    """Patch one route (its original is already saved); returns the route's result for the table."""
-    assert change.before is not None and change.mutate is not None
-    wanted = (change.after or {}).get("spec", {}).get("host")
+def _patch_route(ctx: context.Context, info: RouteInfo) -> str:
+    """Patch one route's host, guarded by the resourceVersion it was listed at (its original is already saved).
+    One attempt: an outage is `_Outage`'s to wait for. Returns the route's result for the table."""
+    listed: kube.Obj = {"spec": {"host": info.host}}
+    if info.version:
+        listed["metadata"] = {"resourceVersion": info.version}
     try:
-        result = ctx.kube.patch_from(change.ref, change.before, change.mutate)
+        result = ctx.kube.patch_from(info.ref, listed, _host_setter(info.host, info.new_host), retry=False)
     except kube.NotFound:
         return "gone"
     host = (result.get("spec") or {}).get("host")
-    return "migrated" if host == wanted else f"skipped: changed meanwhile to {host or 'no host'}"
+    return "migrated" if host == info.new_host else f"skipped: changed meanwhile to {host or 'no host'}"
+
+
+class _Outage:
+    """The API as every route worker sees it. The routes overlap the kube-apiserver revision, whose restart refuses
+    every request for about a minute on SNO. The first worker that meets it closes the gate and waits, bounded and
+    visibly, until the route API answers again; the others hold at the gate meanwhile instead of each backing off
+    on its own (up to `Policy.backoff_max` after the API is back), and all resume the moment it answers."""
+
+    def __init__(self, ctx: context.Context, step: str) -> None:
+        self._ctx = ctx
+        self._step = step
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self.failed: errors.TemporaryError | None = None  # the wait ran out: every worker stops
+
+    def hold(self) -> None:
+        """Return once requests may go out: at once while the API answers; raise once the wait for it ran out."""
+        if not self._open.is_set():
+            self._open.wait(self._ctx.site.timeouts.api)  # the waiting worker opens it within that budget
+        if self.failed is not None:
+            raise self.failed
+
+    def away(self, refused: kube.Unreachable) -> None:
+        """A request met the outage: wait for the API (one worker waits, the others hold)."""
+        with self._lock:
+            leader = self._open.is_set()
+            self._open.clear()
+        if not leader:
+            return self.hold()
+        clock = self._ctx.clock
+        not_before = clock.monotonic() + refused.delay  # a Retry-After the server named is honoured
+
+        def back() -> bool | None:
+            return True if clock.monotonic() >= not_before and self._ctx.kube.serves(kube.ROUTES) else None
+
+        LOG.info("routes: the API refused a patch (%s); holding every route worker until it answers", refused.message)
+        try:
+            base.wait_for(self._ctx, self._step, "the route API to answer again", self._ctx.site.timeouts.api,
+                          back, poll=OUTAGE_POLL)  # fmt: skip
+        except errors.TemporaryError as exc:
+            self.failed = exc
+        finally:
+            self._open.set()
+        return self.hold()
+
+
+def _patch_through(ctx: context.Context, outage: _Outage, info: RouteInfo) -> str:
+    """Patch one route, riding out outages: a route refused `OUTAGE_ROUNDS` times (each after the API answered
+    again) is given up for this run."""
+    for _round in range(OUTAGE_ROUNDS - 1):
+        outage.hold()
+        try:
+            return _patch_route(ctx, info)
+        except kube.Unreachable as exc:
+            outage.away(exc)
+    outage.hold()
+    return _patch_route(ctx, info)
 
 
 class Routes:
@@ -209,14 +274,12 @@ class Routes:
         return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        return self._plan(ctx, {})
-
-    def _plan(self, ctx: context.Context, held: Held) -> base.Plan:
-        _old, infos, changes = _listed(ctx, held)
+        infos = _listed(ctx, {}, None)
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         notes += certificate_warnings(infos)
-        return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
+        changes = tuple(_rewrite(info) for info in rewrites(infos))
+        return base.Plan(self.name, changes, notes, data={"infos": infos})
 
     def _wait_routing(self, ctx: context.Context) -> None:
         """Rewrite only once openshift-apiserver generates hosts under the new apps domain: it has rolled out
@@ -230,44 +293,38 @@ class Routes:
 
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
-    def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
-        """Patch every route to rewrite. The routes run while the kube-apiserver revision rolls out, so the API
-        may go away for longer than one request's retries: the routes it refused are patched again once it
-        answers (a bounded, visible wait), a few rounds at most."""
-        ctx.backups.save_many([(change.ref, change.before) for change in plan.changes])
+    def _patch_all(self, ctx: context.Context, targets: list[RouteInfo]) -> dict[kube.Ref, str]:
+        """Patch every route in `targets` from a bounded pool of workers, each taking the next route when done
+        with one; an outage pauses them all (see `_Outage`). Routes the API still refused fail the step (a re-run
+        resumes: it finds only those left to rewrite)."""
         results: dict[kube.Ref, str] = {}
-        todo = list(plan.changes)
-        for round_ in range(1, OUTAGE_ROUNDS + 1):
-            refused = self._patch_round(ctx, todo, results)
-            if not refused or round_ == OUTAGE_ROUNDS:
-                break
-            LOG.info("routes: the API refused %d route(s); waiting for it to answer again", len(refused))
-            base.wait_for(ctx, self.name, "the API to answer again", ctx.site.timeouts.api, _answers(ctx))
-            todo = [change for change in todo if change.ref in refused]
-        failed = [f"{ref}: {exc.message}" for ref, exc in refused.items()]
-        if failed:
-            raise errors.TemporaryError(f"routes: {len(failed)} route(s) could not be patched ({failed[0]})")
-        return results
-
-    def _patch_round(
-        self, ctx: context.Context, changes: list[base.Change], results: dict[kube.Ref, str]
-    ) -> dict[kube.Ref, errors.TemporaryError]:
-        """Patch `changes` on the pool; fills `results`, returns the routes the API refused for now."""
         refused: dict[kube.Ref, errors.TemporaryError] = {}
-        # more workers than pooled connections would only open connections to throw them away after one request
-        workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in changes}
-            for future in concurrent.futures.as_completed(futures):
-                ref = futures[future]
+        outage = _Outage(ctx, self.name)
+        todo = iter(targets)
+        take = threading.Lock()
+
+        def work() -> None:
+            while True:
+                with take:
+                    info = next(todo, None)
+                if info is None:
+                    return
                 try:
-                    results[ref] = future.result()
+                    results[info.ref] = _patch_through(ctx, outage, info)
                 except errors.TemporaryError as exc:
-                    refused[ref] = exc
-                    results[ref] = "failed"
+                    refused[info.ref], results[info.ref] = exc, "failed"
                 except errors.SnorelocError as exc:
-                    results[ref] = f"failed: {exc.message}"
-        return refused
+                    results[info.ref] = f"failed: {exc.message}"
+
+        # more workers than pooled connections would only open connections to throw them away after one request
+        workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size, max(len(targets), 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            for future in [pool.submit(work) for _ in range(workers)]:
+                future.result()
+        if refused:
+            ref, exc = next(iter(refused.items()))
+            raise errors.TemporaryError(f"routes: {len(refused)} route(s) could not be patched ({ref}: {exc.message})")
+        return results
 
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
@@ -290,10 +347,10 @@ class Routes:
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         self._wait_routing(ctx)
-        held = {change.ref: change.before for change in plan.changes if change.before is not None}
-        plan = self._plan(ctx, held)  # the routes may have changed while we waited
-        infos: list[RouteInfo] = list(plan.data["infos"])
-        results = self._patch_all(ctx, plan)
+        held = {info.ref: info for info in plan.data["infos"]}
+        infos = _listed(ctx, held, ctx.backups)  # again: the routes may have changed while we waited
+        del held
+        results = self._patch_all(ctx, rewrites(infos))
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
         table = [_row(info, results) for info in infos]
         warnings = tuple(
@@ -301,7 +358,7 @@ class Routes:
             for row in table
             if row["result"].startswith(("failed", "skipped", "not regenerated"))
         ) + certificate_warnings(infos)
-        changed = tuple(f"update {c.ref}" for c in plan.changes if results.get(c.ref) == "migrated")
+        changed = tuple(f"update {ref}" for ref, result in results.items() if result == "migrated")
         return base.Outcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})
 
     def verify(self, ctx: context.Context) -> None:
