@@ -197,11 +197,15 @@ def _rewrite(info: RouteInfo) -> base.Change:
 def _patch_route(ctx: context.Context, info: RouteInfo) -> str:
     """Patch one route's host, guarded by the resourceVersion it was listed at (its original is already saved).
     One attempt: an outage is `_Outage`'s to wait for. Returns the route's result for the table."""
-    listed: kube.Obj = {"spec": {"host": info.host}}
+    body: kube.Obj = {"spec": {"host": info.new_host}}
     if info.version:
-        listed["metadata"] = {"resourceVersion": info.version}
+        body["metadata"] = {"resourceVersion": info.version}
     try:
-        result = ctx.kube.patch_from(info.ref, listed, _host_setter(info.host, info.new_host), retry=False)
+        try:
+            result = ctx.kube.patch(info.ref, body, retry=False)
+        except kube.Conflict:  # changed since the list: read it, and rewrite it only if its host is still the old one
+            current = ctx.kube.get(info.ref, retry=False)
+            result = ctx.kube.patch_from(info.ref, current, _host_setter(info.host, info.new_host), retry=False)
     except kube.NotFound:
         return "gone"
     host = (result.get("spec") or {}).get("host")
