@@ -601,8 +601,10 @@ class Client:
 
     def serves(self, resource: Resource) -> bool:
         """One quick probe (no retries) that `resource` is served: a list of at most one object. Stricter than
-        `ready` for kinds an aggregated API serves (routes: openshift-apiserver behind the kube-apiserver), which
-        can answer 503 for a while after /readyz is ok again."""
+        `ready` for kinds an aggregated API serves (routes: openshift-apiserver behind the kube-apiserver): when
+        it is the only kube-apiserver, as on SNO, it goes ready without waiting for the aggregated APIs to be
+        reachable, which answer 503 meanwhile (openshift/kubernetes PR 1616,
+        openshift-kube-apiserver/openshiftkubeapiserver/sdn_readyz_wait.go)."""
         return self._answers(resource.path(), {"limit": "1"})
 
     def _answers(self, path: str, query: dict[str, str]) -> bool:
