@@ -214,10 +214,10 @@ def _patch_route(ctx: context.Context, info: RouteInfo) -> str:
 
 class _Outage:
     """The API as every route worker sees it. The routes overlap the kube-apiserver revision, whose restart refuses
-    every request for about a minute on SNO (no second instance; shutdown delay 0 s: ../shared/research notes,
-    cluster-kube-apiserver-operator PRs 1164 and 1168). The first worker that meets it closes the gate and waits, bounded and
-    visibly, until the route API answers again; the others hold at the gate meanwhile instead of each backing off
-    on its own (up to `Policy.backoff_max` after the API is back), and all resume the moment it answers."""
+    every request for about a minute on SNO (no second instance; shutdown delay 0 s: cluster-kube-apiserver-operator
+    PRs 1164 and 1168). The first worker that meets it closes the gate and waits, bounded and visibly, until the
+    route API answers again; the others hold at the gate meanwhile instead of each backing off on its own (up to
+    `Policy.backoff_max` after the API is back), and all resume the moment it answers."""
 
     def __init__(self, ctx: context.Context, step: str) -> None:
         self._ctx = ctx
