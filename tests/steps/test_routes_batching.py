@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes.config import kube_config
 
+from snoreloc import errors, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal
@@ -303,3 +304,30 @@ def test_routes_ride_out_an_outage_longer_than_one_requests_retries(sim: Any, se
     assert not [row for row in rows if row["result"].startswith("failed")]
     stale = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
     assert stale == []
+
+
+@pytest.mark.parametrize("sim", [{"routes": 40}], indirect=True)
+def test_an_outage_outlasting_the_api_budget_fails_the_step_and_a_rerun_resumes(sim: Any, setup: Setup) -> None:
+    """Every worker stops once the one wait for the API runs out; the next run patches what is left, with the
+    factory originals still the ones kept, and the run after that writes nothing."""
+    ctx = dataclasses.replace(setup.ctx, site=dataclasses.replace(setup.ctx.site, timeouts=model.Timeouts(api=1)))
+    setup.watched.after_batch = lambda: sim.cluster.availability.outage(3.0, "refuse")
+    step = routes.Routes()
+    originals = {key: r["spec"]["host"] for key, r in _user_routes(setup.client).items()}
+
+    with pytest.raises(errors.TemporaryError, match="could not be patched"):
+        step.apply(ctx, step.plan(ctx))
+
+    setup.watched.after_batch = None
+    back = waits.Wait("test", "the API after the outage", 10.0, interval=0.2)
+    waits.until(lambda: True if setup.client.serves(kube.ROUTES) else None, back, setup.ctx.clock)
+    rows = {f"{r['namespace']}/{r['name']}": r for r in step.apply(ctx, step.plan(ctx)).details["routes"]}
+    moved = [key for key, host in originals.items() if host.endswith("." + setup.old_domain)]
+    assert len(moved) >= 40 and all(rows[key]["result"] == "migrated" for key in moved)
+    kept = {f"{e.ref.namespace}/{e.ref.name}": e.original for e in setup.watched.store.entries()}
+    assert {key: (kept[key] or {})["spec"]["host"] for key in moved} == {key: originals[key] for key in moved}
+
+    writes = setup.client.writes
+    assert step.plan(ctx).changes == ()
+    step.apply(ctx, step.plan(ctx))
+    assert setup.client.writes == writes
