@@ -272,7 +272,7 @@ def test_the_plan_holds_facts_not_routes_and_a_second_listing_shares_them(setup:
     setup.client.patch(moved, {"metadata": {"annotations": {"team": "blue"}}})  # one route changes meanwhile
 
     held = {info.ref: info for info in infos}
-    second = routes._listed(setup.ctx, held, None)
+    second = routes._listed(setup.ctx, held)
 
     shared = [info.ref for info in second if info is held[info.ref]]
     assert sorted(shared) == sorted(info.ref for info in infos if info.ref != moved)
@@ -331,3 +331,30 @@ def test_an_outage_outlasting_the_api_budget_fails_the_step_and_a_rerun_resumes(
     assert step.plan(ctx).changes == ()
     step.apply(ctx, step.plan(ctx))
     assert setup.client.writes == writes
+
+
+@pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
+def test_each_page_is_backed_up_before_its_patches_and_the_listing_reads_on_after_an_outage(
+    sim: Any, setup: Setup
+) -> None:
+    """The routes are patched page by page as they are listed; an outage between two pages pauses the listing
+    with the patches, and it goes on from the page it had reached. A rollback puts every factory host back."""
+    paged = kube.Policy(list_page=20, attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=paged)
+    ctx = dataclasses.replace(setup.ctx, kube=client)
+    before = _user_routes(setup.client)
+
+    def outage_after_the_first_page() -> None:
+        if len(setup.watched.batches) == 1:
+            sim.cluster.availability.outage(1.0, "refuse")
+
+    setup.watched.after_batch = outage_after_the_first_page
+    step = routes.Routes()
+    plan = step.plan(ctx)
+    rows = step.apply(ctx, plan).details["routes"]
+
+    assert len(setup.watched.batches) >= 3 and sum(setup.watched.batches) >= 60  # one batch per page
+    assert not [row for row in rows if row["result"].startswith("failed")]
+    assert len([row for row in rows if row["result"] == "migrated"]) >= 60
+    backups.rollback(setup.client, setup.watched.store)
+    assert {k: r["spec"] for k, r in _user_routes(setup.client).items()} == {k: r["spec"] for k, r in before.items()}

@@ -484,25 +484,40 @@ class Client:
         """The objects of a kind, one page (`limit`, `continue`) at a time: no response holds thousands of them, and
         a caller that keeps only what it needs never holds the whole list. `ListExpired` when the server forgot
         the listing between two pages (after etcd compaction); the pages already yielded are then incomplete."""
+        token: str | None = None
+        while True:
+            items, token = self.page(resource, token, namespace, label_selector=label_selector)
+            yield items
+            if not token:
+                return
+
+    def page(
+        self,
+        resource: Resource,
+        token: str | None = None,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        retry: bool = True,
+    ) -> tuple[list[Obj], str | None]:
+        """One page of a list (see `pages`): its objects and the `continue` token of the next page (None: the
+        last). A caller that pauses for an outage itself reads on from the token it holds."""
         query = {"limit": str(self.policy.list_page)}
         if label_selector:
             query["labelSelector"] = label_selector
-        while True:
-            try:
-                result = self.request("GET", resource.path(namespace=namespace), query=query)
-            except ApiError as exc:
-                if exc.status != 410:
-                    raise
-                raise ListExpired(f"listing {resource.plural}: {exc.message}") from exc
-            items: list[Obj] = result.get("items") or []
-            for item in items:  # list items carry no apiVersion/kind in kube responses
-                item.setdefault("apiVersion", resource.api_version)
-                item.setdefault("kind", resource.kind)
-            yield items
-            token = (result.get("metadata") or {}).get("continue")
-            if not token:
-                return
+        if token:
             query["continue"] = token
+        try:
+            result = self.request("GET", resource.path(namespace=namespace), query=query, retry=retry)
+        except ApiError as exc:
+            if exc.status != 410:
+                raise
+            raise ListExpired(f"listing {resource.plural}: {exc.message}") from exc
+        items: list[Obj] = result.get("items") or []
+        for item in items:  # list items carry no apiVersion/kind in kube responses
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+        return items, (result.get("metadata") or {}).get("continue") or None
 
     def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> list[Obj]:
         """Every object of a kind (read in pages; an expired listing is started over, within the conflict budget)."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 import concurrent.futures
 import enum
 import logging
+import queue
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -131,36 +132,26 @@ def classify(
 
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
     """The old apps domain and how each route is handled, read page by page (see `_listed`)."""
-    return base.factory_apps_domain(ctx), _listed(ctx, {}, None)
+    return base.factory_apps_domain(ctx), _listed(ctx, {})
 
 
-def _listed(
-    ctx: context.Context, held: Mapping[kube.Ref, RouteInfo], backups: context.Backups | None
-) -> list[RouteInfo]:
+def _listed(ctx: context.Context, held: Mapping[kube.Ref, RouteInfo]) -> list[RouteInfo]:
     """How each route is handled, read page by page: only a `RouteInfo` per route is kept, never the objects, so
-    memory grows by a few hundred bytes a route. With `backups`, each page's routes to rewrite are saved there (as
-    listed, without status) before the next page is read: every original is kept before the first patch. A route
-    `held` by an earlier plan unchanged (same resourceVersion) is that plan's object, not a second copy. The step
-    runs while the kube-apiserver restarts, so a listing the API refuses (or forgets between pages) is started
-    over once it answers, within the API timeout; originals already saved are not saved twice."""
+    memory grows by a few hundred bytes a route. A route `held` by an earlier plan unchanged (same
+    resourceVersion) is that plan's object, not a second copy. A listing the API refuses (or forgets between
+    pages) is started over once it answers, within the API timeout."""
 
     def once() -> list[RouteInfo]:
         old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
         own = ctx.site.routes.own_certificates
-        infos: list[RouteInfo] = []
-        for page in ctx.kube.pages(kube.ROUTES):
-            originals: list[tuple[kube.Ref, kube.Obj | None]] = []
-            for route in page:
-                info = classify(route, old, new, own)
-                info = held.get(info.ref, info) if held.get(info.ref) == info else info
-                infos.append(info)
-                if info.handling is Handling.REWRITE:
-                    originals.append((info.ref, _original(route)))
-            if backups is not None and originals:
-                backups.save_many(originals)
-        return infos
+        return [_shared(classify(route, old, new, own), held) for page in ctx.kube.pages(kube.ROUTES) for route in page]
 
     return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, once)
+
+
+def _shared(info: RouteInfo, held: Mapping[kube.Ref, RouteInfo]) -> RouteInfo:
+    earlier = held.get(info.ref)
+    return earlier if earlier == info and earlier is not None else info
 
 
 def _original(route: kube.Obj) -> kube.Obj:
@@ -271,6 +262,106 @@ def _patch_through(ctx: context.Context, outage: _Outage, info: RouteInfo) -> st
     return _patch_route(ctx, info)
 
 
+class _Patcher:
+    """A bounded pool of workers patching the routes handed to it, each taking the next one when done with one,
+    so the patches of one page run while the next page is read. `finish` waits for them all."""
+
+    def __init__(self, ctx: context.Context, outage: _Outage) -> None:
+        self._ctx = ctx
+        self._outage = outage
+        self.results: dict[kube.Ref, str] = {}
+        self.refused: dict[kube.Ref, errors.TemporaryError] = {}
+        self._queue: queue.SimpleQueue[RouteInfo | None] = queue.SimpleQueue()
+        # more workers than pooled connections would only open connections to throw them away after one request
+        self._workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self._workers)
+        self._running = [self._pool.submit(self._work) for _ in range(self._workers)]
+
+    def submit(self, info: RouteInfo) -> None:
+        self._queue.put(info)
+
+    def _work(self) -> None:
+        while (info := self._queue.get()) is not None:
+            try:
+                self.results[info.ref] = _patch_through(self._ctx, self._outage, info)
+            except errors.TemporaryError as exc:
+                self.refused[info.ref], self.results[info.ref] = exc, "failed"
+            except errors.SnorelocError as exc:
+                self.results[info.ref] = f"failed: {exc.message}"
+
+    def finish(self) -> dict[kube.Ref, str]:
+        """Every route's result, once all are patched; routes the API still refused fail the step (a re-run
+        resumes: it finds only those left to rewrite)."""
+        self.stop()
+        if self.refused:
+            ref, exc = next(iter(self.refused.items()))
+            raise errors.TemporaryError(
+                f"routes: {len(self.refused)} route(s) could not be patched ({ref}: {exc.message})"
+            )
+        return self.results
+
+    def stop(self) -> None:
+        """Let the workers patch what they were given, and end."""
+        for _worker in range(self._workers):
+            self._queue.put(None)  # each worker stops at the first None it takes, after the routes before it
+        try:
+            for running in self._running:
+                running.result()
+        finally:
+            self._pool.shutdown()
+
+
+def _relisted(
+    ctx: context.Context, held: Mapping[kube.Ref, RouteInfo], outage: _Outage, patcher: _Patcher
+) -> list[RouteInfo]:
+    """The routes listed again (they may have changed since the plan), page by page: each page's originals of the
+    routes to rewrite are saved as one backup batch, then handed to `patcher` while the next page is read, so
+    every original is kept before its route's patch. An outage pauses the listing with the patches (`_Outage`) and
+    it reads on from the page it had reached; a listing the server forgot (410) starts over, skipping the routes
+    already handed over."""
+    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+    own = ctx.site.routes.own_certificates
+    found: dict[kube.Ref, RouteInfo] = {}
+    token: str | None = None
+    refusals = expiries = 0
+    while True:
+        outage.hold()
+        try:
+            page, following = ctx.kube.page(kube.ROUTES, token, retry=False)
+        except kube.ListExpired as exc:
+            expiries, token = _count(expiries, ctx.kube.policy.conflict_attempts, exc), None
+            continue
+        except kube.Unreachable as exc:
+            refusals = _count(refusals, OUTAGE_ROUNDS, exc)
+            outage.away(exc)
+            continue
+        refusals = 0
+        originals: list[tuple[kube.Ref, kube.Obj | None]] = []
+        fresh: list[RouteInfo] = []
+        for route in page:
+            info = _shared(classify(route, old, new, own), held)
+            if info.ref in found:
+                continue
+            found[info.ref] = info
+            if info.handling is Handling.REWRITE:
+                originals.append((info.ref, _original(route)))
+                fresh.append(info)
+        if originals:
+            ctx.backups.save_many(originals)
+        for info in fresh:
+            patcher.submit(info)
+        if not following:
+            return list(found.values())
+        token = following
+
+
+def _count(count: int, limit: int, exc: errors.TemporaryError) -> int:
+    """One more failed page read; the listing gives up (with `exc`) after `limit` in a row."""
+    if count + 1 >= limit:
+        raise exc
+    return count + 1
+
+
 class Routes:
     name = "routes"
     description = "moving routes to the new apps domain"
@@ -279,7 +370,7 @@ class Routes:
         return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        infos = _listed(ctx, {}, None)
+        infos = _listed(ctx, {})
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         notes += certificate_warnings(infos)
@@ -299,37 +390,11 @@ class Routes:
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
     def _patch_all(self, ctx: context.Context, targets: list[RouteInfo]) -> dict[kube.Ref, str]:
-        """Patch every route in `targets` from a bounded pool of workers, each taking the next route when done
-        with one; an outage pauses them all (see `_Outage`). Routes the API still refused fail the step (a re-run
-        resumes: it finds only those left to rewrite)."""
-        results: dict[kube.Ref, str] = {}
-        refused: dict[kube.Ref, errors.TemporaryError] = {}
-        outage = _Outage(ctx, self.name)
-        todo = iter(targets)
-        take = threading.Lock()
-
-        def work() -> None:
-            while True:
-                with take:
-                    info = next(todo, None)
-                if info is None:
-                    return
-                try:
-                    results[info.ref] = _patch_through(ctx, outage, info)
-                except errors.TemporaryError as exc:
-                    refused[info.ref], results[info.ref] = exc, "failed"
-                except errors.SnorelocError as exc:
-                    results[info.ref] = f"failed: {exc.message}"
-
-        # more workers than pooled connections would only open connections to throw them away after one request
-        workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size, max(len(targets), 1))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            for future in [pool.submit(work) for _ in range(workers)]:
-                future.result()
-        if refused:
-            ref, exc = next(iter(refused.items()))
-            raise errors.TemporaryError(f"routes: {len(refused)} route(s) could not be patched ({ref}: {exc.message})")
-        return results
+        """Patch every route in `targets` (their originals already saved); see `_Patcher`."""
+        patcher = _Patcher(ctx, _Outage(ctx, self.name))
+        for info in targets:
+            patcher.submit(info)
+        return patcher.finish()
 
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
@@ -353,9 +418,15 @@ class Routes:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         self._wait_routing(ctx)
         held = {info.ref: info for info in plan.data["infos"]}
-        infos = _listed(ctx, held, ctx.backups)  # again: the routes may have changed while we waited
+        outage = _Outage(ctx, self.name)
+        patcher = _Patcher(ctx, outage)
+        try:
+            infos = _relisted(ctx, held, outage, patcher)
+        except BaseException:
+            patcher.stop()
+            raise
+        results = patcher.finish()
         del held
-        results = self._patch_all(ctx, rewrites(infos))
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
         table = [_row(info, results) for info in infos]
         warnings = tuple(
