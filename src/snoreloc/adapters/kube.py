@@ -24,7 +24,7 @@ import ssl
 import stat
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +46,7 @@ NODE_KUBECONFIG = (
 )
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 TOKEN_RECHECK = 10.0  # seconds between two looks at whether the kubeconfig's token needs renewing
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -541,6 +542,13 @@ class Client:
     def patch(self, ref: Ref, patch: Obj, *, retry: bool = True) -> Obj:
         """A JSON merge patch (RFC 7386): the only patch type custom resources accept besides JSON patch."""
         result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH, retry=retry)
+        return result
+
+    def json_patch(self, ref: Ref, operations: Sequence[Obj], *, retry: bool = True) -> Obj:
+        """A JSON patch (RFC 6902). With a `test` operation it is a write conditional on one field, checked and
+        applied atomically by the server: a failed test is 422 (`Invalid`) and changes nothing."""
+        body = list(operations)  # the kubernetes client sends a JSON patch only when the body is a list
+        result: Obj = self.request("PATCH", ref.path(), body=body, content_type=JSON_PATCH, retry=retry)
         return result
 
     def delete(self, ref: Ref) -> None:

@@ -17,11 +17,11 @@ under the old apps domain is kept and handled by kind:
 - anything outside the old apps domain is untouched.
 
 Patches run on a bounded thread pool, so thousands of routes take seconds. The step keeps a few facts per route
-(`RouteInfo`), never the route objects: the list is read in pages, and each page's originals are saved as one
-backup batch before the next page is read, all before the first patch. Each patch sets only the host, guarded by
-the resourceVersion the list returned (no GET per route); a route changed since is read again and rewritten only
-if its host is still the old one. The step runs while the kube-apiserver revision restarts the API: the workers
-then pause together until it answers (`_Outage`) rather than each retrying on its own.
+(`RouteInfo`), never the route objects: the list is read in pages; each page's originals are saved as one backup
+batch, then its routes are patched while the next page is read. Each patch is one request (no GET per route):
+a JSON patch that replaces the host only if it is still the old one, so a route whose host changed since is left
+as it is and reported. The step runs while the kube-apiserver revision restarts the API: the workers and the
+listing then pause together until it answers (`_Outage`) rather than each retrying on its own.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ class RouteInfo:
     new_host: str
     handling: Handling
     uncovered: tuple[str, ...] | None = None  # the names of its own certificate when they miss the new host
-    version: str = ""  # the resourceVersion it was listed at: the patch is guarded by it
 
     @property
     def certificate_warning(self) -> str | None:
@@ -108,7 +107,6 @@ def classify(
 ) -> RouteInfo:
     meta = route["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
-    version = str(meta.get("resourceVersion") or "")
     host = str((route.get("spec") or {}).get("host") or "")
     arrived = host.endswith("." + new)  # checked first: the new apps domain may lie inside the old one
     under_old = host.endswith("." + old) and not arrived
@@ -125,9 +123,9 @@ def classify(
         if names is not None and not certs.covers(names, new_host):
             keep = own is model.OwnCertificates.KEEP_HOST
             handling = Handling.KEEP if keep else Handling.REWRITE
-            return RouteInfo(namespace, name, host, new_host, handling, names, version)
+            return RouteInfo(namespace, name, host, new_host, handling, names)
         handling = Handling.REWRITE
-    return RouteInfo(namespace, name, host, new_host, handling, None, version)
+    return RouteInfo(namespace, name, host, new_host, handling)
 
 
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
@@ -137,8 +135,8 @@ def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
 
 def _listed(ctx: context.Context, held: Mapping[kube.Ref, RouteInfo]) -> list[RouteInfo]:
     """How each route is handled, read page by page: only a `RouteInfo` per route is kept, never the objects, so
-    memory grows by a few hundred bytes a route. A route `held` by an earlier plan unchanged (same
-    resourceVersion) is that plan's object, not a second copy. A listing the API refuses (or forgets between
+    memory grows by a few hundred bytes a route. A route `held` by an earlier plan the same (same host and
+    handling) is that plan's object, not a second copy. A listing the API refuses (or forgets between
     pages) is started over once it answers, within the API timeout."""
 
     def once() -> list[RouteInfo]:
@@ -166,19 +164,6 @@ def rewrites(infos: list[RouteInfo]) -> list[RouteInfo]:
     return [info for info in infos if info.handling is Handling.REWRITE]
 
 
-def _host_setter(old_host: str, new_host: str) -> Any:
-    """The route's change: its host, if it is still `old_host` (re-applied to a fresh read after a 409)."""
-
-    def mutate(route: kube.Obj) -> kube.Obj | None:
-        spec = route.setdefault("spec", {})
-        if spec.get("host") != old_host:
-            return None
-        spec["host"] = new_host
-        return route
-
-    return mutate
-
-
 def _rewrite(info: RouteInfo) -> base.Change:
     """The change of one route as the plan shows it: its host (all the patch writes; everything else stays)."""
     before, after = {"spec": {"host": info.host}}, {"spec": {"host": info.new_host}}
@@ -186,17 +171,23 @@ def _rewrite(info: RouteInfo) -> base.Change:
 
 
 def _patch_route(ctx: context.Context, info: RouteInfo) -> str:
-    """Patch one route's host, guarded by the resourceVersion it was listed at (its original is already saved).
-    One attempt: an outage is `_Outage`'s to wait for. Returns the route's result for the table."""
-    body: kube.Obj = {"spec": {"host": info.new_host}}
-    if info.version:
-        body["metadata"] = {"resourceVersion": info.version}
+    """Rewrite one route's host if it is still the old one: a JSON patch that tests `spec.host` and replaces it,
+    one request, atomic on the server. Not guarded by the resourceVersion: the router rewrites every route's status
+    when the apps domain changes, which is when this step runs, so a resourceVersion guard would fail nearly every
+    patch with 409 and cost a read and a second write per route (OpenShift's own patch helper forbids testing
+    resourceVersion for that reason: openshift/library-go, pkg/apiserver/jsonpatch/jsonpatch.go). Its original is
+    already saved. One attempt: an outage is `_Outage`'s to wait for. Returns the route's result for the table."""
+    operations = [
+        {"op": "test", "path": "/spec/host", "value": info.host},
+        {"op": "replace", "path": "/spec/host", "value": info.new_host},
+    ]
     try:
         try:
-            result = ctx.kube.patch(info.ref, body, retry=False)
-        except kube.Conflict:  # changed since the list: read it, and rewrite it only if its host is still the old one
-            current = ctx.kube.get(info.ref, retry=False)
-            result = ctx.kube.patch_from(info.ref, current, _host_setter(info.host, info.new_host), retry=False)
+            result = ctx.kube.json_patch(info.ref, operations, retry=False)
+        except kube.Invalid as refused:  # the test failed (changed meanwhile), or the new host is refused
+            result = ctx.kube.get(info.ref, retry=False)
+            if (result.get("spec") or {}).get("host") == info.host:
+                return f"failed: {refused.message}"
     except kube.NotFound:
         return "gone"
     host = (result.get("spec") or {}).get("host")
