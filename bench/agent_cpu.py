@@ -66,6 +66,16 @@ def _route(index: int) -> dict[str, Any]:
     }
 
 
+def _patched_host(patch: Any) -> str | None:
+    """The host a PATCH body sets: a JSON patch's `replace` of /spec/host (its `test` is not checked: no
+    validation here) or a merge patch's spec.host."""
+    if isinstance(patch, list):
+        return next(
+            (op.get("value") for op in patch if op.get("path") == "/spec/host" and op.get("op") != "test"), None
+        )
+    return ((patch.get("spec") if isinstance(patch, dict) else None) or {}).get("host")
+
+
 class StandIn:
     """Answers after `latency` seconds; counts requests and refuses nothing (bounded by the caller)."""
 
@@ -85,8 +95,8 @@ class StandIn:
         if "/routes/" in path and name in self.routes:
             route = self.routes[name]
             if method == "PATCH":
-                host = (json.loads(body or b"{}").get("spec") or {}).get("host")
-                route = {**route, "spec": {**route["spec"], "host": host or route["spec"]["host"]}}
+                host = _patched_host(json.loads(body or b"{}")) or route["spec"]["host"]
+                route = {**route, "spec": {**route["spec"], "host": host}}
                 self.routes[name] = route
             return 200, route
         return 404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
@@ -231,12 +241,16 @@ def floor_one(routes: int, latency_ms: float, workers: int) -> dict[str, Any]:
     with _stand_in(routes, latency_ms) as (_directory, port, ca):
         pool = urllib3.PoolManager(maxsize=workers, ca_certs=str(ca), retries=False)
         base = f"https://127.0.0.1:{port}{kube.ROUTES.path(namespace=NAMESPACE)}/"
-        headers = {"Content-Type": kube.MERGE_PATCH, "Accept": "application/json", "Authorization": f"Bearer {TOKEN}"}
+        headers = {"Content-Type": kube.JSON_PATCH, "Accept": "application/json", "Authorization": f"Bearer {TOKEN}"}
 
         def patch(index: int) -> bool:
             route = _route(index)
-            host = route["spec"]["host"].replace(OLD_APPS, "apps.site.example.com")
-            body = {"metadata": {"resourceVersion": route["metadata"]["resourceVersion"]}, "spec": {"host": host}}
+            old = route["spec"]["host"]
+            host = old.replace(OLD_APPS, "apps.site.example.com")
+            body = [
+                {"op": "test", "path": "/spec/host", "value": old},
+                {"op": "replace", "path": "/spec/host", "value": host},
+            ]
             url = base + route["metadata"]["name"]
             answer = pool.request("PATCH", url, body=json.dumps(body), headers=headers, preload_content=False)
             done = json.loads(answer.read())["spec"]["host"] == host

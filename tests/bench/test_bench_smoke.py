@@ -196,6 +196,8 @@ def test_the_stand_in_answers_a_patch_with_the_new_host() -> None:
     assert code == 200 and route["spec"]["host"] == "app-00001.apps.new.example.com"
     assert stand_in.answer("GET", "/apis/route.openshift.io/v1/routes", b"")[1]["items"][1] == route
     assert stand_in.answer("GET", "/api/v1/namespaces/x/secrets/y", b"")[0] == 404
+    ops = [{"op": "test", "path": "/spec/host", "value": "x"}, {"op": "replace", "path": "/spec/host", "value": "y.z"}]
+    assert stand_in.answer("PATCH", path, json.dumps(ops).encode())[1]["spec"]["host"] == "y.z"  # the agent's patch
 
 
 @pytest.mark.slow
