@@ -24,6 +24,7 @@ import baselines
 import certificates
 import common
 import relocation
+import routes_memory
 import routes_scale
 import sim_cpu
 import startup
@@ -47,6 +48,7 @@ BENCHMARKS: dict[str, Main] = {
     "agent_cpu": agent_cpu.main,
     "api_economy": api_economy.main,
     "routes_scale": routes_scale.main,
+    "routes_memory": routes_memory.main,
     "relocation": relocation.main,
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
@@ -58,6 +60,7 @@ QUICK: dict[str, list[str]] = {
     "agent_cpu": ["--routes", "50", "--latencies", "2", "--workers", "1,16"],
     "api_economy": ["--speed", "120"],
     "routes_scale": ["--counts", "20"],
+    "routes_memory": ["--routes", "50"],
     "relocation": ["--speeds", "120"],
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],

@@ -184,6 +184,11 @@ def test_agent_cpu_benchmark_against_the_stand_in(tmp_path: Path) -> None:
     assert all(r["agent_cpu_s"] > 0 and r["routes_per_s"] > 0 for r in rows)
 
 
+def test_the_urllib3_floor_patches_every_route_of_the_stand_in() -> None:
+    row = agent_cpu.floor_one(20, 2.0, 4)
+    assert row["floor"] and row["migrated"] == 20 and row["agent_cpu_s"] > 0
+
+
 def test_the_stand_in_answers_a_patch_with_the_new_host() -> None:
     stand_in = agent_cpu.StandIn(routes=2, latency=0.0, max_requests=10)
     path = f"/apis/route.openshift.io/v1/namespaces/{agent_cpu.NAMESPACE}/routes/app-00001"
@@ -191,6 +196,8 @@ def test_the_stand_in_answers_a_patch_with_the_new_host() -> None:
     assert code == 200 and route["spec"]["host"] == "app-00001.apps.new.example.com"
     assert stand_in.answer("GET", "/apis/route.openshift.io/v1/routes", b"")[1]["items"][1] == route
     assert stand_in.answer("GET", "/api/v1/namespaces/x/secrets/y", b"")[0] == 404
+    ops = [{"op": "test", "path": "/spec/host", "value": "x"}, {"op": "replace", "path": "/spec/host", "value": "y.z"}]
+    assert stand_in.answer("PATCH", path, json.dumps(ops).encode())[1]["spec"]["host"] == "y.z"  # the agent's patch
 
 
 @pytest.mark.slow

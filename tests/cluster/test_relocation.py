@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from datetime import datetime
 
 import pytest
 
@@ -118,7 +119,7 @@ def check_report(r: Relocation) -> None:
     assert table[("openshift-ingress-canary", "canary")]["result"] in ("regenerated", "on the new domain")
     assert table[("openshift-console", "console")]["result"] == "moved by componentRoutes"
     assert [s["step"] for s in rep["steps"]] == [
-        "csr", "preflight", "certificates", "cluster-config", "ssh-keys", "catalogs", "domain", "settle", "routes",
+        "csr", "preflight", "certificates", "cluster-config", "ssh-keys", "catalogs", "domain", "routes", "settle",
         "manifests", "proxy", "ntp", "final-settle",
     ]  # fmt: skip
     assert all(isinstance(s["seconds"], float) for s in rep["steps"])
@@ -145,6 +146,20 @@ def test_full_relocation(relocation: Relocation) -> None:
     console = kube.dial_tls(relocation.target.router_address, f"console-openshift-console.{APPS}")
     ingress = secret_pair(relocation, "snoreloc-ingress-cert", "openshift-config")
     assert certs.parse_chain(console)[0] == certs.parse_chain(ingress[0])[0]
+
+
+@pytest.mark.parametrize("sim", [{"speed": 60.0}], indirect=True)  # a revision of 4 s, not 0.4 s: room to overlap
+def test_routes_move_while_the_kube_apiserver_revision_runs(relocation: Relocation) -> None:
+    """Routes need only openshift-apiserver's rollout: they are done before the kube-apiserver revision ends, and
+    the settle after them still waits for that revision."""
+    relocation.run()
+    status = relocation.status()
+    steps = status["steps"]
+    [revision] = [r for r in status["rollout_log"] if r["name"] == "kube-apiserver"]
+    routes_done = datetime.fromisoformat(steps["routes"]["finished"])
+    assert routes_done < datetime.fromisoformat(revision["finished"])
+    assert steps["routes"]["details"]["counts"]["migrated"] >= 1
+    assert datetime.fromisoformat(steps["settle"]["finished"]) >= datetime.fromisoformat(revision["finished"])
 
 
 def server_writes(r: Relocation) -> int | None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from snoreloc import errors, waits
+from snoreloc.adapters import clock as clock_mod
 from snoreloc.cli import main
 from snoreloc.cli import status as status_cmd
 from snoreloc.engine import journal, paths, report, runner
@@ -159,3 +160,29 @@ def test_status_maps_every_run_state(tmp_path: Path, state: journal.RunState, ca
     assert shown["interrupted"] is running_without_lock
     assert code == (status_cmd.INTERRUPTED_EXIT if running_without_lock else status_cmd.exit_codes()[state])
     assert set(status_cmd.exit_codes()) == set(journal.RunState)
+
+
+def test_the_route_table_is_saved_once_in_its_own_file_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    jour = journal.Journal(path, clock_mod.FakeClock())
+    rows = [{"namespace": "shop", "name": f"r{i}", "result": "migrated", "new_host": "h"} for i in range(3000)]
+    jour.start_step("routes", "f1")
+    jour.finish_step("routes", base.Outcome(details={"routes": rows, "counts": {"migrated": 3000}}))
+    jour.start_step("settle", "f2")  # every later save: status.json without the table
+
+    stored = json.loads(path.read_text())["steps"]["routes"]["details"]
+    assert "routes" not in stored and stored["counts"] == {"migrated": 3000}
+    lines = (tmp_path / "routes.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == rows
+    assert (tmp_path / "routes.jsonl").stat().st_mode & 0o777 == 0o600
+    assert len(path.read_text()) < 4000
+    doc = journal.read(path)
+    assert doc.record("routes").details["routes"] == rows  # status, the report and analyze see the table
+    assert report.build(model.SiteConfig(name="s", domain="x.example.com"), doc)["routes"] == rows
+
+
+def test_a_journal_with_the_route_table_inline_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "status.json"
+    rows = [{"namespace": "shop", "name": "r", "result": "migrated", "new_host": "r.apps.x"}]
+    path.write_text(json.dumps({"version": 2, "steps": {"routes": {"state": "done", "details": {"routes": rows}}}}))
+    assert journal.read(path).record("routes").details["routes"] == rows

@@ -4,6 +4,7 @@ connection per worker, and a rollback that puts every route back exactly. Agains
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes.config import kube_config
 
+from snoreloc import errors, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal
@@ -243,3 +245,144 @@ def test_the_token_refresh_hook_runs_once_per_interval_not_per_request(
     clock.advance(kube.TOKEN_RECHECK)
     client.server_version()
     assert len(applied) - loaded == 2  # and it is checked again after the interval
+
+
+@pytest.mark.parametrize("sim", [{"routes": 1200}], indirect=True)
+def test_lists_are_read_in_pages(sim: Any) -> None:
+    client = kube.Client.from_kubeconfig(
+        str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=kube.Policy(list_page=500)
+    )
+    start = client.requests
+    pages = [len(page) for page in client.pages(kube.ROUTES)]
+    assert client.requests - start == len(pages) >= 3  # 1,200 user routes and the cluster's own, 500 a page
+    assert all(size == 500 for size in pages[:-1]) and 0 < pages[-1] <= 500
+    names = [f"{r['metadata']['namespace']}/{r['metadata']['name']}" for r in client.list(kube.ROUTES)]
+    assert len(names) == len(set(names)) == sum(pages)
+
+
+@pytest.mark.parametrize("sim", [{"routes": 50}], indirect=True)
+def test_the_plan_holds_facts_not_routes_and_a_second_listing_shares_them(setup: Setup) -> None:
+    step = routes.Routes()
+    first = step.plan(setup.ctx)
+    infos = first.data["infos"]
+    assert len(first.changes) >= 50
+    assert all(isinstance(info, routes.RouteInfo) and not hasattr(info, "__dict__") for info in infos)
+    assert all(c.before is not None and set(c.before) == {"spec"} == set(c.after or {}) for c in first.changes)
+    moved, touched = first.changes[0].ref, first.changes[1].ref
+    setup.client.patch(moved, {"spec": {"host": f"shop.{ELSEWHERE}"}})  # one route moves elsewhere meanwhile
+    setup.client.patch(touched, {"metadata": {"annotations": {"team": "blue"}}})  # and one only changes a label
+
+    held = {info.ref: info for info in infos}
+    second = routes._listed(setup.ctx, held)
+
+    shared = [info.ref for info in second if info is held[info.ref]]
+    assert sorted(shared) == sorted(info.ref for info in infos if info.ref != moved)
+    [fresh] = [info for info in second if info.ref == moved]
+    assert fresh.host == f"shop.{ELSEWHERE}" and fresh.handling is routes.Handling.UNTOUCHED
+
+
+@pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
+def test_routes_ride_out_an_outage_longer_than_one_requests_retries(sim: Any, setup: Setup) -> None:
+    """The routes overlap the kube-apiserver revision, whose restart outlasts one request's retry budget."""
+    impatient = kube.Policy(attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=impatient)
+    ctx = dataclasses.replace(setup.ctx, kube=client)
+    setup.watched.after_batch = lambda: sim.cluster.availability.outage(1.5, "refuse")
+    step = routes.Routes()
+    plan = step.plan(ctx)
+    start = client.requests
+
+    outcome = step.apply(ctx, plan)
+
+    rows = outcome.details["routes"]
+    moving = [row for row in rows if row["old_host"].endswith("." + setup.old_domain) and row["result"] != "untouched"]
+    migrated = len([row for row in moving if row["result"] == "migrated"])
+    assert migrated >= 60
+    # the workers hold while the API is away: one refused patch each at most, and one probe a second meanwhile,
+    # not every worker retrying on its own (the list, the CO and Ingress reads, and the polls of the operators'
+    # routes, an Ingress read and a GET per route each, are the rest)
+    probes = 1.5 / routes.OUTAGE_POLL + 2
+    owners = len([row for row in rows if "regenerated" in row["result"]])
+    polls = setup.ctx.settings.operator_regen_timeout / setup.ctx.settings.poll_interval + 2
+    assert client.requests - start <= migrated + setup.ctx.settings.route_workers + probes + 6 + polls * (owners + 1)
+    assert not [row for row in rows if row["result"].startswith("failed")]
+    stale = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
+    assert stale == []
+
+
+@pytest.mark.parametrize("sim", [{"routes": 40}], indirect=True)
+def test_an_outage_outlasting_the_api_budget_fails_the_step_and_a_rerun_resumes(sim: Any, setup: Setup) -> None:
+    """Every worker stops once the one wait for the API runs out; the next run patches what is left, with the
+    factory originals still the ones kept, and the run after that writes nothing."""
+    ctx = dataclasses.replace(setup.ctx, site=dataclasses.replace(setup.ctx.site, timeouts=model.Timeouts(api=1)))
+    setup.watched.after_batch = lambda: sim.cluster.availability.outage(3.0, "refuse")
+    step = routes.Routes()
+    originals = {key: r["spec"]["host"] for key, r in _user_routes(setup.client).items()}
+
+    with pytest.raises(errors.TemporaryError, match="could not be patched"):
+        step.apply(ctx, step.plan(ctx))
+
+    setup.watched.after_batch = None
+    back = waits.Wait("test", "the API after the outage", 10.0, interval=0.2)
+    waits.until(lambda: True if setup.client.serves(kube.ROUTES) else None, back, setup.ctx.clock)
+    rows = {f"{r['namespace']}/{r['name']}": r for r in step.apply(ctx, step.plan(ctx)).details["routes"]}
+    moved = [key for key, host in originals.items() if host.endswith("." + setup.old_domain)]
+    assert len(moved) >= 40 and all(rows[key]["result"] == "migrated" for key in moved)
+    kept = {f"{e.ref.namespace}/{e.ref.name}": e.original for e in setup.watched.store.entries()}
+    assert {key: (kept[key] or {})["spec"]["host"] for key in moved} == {key: originals[key] for key in moved}
+
+    writes = setup.client.writes
+    assert step.plan(ctx).changes == ()
+    step.apply(ctx, step.plan(ctx))
+    assert setup.client.writes == writes
+
+
+@pytest.mark.parametrize("sim", [{"routes": 60}], indirect=True)
+def test_each_page_is_backed_up_before_its_patches_and_the_listing_reads_on_after_an_outage(
+    sim: Any, setup: Setup
+) -> None:
+    """The routes are patched page by page as they are listed; an outage between two pages pauses the listing
+    with the patches, and it goes on from the page it had reached. A rollback puts every factory host back."""
+    paged = kube.Policy(list_page=20, attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock_mod.SystemClock(), policy=paged)
+    ctx = dataclasses.replace(setup.ctx, kube=client)
+    before = _user_routes(setup.client)
+
+    def outage_after_the_first_page() -> None:
+        if len(setup.watched.batches) == 1:
+            sim.cluster.availability.outage(1.0, "refuse")
+
+    setup.watched.after_batch = outage_after_the_first_page
+    step = routes.Routes()
+    plan = step.plan(ctx)
+    rows = step.apply(ctx, plan).details["routes"]
+
+    assert len(setup.watched.batches) >= 3 and sum(setup.watched.batches) >= 60  # one batch per page
+    assert not [row for row in rows if row["result"].startswith("failed")]
+    assert len([row for row in rows if row["result"] == "migrated"]) >= 60
+    backups.rollback(setup.client, setup.watched.store)
+    assert {k: r["spec"] for k, r in _user_routes(setup.client).items()} == {k: r["spec"] for k, r in before.items()}
+
+
+@pytest.mark.parametrize("sim", [{"routes": 40}], indirect=True)
+def test_routes_changed_elsewhere_since_the_list_still_take_one_request_each(sim: Any, setup: Setup) -> None:
+    """When the apps domain changes the router rewrites every route's status, so every resourceVersion the list
+    returned is stale by the time of the patch: the patch tests the host, not the resourceVersion."""
+    other = _client(sim)
+    moving = [r for r in _user_routes(setup.client).values() if r["spec"]["host"].endswith("." + setup.old_domain)]
+
+    def router_meanwhile() -> None:
+        for route in moving:
+            other.patch(_ref(route), {"metadata": {"annotations": {"router": "re-admitted"}}})
+
+    setup.watched.after_batch = router_meanwhile
+    step = routes.Routes()
+    plan = step.plan(setup.ctx)
+    requests, writes = setup.client.requests, setup.client.writes
+
+    rows = step.apply(setup.ctx, plan).details["routes"]
+
+    assert len([row for row in rows if row["result"] == "migrated"]) == len(moving) >= 40
+    assert setup.client.writes - writes == len(moving)
+    assert setup.client.requests - requests < len(moving) + 30  # lists and polls; a 409 and a GET per route: +90
+    assert all(other.get(_ref(r))["metadata"]["annotations"]["router"] == "re-admitted" for r in moving)

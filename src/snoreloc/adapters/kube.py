@@ -24,7 +24,7 @@ import ssl
 import stat
 import threading
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,7 @@ NODE_KUBECONFIG = (
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 FIELD_MANAGER = "snoreloc"  # our name in managedFields (server-side apply)
+JSON_PATCH = "application/json-patch+json"
 TOKEN_RECHECK = 10.0  # seconds between two looks at whether the kubeconfig's token needs renewing
 _WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -196,7 +197,12 @@ class Forbidden(errors.PermissionDenied):
 
 
 class Unreachable(errors.TemporaryError):
-    """The API did not answer successfully within the retry budget (outage, 5xx, throttling)."""
+    """The API did not answer successfully within the retry budget (outage, 5xx, throttling). `delay`: the seconds
+    the server asked us to wait (429/503 Retry-After), 0 when it named none."""
+
+
+class ListExpired(errors.TemporaryError):
+    """410 Expired between two pages of a list: the server no longer holds the listing; list again."""
 
 
 class _Retryable(Exception):
@@ -224,6 +230,7 @@ class Policy:
     read_timeout: float = 30.0
     conflict_attempts: int = 8
     pool_size: int = 32
+    list_page: int = 500  # objects per list request
 
 
 def _retry_after(headers: Any) -> float:
@@ -432,8 +439,16 @@ class Client:
         body: Any = None,
         content_type: str | None = None,
         query: dict[str, str] | None = None,
+        retry: bool = True,
     ) -> Any:
-        """One API call, retried on transient failures within the policy's attempts and total time."""
+        """One API call, retried on transient failures within the policy's attempts and total time. With
+        `retry=False` a transient failure is raised at once as `Unreachable`, for callers that pause for an outage
+        themselves (many route workers waiting once, instead of each backing off on its own)."""
+        if not retry:
+            try:
+                return self._attempt(method, path, body, content_type, query or {})
+            except _Retryable as exc:
+                raise Unreachable(f"{method} {path}: {exc.what}", delay=exc.retry_after) from exc
         started = self._clock.monotonic()
 
         def stop(state: tenacity.RetryCallState) -> bool:
@@ -459,12 +474,13 @@ class Client:
             raise Unreachable(
                 f"{method} {path}: the API did not answer successfully ({exc.what}) after {seconds:.0f}s",
                 hint="The API may be restarting; run `snoreloc run` again to resume.",
+                delay=exc.retry_after,
             ) from exc
 
     # --- the typed surface ------------------------------------------------------------------------------------
 
-    def get(self, ref: Ref) -> Obj:
-        result: Obj = self.request("GET", ref.path())
+    def get(self, ref: Ref, *, retry: bool = True) -> Obj:
+        result: Obj = self.request("GET", ref.path(), retry=retry)
         return result
 
     def find(self, ref: Ref) -> Obj | None:
@@ -474,14 +490,55 @@ class Client:
         except NotFound:
             return None
 
-    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> list[Obj]:
-        query = {"labelSelector": label_selector} if label_selector else {}
-        result = self.request("GET", resource.path(namespace=namespace), query=query)
+    def pages(
+        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> Iterator[list[Obj]]:
+        """The objects of a kind, one page (`limit`, `continue`) at a time: no response holds thousands of them, and
+        a caller that keeps only what it needs never holds the whole list. `ListExpired` when the server forgot
+        the listing between two pages (after etcd compaction); the pages already yielded are then incomplete."""
+        token: str | None = None
+        while True:
+            items, token = self.page(resource, token, namespace, label_selector=label_selector)
+            yield items
+            if not token:
+                return
+
+    def page(
+        self,
+        resource: Resource,
+        token: str | None = None,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        retry: bool = True,
+    ) -> tuple[list[Obj], str | None]:
+        """One page of a list (see `pages`): its objects and the `continue` token of the next page (None: the
+        last). A caller that pauses for an outage itself reads on from the token it holds."""
+        query = {"limit": str(self.policy.list_page)}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if token:
+            query["continue"] = token
+        try:
+            result = self.request("GET", resource.path(namespace=namespace), query=query, retry=retry)
+        except ApiError as exc:
+            if exc.status != 410:
+                raise
+            raise ListExpired(f"listing {resource.plural}: {exc.message}") from exc
         items: list[Obj] = result.get("items") or []
         for item in items:  # list items carry no apiVersion/kind in kube responses
             item.setdefault("apiVersion", resource.api_version)
             item.setdefault("kind", resource.kind)
-        return items
+        return items, (result.get("metadata") or {}).get("continue") or None
+
+    def list(self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None) -> list[Obj]:
+        """Every object of a kind (read in pages; an expired listing is started over, within the conflict budget)."""
+        for _attempt in range(self.policy.conflict_attempts):
+            try:
+                return [obj for page in self.pages(resource, namespace, label_selector=label_selector) for obj in page]
+            except ListExpired as exc:
+                LOG.info("%s; listing again", exc.message)
+        raise ListExpired(f"listing {resource.plural}: expired {self.policy.conflict_attempts} times")
 
     def create(self, resource: Resource, obj: Obj) -> Obj:
         namespace = obj.get("metadata", {}).get("namespace") if resource.namespaced else None
@@ -493,9 +550,16 @@ class Client:
         result: Obj = self.request("PUT", ref.path(), body=obj)
         return result
 
-    def patch(self, ref: Ref, patch: Obj) -> Obj:
+    def patch(self, ref: Ref, patch: Obj, *, retry: bool = True) -> Obj:
         """A JSON merge patch (RFC 7386): the only patch type custom resources accept besides JSON patch."""
-        result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH)
+        result: Obj = self.request("PATCH", ref.path(), body=patch, content_type=MERGE_PATCH, retry=retry)
+        return result
+
+    def json_patch(self, ref: Ref, operations: Sequence[Obj], *, retry: bool = True) -> Obj:
+        """A JSON patch (RFC 6902). With a `test` operation it is a write conditional on one field, checked and
+        applied atomically by the server: a failed test is 422 (`Invalid`) and changes nothing."""
+        body = list(operations)  # the kubernetes client sends a JSON patch only when the body is a list
+        result: Obj = self.request("PATCH", ref.path(), body=body, content_type=JSON_PATCH, retry=retry)
         return result
 
     def delete(self, ref: Ref) -> None:
@@ -547,11 +611,12 @@ class Client:
                 LOG.info("%s changed while we wrote it (attempt %d); re-reading", ref, attempt)
         raise self._still_conflicting(ref)
 
-    def patch_from(self, ref: Ref, current: Obj, fn: Callable[[Obj], Obj | None]) -> Obj:
+    def patch_from(self, ref: Ref, current: Obj, fn: Callable[[Obj], Obj | None], *, retry: bool = True) -> Obj:
         """`modify` from an object the caller already holds (a list item): no GET before the first write.
 
         The write is a merge patch of what `fn` changed, guarded by `current`'s resourceVersion, so a change made
         since `current` was read fails with 409; then the object is read again and `fn` re-applied to it.
+        `current` may be a part of the object (its resourceVersion and the fields `fn` reads and sets).
         """
         for attempt in range(1, self.policy.conflict_attempts + 1):
             desired = fn(copy.deepcopy(current))
@@ -562,10 +627,10 @@ class Client:
             if version:
                 body.setdefault("metadata", {})["resourceVersion"] = version
             try:
-                return self.patch(ref, body)
+                return self.patch(ref, body, retry=retry)
             except Conflict:
                 LOG.info("%s changed since we read it (attempt %d); re-reading", ref, attempt)
-            current = self.get(ref)
+            current = self.get(ref, retry=retry)
         raise self._still_conflicting(ref)
 
     def _still_conflicting(self, ref: Ref) -> Conflict:
@@ -595,8 +660,19 @@ class Client:
 
     def ready(self) -> bool:
         """One quick probe of /readyz (no retries): for callers that poll the API themselves."""
+        return self._answers("/readyz", {})
+
+    def serves(self, resource: Resource) -> bool:
+        """One quick probe (no retries) that `resource` is served: a list of at most one object. Stricter than
+        `ready` for kinds an aggregated API serves (routes: openshift-apiserver behind the kube-apiserver): when
+        it is the only kube-apiserver, as on SNO, it goes ready without waiting for the aggregated APIs to be
+        reachable, which answer 503 meanwhile (openshift/kubernetes PR 1616,
+        openshift-kube-apiserver/openshiftkubeapiserver/sdn_readyz_wait.go)."""
+        return self._answers(resource.path(), {"limit": "1"})
+
+    def _answers(self, path: str, query: dict[str, str]) -> bool:
         try:
-            self._attempt("GET", "/readyz", None, None, {})
+            self._attempt("GET", path, None, None, query)
         except (_Retryable, errors.SnorelocError, ValueError):
             return False
         return True

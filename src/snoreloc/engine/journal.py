@@ -5,6 +5,10 @@ whole file atomically: a temporary file in the same directory, fsync, rename ove
 (or a run after a `kill -9` or a power cut) therefore sees either the previous or the next state, never a torn one.
 `status`, `analyze`, the report and the resumed run all read this file through `read`, and nothing else.
 
+A step's table of results (the routes step's, one row per route) is written once, as JSON lines in its own file
+next to status.json (`routes.jsonl`), and loaded back by `read`: with thousands of routes, every later save would
+otherwise re-encode it.
+
 The records are typed (`Document`, `StepRecord`, ...); `to_storage`/`from_storage` are the only places that know the
 JSON keys. Format 1 (snoreloc 0.1.0) also stored `_started_mono`, a monotonic clock reading meaningless in another
 process: format 2 keeps it in memory only and adds `waiting`. Both load; a newer format is refused by name.
@@ -194,7 +198,7 @@ class StepRecord:
             "error": None if self.error is None else self.error.to_storage(),
             "changed": list(self.changed),
             "warnings": list(self.warnings),
-            "details": self.details,
+            "details": _stored_details(self.details),
         }
 
     @classmethod
@@ -212,6 +216,35 @@ class StepRecord:
             warnings=list(data.get("warnings") or []),
             details=dict(data.get("details") or {}),
         )
+
+
+TABLE = "routes"  # a step's per-object table (the routes step's: one row per route), in its own file when large
+TABLE_FILE = "table_file"  # the name of that file, next to status.json
+
+
+def _stored_details(details: dict[str, Any]) -> dict[str, Any]:
+    """What status.json keeps of a step's details: a table that has its own file stays out of it."""
+    if TABLE_FILE not in details:
+        return details
+    return {key: value for key, value in details.items() if key != TABLE}
+
+
+def _write_table(path: Path, rows: list[Any]) -> None:
+    """One JSON line per row, written once when the step finishes (redacted, like status.json)."""
+    write_atomic(path, redact.redact("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)))
+
+
+def _read_table(path: Path) -> list[Any]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc}") from exc
+    try:
+        return [json.loads(line) for line in lines if line.strip()]
+    except ValueError as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file to start afresh.") from exc
 
 
 @dataclass
@@ -339,9 +372,13 @@ def read(path: Path) -> Document:
             hint="Use the snoreloc version that wrote it (a newer one), or remove the file to start afresh.",
         )
     try:
-        return Document.from_storage(data)
+        doc = Document.from_storage(data)
     except (TypeError, ValueError, AttributeError) as exc:
         raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file to start afresh.") from exc
+    for record in doc.steps.values():  # journals before issue 14 carry the table inline, and still load so
+        if isinstance(record.details.get(TABLE_FILE), str):
+            record.details[TABLE] = _read_table(path.with_name(Path(record.details[TABLE_FILE]).name))
+    return doc
 
 
 class Journal:
@@ -412,6 +449,9 @@ class Journal:
             record = self._close_step(name, StepState.DONE)
             record.changed, record.warnings = list(outcome.changed), list(outcome.warnings)
             record.details = dict(outcome.details)
+            if isinstance(record.details.get(TABLE), list):  # thousands of rows: saved once, not at every save
+                record.details[TABLE_FILE] = f"{name}.jsonl"
+                _write_table(self.path.with_name(record.details[TABLE_FILE]), record.details[TABLE])
             self._doc.rollouts.update(outcome.rollouts)
             self._save()
 

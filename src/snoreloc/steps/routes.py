@@ -16,16 +16,21 @@ under the old apps domain is kept and handled by kind:
 - console, downloads and oauth-openshift are moved by componentRoutes (the domain step) and are left alone;
 - anything outside the old apps domain is untouched.
 
-Patches run on a bounded thread pool, so thousands of routes take seconds. The routes' originals are saved as one
-backup batch before the first patch. Each patch is written from the route as the list returned it, guarded by
-its resourceVersion (no GET per route); a route changed since is read again and rewritten only if its host is
-still the old one.
+Patches run on a bounded thread pool, so thousands of routes take seconds. The step keeps a few facts per route
+(`RouteInfo`), never the route objects: the list is read in pages; each page's originals are saved as one backup
+batch, then its routes are patched while the next page is read. Each patch is one request (no GET per route):
+a JSON patch that replaces the host only if it is still the old one, so a route whose host changed since is left
+as it is and reported. The step runs while the kube-apiserver revision restarts the API: the workers and the
+listing then pause together until it answers (`_Outage`) rather than each retrying on its own.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import enum
+import logging
+import queue
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,9 +39,14 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, domain
+from snoreloc.steps import base, context, domain, settle
+
+LOG = logging.getLogger(__name__)
 
 GENERATED = "openshift.io/host.generated"
+OPENSHIFT_APISERVER = "openshift-apiserver"
+OUTAGE_ROUNDS = 6  # attempts per route, each after the API answered again: a revision restarts it once
+OUTAGE_POLL = 1.0  # seconds between two probes of the route API while it is away
 COMPONENT = {(namespace, name) for namespace, name, _prefix, _op in domain.COMPONENT_ROUTES}
 
 
@@ -49,8 +59,10 @@ class Handling(enum.Enum):
     UNTOUCHED = "untouched"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RouteInfo:
+    """What the step keeps of a route (there may be tens of thousands): never the object itself."""
+
     namespace: str
     name: str
     host: str
@@ -110,54 +122,235 @@ def classify(
         names = own_certificate_names(route)
         if names is not None and not certs.covers(names, new_host):
             keep = own is model.OwnCertificates.KEEP_HOST
-            return RouteInfo(namespace, name, host, new_host, Handling.KEEP if keep else Handling.REWRITE, names)
+            handling = Handling.KEEP if keep else Handling.REWRITE
+            return RouteInfo(namespace, name, host, new_host, handling, names)
         handling = Handling.REWRITE
     return RouteInfo(namespace, name, host, new_host, handling)
 
 
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
-    old, _routes, infos = _listed(ctx)
-    return old, infos
+    """The old apps domain and how each route is handled, read page by page (see `_listed`)."""
+    return base.factory_apps_domain(ctx), _listed(ctx, {})
 
 
-def _listed(ctx: context.Context) -> tuple[str, list[kube.Obj], list[RouteInfo]]:
-    """The old apps domain, every route (one list), and how each is handled, in the same order."""
-    old = base.factory_apps_domain(ctx)
-    routes = ctx.kube.list(kube.ROUTES)
-    own = ctx.site.routes.own_certificates
-    return old, routes, [classify(route, old, ctx.site.apps_domain, own) for route in routes]
+def _listed(ctx: context.Context, held: Mapping[kube.Ref, RouteInfo]) -> list[RouteInfo]:
+    """How each route is handled, read page by page: only a `RouteInfo` per route is kept, never the objects, so
+    memory grows by a few hundred bytes a route. A route `held` by an earlier plan the same (same host and
+    handling) is that plan's object, not a second copy. A listing the API refuses (or forgets between
+    pages) is started over once it answers, within the API timeout."""
+
+    def once() -> list[RouteInfo]:
+        old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+        own = ctx.site.routes.own_certificates
+        return [_shared(classify(route, old, new, own), held) for page in ctx.kube.pages(kube.ROUTES) for route in page]
+
+    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, once)
 
 
-def _host_setter(old_host: str, new_host: str) -> Any:
-    """The route's change: its host, if it is still `old_host` (re-applied to a fresh read after a 409)."""
-
-    def mutate(route: kube.Obj) -> kube.Obj | None:
-        spec = route.setdefault("spec", {})
-        if spec.get("host") != old_host:
-            return None
-        spec["host"] = new_host
-        return route
-
-    return mutate
+def _shared(info: RouteInfo, held: Mapping[kube.Ref, RouteInfo]) -> RouteInfo:
+    earlier = held.get(info.ref)
+    return earlier if earlier == info and earlier is not None else info
 
 
-def _rewrite(info: RouteInfo, route: kube.Obj) -> base.Change:
-    """The change of one route, without copying the whole object (there may be thousands)."""
-    after = {**route, "spec": {**(route.get("spec") or {}), "host": info.new_host}}
-    mutate = _host_setter(info.host, info.new_host)
-    return base.Change(info.ref, base.Action.UPDATE, route, after, mutate, why=f"{info.host} -> {info.new_host}")
+def _original(route: kube.Obj) -> kube.Obj:
+    """What a rollback needs of a route: all of it but its status and managedFields, which the server writes."""
+    route.pop("status", None)
+    route["metadata"].pop("managedFields", None)
+    return route
 
 
-def _patch_route(ctx: context.Context, change: base.Change) -> str:
-    """Patch one route (its original is already saved); returns the route's result for the table."""
-    assert change.before is not None and change.mutate is not None
-    wanted = (change.after or {}).get("spec", {}).get("host")
+def rewrites(infos: list[RouteInfo]) -> list[RouteInfo]:
+    """The routes whose host we patch."""
+    return [info for info in infos if info.handling is Handling.REWRITE]
+
+
+def _rewrite(info: RouteInfo) -> base.Change:
+    """The change of one route as the plan shows it: its host (all the patch writes; everything else stays)."""
+    before, after = {"spec": {"host": info.host}}, {"spec": {"host": info.new_host}}
+    return base.Change(info.ref, base.Action.UPDATE, before, after, why=f"{info.host} -> {info.new_host}")
+
+
+def _patch_route(ctx: context.Context, info: RouteInfo) -> str:
+    """Rewrite one route's host if it is still the old one: a JSON patch that tests `spec.host` and replaces it,
+    one request, atomic on the server. Not guarded by the resourceVersion: the router rewrites every route's status
+    when the apps domain changes, which is when this step runs, so a resourceVersion guard would fail nearly every
+    patch with 409 and cost a read and a second write per route (OpenShift's own patch helper forbids testing
+    resourceVersion for that reason: openshift/library-go, pkg/apiserver/jsonpatch/jsonpatch.go). Its original is
+    already saved. One attempt: an outage is `_Outage`'s to wait for. Returns the route's result for the table."""
+    operations = [
+        {"op": "test", "path": "/spec/host", "value": info.host},
+        {"op": "replace", "path": "/spec/host", "value": info.new_host},
+    ]
     try:
-        result = ctx.kube.patch_from(change.ref, change.before, change.mutate)
+        try:
+            result = ctx.kube.json_patch(info.ref, operations, retry=False)
+        except kube.Invalid as refused:  # the test failed (changed meanwhile), or the new host is refused
+            result = ctx.kube.get(info.ref, retry=False)
+            if (result.get("spec") or {}).get("host") == info.host:
+                return f"failed: {refused.message}"
     except kube.NotFound:
         return "gone"
     host = (result.get("spec") or {}).get("host")
-    return "migrated" if host == wanted else f"skipped: changed meanwhile to {host or 'no host'}"
+    return "migrated" if host == info.new_host else f"skipped: changed meanwhile to {host or 'no host'}"
+
+
+class _Outage:
+    """The API as every route worker sees it. The routes overlap the kube-apiserver revision, whose restart refuses
+    every request for about a minute on SNO (no second instance; shutdown delay 0 s: cluster-kube-apiserver-operator
+    PRs 1164 and 1168). The first worker that meets it closes the gate and waits, bounded and visibly, until the
+    route API answers again; the others hold at the gate meanwhile instead of each backing off on its own (up to
+    `Policy.backoff_max` after the API is back), and all resume the moment it answers."""
+
+    def __init__(self, ctx: context.Context, step: str) -> None:
+        self._ctx = ctx
+        self._step = step
+        self._open = threading.Event()
+        self._open.set()
+        self._lock = threading.Lock()
+        self.failed: errors.TemporaryError | None = None  # the wait ran out: every worker stops
+
+    def hold(self) -> None:
+        """Return once requests may go out: at once while the API answers; raise once the wait for it ran out."""
+        if not self._open.is_set():
+            self._open.wait(self._ctx.site.timeouts.api)  # the waiting worker opens it within that budget
+        if self.failed is not None:
+            raise self.failed
+
+    def away(self, refused: kube.Unreachable) -> None:
+        """A request met the outage: wait for the API (one worker waits, the others hold)."""
+        with self._lock:
+            leader = self._open.is_set()
+            self._open.clear()
+        if not leader:
+            return self.hold()
+        clock = self._ctx.clock
+        not_before = clock.monotonic() + refused.delay  # a Retry-After the server named is honoured
+
+        def back() -> bool | None:
+            return True if clock.monotonic() >= not_before and self._ctx.kube.serves(kube.ROUTES) else None
+
+        LOG.info("routes: the API refused a patch (%s); holding every route worker until it answers", refused.message)
+        try:
+            base.wait_for(self._ctx, self._step, "the route API to answer again", self._ctx.site.timeouts.api,
+                          back, poll=OUTAGE_POLL)  # fmt: skip
+        except errors.TemporaryError as exc:
+            self.failed = exc
+        finally:
+            self._open.set()
+        return self.hold()
+
+
+def _patch_through(ctx: context.Context, outage: _Outage, info: RouteInfo) -> str:
+    """Patch one route, riding out outages: a route refused `OUTAGE_ROUNDS` times (each after the API answered
+    again) is given up for this run."""
+    for _round in range(OUTAGE_ROUNDS - 1):
+        outage.hold()
+        try:
+            return _patch_route(ctx, info)
+        except kube.Unreachable as exc:
+            outage.away(exc)
+    outage.hold()
+    return _patch_route(ctx, info)
+
+
+class _Patcher:
+    """A bounded pool of workers patching the routes handed to it, each taking the next one when done with one,
+    so the patches of one page run while the next page is read. `finish` waits for them all."""
+
+    def __init__(self, ctx: context.Context, outage: _Outage) -> None:
+        self._ctx = ctx
+        self._outage = outage
+        self.results: dict[kube.Ref, str] = {}
+        self.refused: dict[kube.Ref, errors.TemporaryError] = {}
+        self._queue: queue.SimpleQueue[RouteInfo | None] = queue.SimpleQueue()
+        # more workers than pooled connections would only open connections to throw them away after one request
+        self._workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self._workers)
+        self._running = [self._pool.submit(self._work) for _ in range(self._workers)]
+
+    def submit(self, info: RouteInfo) -> None:
+        self._queue.put(info)
+
+    def _work(self) -> None:
+        while (info := self._queue.get()) is not None:
+            try:
+                self.results[info.ref] = _patch_through(self._ctx, self._outage, info)
+            except errors.TemporaryError as exc:
+                self.refused[info.ref], self.results[info.ref] = exc, "failed"
+            except errors.SnorelocError as exc:
+                self.results[info.ref] = f"failed: {exc.message}"
+
+    def finish(self) -> dict[kube.Ref, str]:
+        """Every route's result, once all are patched; routes the API still refused fail the step (a re-run
+        resumes: it finds only those left to rewrite)."""
+        self.stop()
+        if self.refused:
+            ref, exc = next(iter(self.refused.items()))
+            raise errors.TemporaryError(
+                f"routes: {len(self.refused)} route(s) could not be patched ({ref}: {exc.message})"
+            )
+        return self.results
+
+    def stop(self) -> None:
+        """Let the workers patch what they were given, and end."""
+        for _worker in range(self._workers):
+            self._queue.put(None)  # each worker stops at the first None it takes, after the routes before it
+        try:
+            for running in self._running:
+                running.result()
+        finally:
+            self._pool.shutdown()
+
+
+def _relisted(
+    ctx: context.Context, held: Mapping[kube.Ref, RouteInfo], outage: _Outage, patcher: _Patcher
+) -> list[RouteInfo]:
+    """The routes listed again (they may have changed since the plan), page by page: each page's originals of the
+    routes to rewrite are saved as one backup batch, then handed to `patcher` while the next page is read, so
+    every original is kept before its route's patch. An outage pauses the listing with the patches (`_Outage`) and
+    it reads on from the page it had reached; a listing the server forgot (410) starts over, skipping the routes
+    already handed over."""
+    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+    own = ctx.site.routes.own_certificates
+    found: dict[kube.Ref, RouteInfo] = {}
+    token: str | None = None
+    refusals = expiries = 0
+    while True:
+        outage.hold()
+        try:
+            page, following = ctx.kube.page(kube.ROUTES, token, retry=False)
+        except kube.ListExpired as exc:
+            expiries, token = _count(expiries, ctx.kube.policy.conflict_attempts, exc), None
+            continue
+        except kube.Unreachable as exc:
+            refusals = _count(refusals, OUTAGE_ROUNDS, exc)
+            outage.away(exc)
+            continue
+        refusals = 0
+        originals: list[tuple[kube.Ref, kube.Obj | None]] = []
+        fresh: list[RouteInfo] = []
+        for route in page:
+            info = _shared(classify(route, old, new, own), held)
+            if info.ref in found:
+                continue
+            found[info.ref] = info
+            if info.handling is Handling.REWRITE:
+                originals.append((info.ref, _original(route)))
+                fresh.append(info)
+        if originals:
+            ctx.backups.save_many(originals)
+        for info in fresh:
+            patcher.submit(info)
+        if not following:
+            return list(found.values())
+        token = following
+
+
+def _count(count: int, limit: int, exc: errors.TemporaryError) -> int:
+    """One more failed page read; the listing gives up (with `exc`) after `limit` in a row."""
+    if count + 1 >= limit:
+        raise exc
+    return count + 1
 
 
 class Routes:
@@ -168,75 +361,59 @@ class Routes:
         return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        _old, routes, infos = _listed(ctx)
-        changes = [
-            _rewrite(info, route)
-            for info, route in zip(infos, routes, strict=True)
-            if info.handling is Handling.REWRITE
-        ]
+        infos = _listed(ctx, {})
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
         notes += certificate_warnings(infos)
-        return base.Plan(self.name, tuple(changes), notes, data={"infos": infos})
+        changes = tuple(_rewrite(info) for info in rewrites(infos))
+        return base.Plan(self.name, changes, notes, data={"infos": infos})
 
     def _wait_routing(self, ctx: context.Context) -> None:
-        """Rewrite only once openshift-apiserver generates hosts under the new apps domain."""
+        """Rewrite only once openshift-apiserver generates hosts under the new apps domain: it has rolled out
+        since the domain step's Ingress write. That is all the routes need, so this step runs before the settle,
+        overlapping the kube-apiserver revision (whose outage the kube client's retries ride out)."""
+        changed = ctx.rollouts.pending().get(OPENSHIFT_APISERVER)
 
         def ready() -> bool | None:
-            if "openshift-apiserver" in ctx.rollouts.pending():
-                return None
-            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, "openshift-apiserver"))
-            return True if not base.operator_problems(co) else None
+            co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, OPENSHIFT_APISERVER))
+            return True if settle.rolled_out(co, changed) else None
 
         base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
 
-    def _patch_all(self, ctx: context.Context, plan: base.Plan) -> dict[kube.Ref, str]:
-        results: dict[kube.Ref, str] = {}
-        temporary: list[errors.TemporaryError] = []
-        ctx.backups.save_many([(change.ref, change.before) for change in plan.changes])
-        # more workers than pooled connections would only open connections to throw them away after one request
-        workers = min(max(ctx.settings.route_workers, 1), ctx.kube.policy.pool_size)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_patch_route, ctx, change): change.ref for change in plan.changes}
-            for future in concurrent.futures.as_completed(futures):
-                ref = futures[future]
-                try:
-                    results[ref] = future.result()
-                except errors.TemporaryError as exc:
-                    temporary.append(exc)
-                    results[ref] = "failed"
-                except errors.SnorelocError as exc:
-                    results[ref] = f"failed: {exc.message}"
-        if temporary:
-            raise errors.TemporaryError(
-                f"routes: {len(temporary)} route(s) could not be patched ({temporary[0].message})"
-            )
-        return results
+    def _patch_all(self, ctx: context.Context, targets: list[RouteInfo]) -> dict[kube.Ref, str]:
+        """Patch every route in `targets` (their originals already saved); see `_Patcher`."""
+        patcher = _Patcher(ctx, _Outage(ctx, self.name))
+        for info in targets:
+            patcher.submit(info)
+        return patcher.finish()
 
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
             return {}
-        wanted = {o.ref for o in owners}
 
         def moved() -> dict[kube.Ref, str] | None:
-            _old, infos = survey(ctx)
-            stale = {i.ref for i in infos if i.handling is Handling.OWNER} & wanted
-            return None if stale else {ref: "regenerated" for ref in wanted}
+            return None if _stale(ctx, owners) else {o.ref: "regenerated" for o in owners}
 
         try:
             return base.wait_for(
                 ctx, self.name, "operators to regenerate their routes", ctx.settings.operator_regen_timeout, moved
             )
         except errors.WaitTimeout:
-            _old, infos = survey(ctx)
-            stale = {i.ref for i in infos if i.handling is Handling.OWNER}
-            return {ref: "not regenerated by its operator" if ref in stale else "regenerated" for ref in wanted}
+            stale = _stale(ctx, owners)
+            return {o.ref: "not regenerated by its operator" if o.ref in stale else "regenerated" for o in owners}
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
         self._wait_routing(ctx)
-        plan = self.plan(ctx)  # the routes may have changed while we waited
-        infos: list[RouteInfo] = list(plan.data["infos"])
-        results = self._patch_all(ctx, plan)
+        held = {info.ref: info for info in plan.data["infos"]}
+        outage = _Outage(ctx, self.name)
+        patcher = _Patcher(ctx, outage)
+        try:
+            infos = _relisted(ctx, held, outage, patcher)
+        except BaseException:
+            patcher.stop()
+            raise
+        results = patcher.finish()
+        del held
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
         table = [_row(info, results) for info in infos]
         warnings = tuple(
@@ -244,11 +421,18 @@ class Routes:
             for row in table
             if row["result"].startswith(("failed", "skipped", "not regenerated"))
         ) + certificate_warnings(infos)
-        changed = tuple(f"update {c.ref}" for c in plan.changes if results.get(c.ref) == "migrated")
+        changed = tuple(f"update {ref}" for ref, result in results.items() if result == "migrated")
         return base.Outcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})
 
     def verify(self, ctx: context.Context) -> None:
         base.verify_no_changes(ctx, self)
+
+
+def _stale(ctx: context.Context, owners: list[RouteInfo]) -> set[kube.Ref]:
+    """The operators' routes still on the old apps domain: one read each (a handful), not a list of every route."""
+    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+    found = ((owner.ref, ctx.kube.find(owner.ref)) for owner in owners)
+    return {ref for ref, route in found if route is not None and classify(route, old, new).handling is Handling.OWNER}
 
 
 def certificate_warnings(infos: list[RouteInfo]) -> tuple[str, ...]:

@@ -38,6 +38,13 @@ def _last_transition(obj: kube.Obj, kinds: tuple[str, ...]) -> datetime | None:
     return max(found) if found else None
 
 
+def rolled_out(co: kube.Obj, changed: datetime | None) -> bool:
+    """Whether a ClusterOperator is healthy and, when our write at `changed` set it moving, has moved since."""
+    if base.operator_problems(co):
+        return False
+    return changed is None or moved_since(_last_transition(co, ("Available", "Progressing", "Degraded")), changed)
+
+
 def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
     """What still keeps the required operators from being settled (empty: all settled), each with the operator's
     own condition message. Operators the relocation does not need are not waited for (see `health`)."""
@@ -46,10 +53,9 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
     for co in ctx.kube.list(kube.CLUSTEROPERATORS):
         name = co["metadata"]["name"]
         observe.condition(ctx, name, co, "Progressing")
-        if name in pending and name in needed and not base.operator_problems(co):
-            moved = _last_transition(co, ("Available", "Progressing", "Degraded"))
-            if not moved_since(moved, pending[name]):
-                waiting.append(f"ClusterOperator {name}: no transition since our change")
+        healthy = not base.operator_problems(co)
+        if name in pending and name in needed and healthy and not rolled_out(co, pending[name]):
+            waiting.append(f"ClusterOperator {name}: no transition since our change")
     return waiting
 
 
