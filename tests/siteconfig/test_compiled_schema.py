@@ -114,7 +114,11 @@ def test_the_bad_corpus_gets_the_same_verdict(case: str) -> None:
         data = _load(CORPUS / case / "site-config.yaml")
     except yamlpos.YamlError:
         pytest.skip("does not parse: never reaches the schema")
-    assert compiled.accepts("site", data) == jsonschema.Draft202012Validator(schema.SCHEMA).is_valid(data)
+    # The generated check may be stricter, never more lenient: a pattern's `$` ends the string there, where
+    # jsonschema lets one final line break through (which `semantic` then refuses, as for ntp-server-trailing-newline).
+    # A stricter verdict only sends the document on to jsonschema; a more lenient one would skip its messages.
+    if compiled.accepts("site", data):
+        assert jsonschema.Draft202012Validator(schema.SCHEMA).is_valid(data)
 
 
 def test_a_module_generated_from_another_schema_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
