@@ -40,6 +40,15 @@ def _relocation_many_routes(argv: Sequence[str] | None) -> int:
     return relocation.main([*defaults, *(argv or [])])
 
 
+SLOW_OAUTH = 100.0  # cluster seconds: just past the simulated installer's 90 s
+
+
+def _baselines_slow_oauth(argv: Sequence[str] | None) -> int:
+    """CRO and ZTPFW against the agent when the oauth host comes out after the installer (its own result)."""
+    defaults = ["--flows", "cro,ztpfw", "--oauth-publish", str(SLOW_OAUTH), "--name", "baselines_slow_oauth"]
+    return baselines.main([*defaults, *(argv or [])])
+
+
 BENCHMARKS: dict[str, Main] = {
     "certificates": certificates.main,
     "startup": startup.main,
@@ -50,6 +59,7 @@ BENCHMARKS: dict[str, Main] = {
     "relocation": relocation.main,
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
+    "baselines_slow_oauth": _baselines_slow_oauth,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -61,6 +71,7 @@ QUICK: dict[str, list[str]] = {
     "relocation": ["--speeds", "120"],
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
+    "baselines_slow_oauth": ["--speed", "120"],
 }
 
 
