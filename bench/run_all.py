@@ -40,6 +40,13 @@ def _relocation_many_routes(argv: Sequence[str] | None) -> int:
     return relocation.main([*defaults, *(argv or [])])
 
 
+def _relocation_shelved(argv: Sequence[str] | None) -> int:
+    """The relocation benchmark on a node whose CSRs must be approved first (issue 12's field case)."""
+    chart = common.RESULTS / "relocation-shelved-timeline.svg"
+    defaults = ["--shelved-node", "--speeds", "5", "--name", "relocation_shelved", "--svg", str(chart)]
+    return relocation.main([*defaults, *(argv or [])])
+
+
 SLOW_OAUTH = 100.0  # cluster seconds: just past the simulated installer's 90 s
 
 
@@ -57,6 +64,7 @@ BENCHMARKS: dict[str, Main] = {
     "api_economy": api_economy.main,
     "routes_scale": routes_scale.main,
     "relocation": relocation.main,
+    "relocation_shelved": _relocation_shelved,
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
@@ -69,6 +77,7 @@ QUICK: dict[str, list[str]] = {
     "api_economy": ["--speed", "120"],
     "routes_scale": ["--counts", "20"],
     "relocation": ["--speeds", "120"],
+    "relocation_shelved": ["--speeds", "120"],
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
