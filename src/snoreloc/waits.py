@@ -84,9 +84,9 @@ def until(check: Callable[[], T | None], wait: Wait, clock: clock_mod.Clock) -> 
     """Call `check` every `wait.interval` until it returns a value; WaitTimeout once `wait.budget` is spent.
 
     Checks start `interval` apart, however long each took: a check that spends a second on the API does not
-    push the next one a second later, so what we wait for is seen at most one interval after it happened. A check
-    slower than half the interval is followed by a pause as long as itself: a wait never spends more than half its
-    time checking, so a struggling API (or a simulator sharing our process) is not polled back to back.
+    push the next one a second later, so what we wait for is seen at most one interval after it happened. Between
+    two checks there is always at least half an interval: a struggling API (or a simulator sharing our process)
+    is never polled back to back.
     """
     started, since = clock.monotonic(), clock.now()
     report_at = started
@@ -109,9 +109,9 @@ def until(check: Callable[[], T | None], wait: Wait, clock: clock_mod.Clock) -> 
 
 
 def _pause(wait: Wait, asked: float, now: float, elapsed: float) -> float:
-    """Until the next check is due (`interval` after this one started, and no sooner than this check took),
+    """Until the next check is due (`interval` after this one started, at least half an interval from now),
     never past the budget."""
-    return max(min(max(asked + wait.interval - now, now - asked), wait.budget - elapsed), 0.0)
+    return max(min(max(asked + wait.interval - now, wait.interval / 2), wait.budget - elapsed), 0.0)
 
 
 def _ask(check: Callable[[], T | None], wait: Wait, detail: str) -> tuple[T | None, str]:
