@@ -19,8 +19,9 @@ in the same cluster state as the agent's, each does the same set of changes: wha
 (ZTPFW: pull secret, mirrors, registry CA, `appsDomain`, the IngressController certificate, user routes) is done in
 its flow before or after its own sequence, as a technician would, and pending node CSRs are approved first (ZTPFW's
 csr-approver service; CRO has none; on the benchmark's seed the node is Ready and none is pending). Every flow,
-the agent's included, ends with a wait until everything settled. The agent runs as `snoreloc run --cluster-only` in a child process (its start-up is counted); the baselines run in
-this process with the client already imported, which flatters them slightly.
+the agent's included, ends with a wait until everything settled. The agent runs as `snoreloc run --cluster-only`
+in a child process (its start-up is counted); the baselines run in this process with the client already imported,
+which flatters them slightly.
 
 The figure for each baseline is its wall time over the agent's (target >= 1.5 each). No sums are computed. Beside
 it: the same over the agent's cluster phase alone (from its first step to its end, so without its process start-up,
