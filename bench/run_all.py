@@ -41,6 +41,22 @@ def _relocation_many_routes(argv: Sequence[str] | None) -> int:
     return relocation.main([*defaults, *(argv or [])])
 
 
+def _relocation_shelved(argv: Sequence[str] | None) -> int:
+    """The relocation benchmark on a node whose CSRs must be approved first (issue 12's field case)."""
+    chart = common.RESULTS / "relocation-shelved-timeline.svg"
+    defaults = ["--shelved-node", "--speeds", "5", "--name", "relocation_shelved", "--svg", str(chart)]
+    return relocation.main([*defaults, *(argv or [])])
+
+
+SLOW_OAUTH = 100.0  # cluster seconds: just past the simulated installer's 90 s
+
+
+def _baselines_slow_oauth(argv: Sequence[str] | None) -> int:
+    """CRO and ZTPFW against the agent when the oauth host comes out after the installer (its own result)."""
+    defaults = ["--flows", "cro,ztpfw", "--oauth-publish", str(SLOW_OAUTH), "--name", "baselines_slow_oauth"]
+    return baselines.main([*defaults, *(argv or [])])
+
+
 BENCHMARKS: dict[str, Main] = {
     "certificates": certificates.main,
     "startup": startup.main,
@@ -50,8 +66,10 @@ BENCHMARKS: dict[str, Main] = {
     "routes_scale": routes_scale.main,
     "routes_memory": routes_memory.main,
     "relocation": relocation.main,
+    "relocation_shelved": _relocation_shelved,
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
+    "baselines_slow_oauth": _baselines_slow_oauth,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -62,8 +80,10 @@ QUICK: dict[str, list[str]] = {
     "routes_scale": ["--counts", "20"],
     "routes_memory": ["--routes", "50"],
     "relocation": ["--speeds", "120"],
+    "relocation_shelved": ["--speeds", "120"],
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
+    "baselines_slow_oauth": ["--speed", "120"],
 }
 
 

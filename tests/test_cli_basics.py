@@ -81,3 +81,14 @@ def test_a_usage_error_exits_64_not_argparses_2(argv: list[str], capsys: pytest.
     assert stopped.value.code == int(errors.ExitCode.USAGE) == 64
     err = capsys.readouterr().err
     assert "usage:" in err and "error:" in err
+
+
+def test_the_command_line_polls_at_the_engine_default_pace() -> None:
+    """`--poll-interval` defaults to the Settings' default (2 s since issue 14: the settle's last look lands up to
+    one interval after the last rollout ended), so a run from the command line and one from code pace alike."""
+    from snoreloc.cli import common, main  # noqa: PLC0415
+    from snoreloc.steps import context  # noqa: PLC0415
+
+    argv = ["run", "--cluster-only", "--site-config", "x.yaml"]
+    settings = common.make_settings(main.build_parser(argv).parse_args(argv))
+    assert settings.poll_interval == context.Settings().poll_interval == 2.0

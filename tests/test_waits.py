@@ -87,3 +87,32 @@ def test_subscribers_see_the_wait_and_its_end() -> None:
 )
 def test_durations_read_like_a_console_line(seconds: float, text: str) -> None:
     assert waits.duration(seconds) == text
+
+
+def test_checks_start_one_interval_apart_however_long_each_takes() -> None:
+    """A slow check (an API answering slowly, a TLS dial) does not stretch the interval: what the wait is for is
+    seen at most one interval after it happened (issue 14: the settle's poll lag lies on the critical chain)."""
+    clk = clock.FakeClock()
+    started: list[float] = []
+
+    def slow_check() -> str | None:
+        started.append(clk.monotonic())
+        clk.advance(2)  # the check itself takes 2 of the 5 seconds
+        return "done" if len(started) == 4 else None
+
+    assert waits.until(slow_check, waits.Wait("settle", "the cluster", 600, interval=5), clk) == "done"
+    assert started == [0, 5, 10, 15]
+    assert clk.sleeps == [3, 3, 3]
+
+
+def test_a_check_slower_than_the_interval_is_followed_by_half_an_interval() -> None:
+    """A struggling API is never polled back to back."""
+    clk = clock.FakeClock()
+    answers = iter([None, None, "ok"])
+
+    def slower_than_the_interval() -> str | None:
+        clk.advance(8)
+        return next(answers)
+
+    assert waits.until(slower_than_the_interval, waits.Wait("x", "y", 600, interval=5), clk) == "ok"
+    assert clk.sleeps == [2.5, 2.5]

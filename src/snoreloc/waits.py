@@ -81,12 +81,19 @@ def duration(seconds: float) -> str:
 
 
 def until(check: Callable[[], T | None], wait: Wait, clock: clock_mod.Clock) -> T:
-    """Call `check` every `wait.interval` until it returns a value; WaitTimeout once `wait.budget` is spent."""
+    """Call `check` every `wait.interval` until it returns a value; WaitTimeout once `wait.budget` is spent.
+
+    Checks start `interval` apart, however long each took: a check that spends a second on the API does not
+    push the next one a second later, so what we wait for is seen at most one interval after it happened. Between
+    two checks there is always at least half an interval: a struggling API (or a simulator sharing our process)
+    is never polled back to back.
+    """
     started, since = clock.monotonic(), clock.now()
     report_at = started
     detail = ""
     try:
         while True:
+            asked = clock.monotonic()
             value, detail = _ask(check, wait, detail)
             if value is not None:
                 return value
@@ -96,9 +103,15 @@ def until(check: Callable[[], T | None], wait: Wait, clock: clock_mod.Clock) -> 
             if clock.monotonic() >= report_at:
                 _report(wait, since, elapsed, detail)
                 report_at = clock.monotonic() + wait.report_every
-            clock.sleep(min(wait.interval, wait.budget - elapsed))
+            clock.sleep(_pause(wait, asked, clock.monotonic(), elapsed))
     finally:
         _publish(None)
+
+
+def _pause(wait: Wait, asked: float, now: float, elapsed: float) -> float:
+    """Until the next check is due (`interval` after this one started, at least half an interval from now),
+    never past the budget."""
+    return max(min(max(asked + wait.interval - now, wait.interval / 2), wait.budget - elapsed), 0.0)
 
 
 def _ask(check: Callable[[], T | None], wait: Wait, detail: str) -> tuple[T | None, str]:

@@ -14,10 +14,12 @@ from typing import Any
 
 import pytest
 
+from snoreloc import waits
+from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import journal, pipeline, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, csr
+from snoreloc.steps import apiserver_last, base, csr
 from snoreloc_sim.controllers import component_routes, kubelet
 
 from .conftest import Relocation, contains, footprint, site_config
@@ -142,3 +144,35 @@ def test_a_slow_oauth_rollout_still_costs_one_kube_apiserver_rollout(
         time.sleep(0.05)
     rollouts = [r.trigger for r in relocation.sim.cluster.recorder.rollouts if r.operator == "kube-apiserver"]
     assert len(rollouts) == 1, rollouts
+
+
+class _PaceRecorder(clock_mod.ScaledClock):
+    """A ScaledClock noting each sleep under the wait in progress (`snoreloc.waits` publishes it)."""
+
+    def __init__(self, speed: float) -> None:
+        super().__init__(speed)
+        self.current = ""
+        self.sleeps: list[tuple[str, float]] = []
+
+    def on_wait(self, waiting: waits.Waiting | None) -> None:
+        self.current = "" if waiting is None else waiting.what
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append((self.current, seconds))
+        super().sleep(seconds)
+
+
+@pytest.mark.simonly  # the simulator's authentication operator takes its time to publish the oauth host
+def test_the_oauth_wait_looks_often_because_the_revision_waits_for_it(relocation: Relocation) -> None:
+    """The APIServer is written when the oauth host is out, and the revision starts then: a look every poll
+    interval would start it up to a whole interval late (issue 14)."""
+    paced = _PaceRecorder(relocation.target.speed)
+    unsubscribe = waits.subscribe(paced.on_wait)
+    try:
+        result = pipeline.execute(relocation.request(site_config()), relocation.client, paced)
+    finally:
+        unsubscribe()
+    _done_but_for_own_certificates(result)
+    oauth = [seconds for what, seconds in paced.sleeps if "to publish" in what]
+    assert oauth, "the domain step waited for the oauth host"
+    assert max(oauth) <= apiserver_last.OAUTH_POLL < relocation.request(site_config()).settings.poll_interval

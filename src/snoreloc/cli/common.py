@@ -92,7 +92,9 @@ def add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--route-workers", type=_route_workers, default=16, help="concurrent route updates, 1-32 (default 16)"
     )
-    parser.add_argument("--poll-interval", type=float, default=5.0, help="seconds between checks while waiting")
+    parser.add_argument(
+        "--poll-interval", type=float, default=2.0, help="seconds between checks while waiting (default 2)"
+    )
 
 
 def make_paths(args: argparse.Namespace) -> paths.Paths:

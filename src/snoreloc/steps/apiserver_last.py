@@ -8,7 +8,8 @@ metadata lands during that revision and costs a second one (4-6 minutes on SNO, 
 domain step writes everything else first, waits until the Ingress status shows the new oauth host (the operator
 publishes it together with the metadata), and writes the APIServer change right then, so both inputs reach the
 operator within one revision. The wait is bounded by `operator_regen_timeout`; if it runs out the APIServer change
-is written anyway and the run warns that a second revision may follow.
+is written anyway and the run warns that a second revision may follow. This wait lies on the run's critical chain
+(the revision starts when it ends), so it looks every `OAUTH_POLL` seconds, one GET each, not at the settle's pace.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from snoreloc.steps import base, context
 LOG = logging.getLogger(__name__)
 
 OAUTH_ROUTE = ("openshift-authentication", "oauth-openshift")
+OAUTH_POLL = 1.0  # seconds between looks at the Ingress status while the oauth host is being published
 
 
 def published_oauth_hosts(ctx: context.Context) -> list[str]:
@@ -53,7 +55,7 @@ def wait_for_oauth_metadata(ctx: context.Context, step: str) -> list[str]:
         return True if ctx.site.oauth_host in published_oauth_hosts(ctx) else None
 
     try:
-        base.wait_for(ctx, step, what, ctx.settings.operator_regen_timeout, published)
+        base.wait_for(ctx, step, what, ctx.settings.operator_regen_timeout, published, poll=OAUTH_POLL)
     except errors.WaitTimeout as exc:
         LOG.warning("%s: %s", step, exc.message)
         return [f"{ctx.site.oauth_host} was not published in time; the kube-apiserver may roll out a second time"]

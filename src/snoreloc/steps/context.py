@@ -51,7 +51,7 @@ class Settings:
 
     ingress_endpoint: tuple[str, int] | None = None  # default: the API host, port 443
     route_workers: int = 16
-    poll_interval: float = 5.0
+    poll_interval: float = 2.0  # the settle's last look lands up to this long after the last rollout ended
     ignore_preflight: bool = False
     cert_renew_before_days: int = 30
     operator_regen_timeout: float = 300.0
