@@ -161,14 +161,18 @@ KUBECONFIGS: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(KUBECONFIGS))
-def test_broken_kubeconfig_is_69_naming_the_file(name: str, tmp_path: pathlib.Path) -> None:
-    site = harness.write_site(tmp_path / "site")
+def _broken_kubeconfig(name: str, tmp_path: pathlib.Path) -> pathlib.Path:
     kubeconfig = tmp_path / "my-kubeconfig"
     if name == "kubeconfig-fifo":
         os.mkfifo(kubeconfig)
     else:
         kubeconfig.write_text(KUBECONFIGS[name])
+    return kubeconfig
+
+
+@pytest.mark.parametrize("name", sorted(KUBECONFIGS))
+def test_broken_kubeconfig_is_69_naming_the_file(name: str, tmp_path: pathlib.Path) -> None:
+    site, kubeconfig = harness.write_site(tmp_path / "site"), _broken_kubeconfig(name, tmp_path)
     argv = harness.snoreloc(
         "run",
         "--cluster-only",
@@ -191,12 +195,7 @@ def test_broken_kubeconfig_is_69_naming_the_file(name: str, tmp_path: pathlib.Pa
 @pytest.mark.parametrize("name", sorted(KUBECONFIGS))
 def test_broken_kubeconfig_to_take_credentials_from_is_69_naming_the_file(name: str, tmp_path: pathlib.Path) -> None:
     """`snoreloc kubeconfig --from FILE` reads the file itself (to copy its user): the same corpus, the same answer."""
-    site = harness.write_site(tmp_path / "site")
-    kubeconfig = tmp_path / "my-kubeconfig"
-    if name == "kubeconfig-fifo":
-        os.mkfifo(kubeconfig)
-    else:
-        kubeconfig.write_text(KUBECONFIGS[name])
+    site, kubeconfig = harness.write_site(tmp_path / "site"), _broken_kubeconfig(name, tmp_path)
     argv = harness.snoreloc("kubeconfig", "--site-config", str(site), "--from", str(kubeconfig), "--stdout")
     result = harness.measure(argv, timeout=20.0)
     assert result.code == 69, result.stderr
