@@ -108,12 +108,21 @@ def test_never_accepts_a_network_file_jsonschema_refuses() -> None:
     assert lenient == []
 
 
-@pytest.mark.parametrize("case", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
+def _parsed_cases() -> list[str]:
+    """The corpus cases that reach the schema (the rest do not parse: the loader refuses them before it)."""
+    cases = []
+    for case in sorted(p.name for p in CORPUS.iterdir() if p.is_dir()):
+        try:
+            _load(CORPUS / case / "site-config.yaml")
+        except yamlpos.YamlError:
+            continue
+        cases.append(case)
+    return cases
+
+
+@pytest.mark.parametrize("case", _parsed_cases())
 def test_the_bad_corpus_gets_the_same_verdict(case: str) -> None:
-    try:
-        data = _load(CORPUS / case / "site-config.yaml")
-    except yamlpos.YamlError:
-        pytest.skip("does not parse: never reaches the schema")
+    data = _load(CORPUS / case / "site-config.yaml")
     # The generated check may be stricter, never more lenient: a pattern's `$` ends the string there, where
     # jsonschema lets one final line break through (which `semantic` then refuses, as for ntp-server-trailing-newline).
     # A stricter verdict only sends the document on to jsonschema; a more lenient one would skip its messages.
