@@ -81,14 +81,15 @@ def patch_and_wait(r: Relocation, ref: kube.Ref, body: dict[str, Any], operator:
     wait_rollout(r, operator, before)
 
 
-def add_mycorp_downloads(r: Relocation) -> dict[str, Any]:
-    """The factory moved the downloads route to the customer's own domain, with its own certificate."""
-    add_secret(r, "mycorp-downloads", "openshift-config", [MYCORP_HOST])
+def add_users_component_route(r: Relocation, name: str, host: str) -> dict[str, Any]:
+    """The factory moved the console's route `name` to the customer's own `host`, with its own certificate."""
+    secret = f"mycorp-{name}"
+    add_secret(r, secret, "openshift-config", [host])
     entry = {
         "namespace": "openshift-console",
-        "name": "downloads",
-        "hostname": MYCORP_HOST,
-        "servingCertKeyPairSecret": {"name": "mycorp-downloads"},
+        "name": name,
+        "hostname": host,
+        "servingCertKeyPairSecret": {"name": secret},
     }
     factory = r.get(INGRESS)["spec"].get("componentRoutes")
     body = {"spec": {"componentRoutes": [entry]}}
@@ -97,7 +98,7 @@ def add_mycorp_downloads(r: Relocation) -> dict[str, Any]:
 
 
 def test_a_component_route_on_the_users_own_domain_survives(relocation: Relocation) -> None:
-    entry = add_mycorp_downloads(relocation)
+    entry = add_users_component_route(relocation, "downloads", MYCORP_HOST)
     before = snapshot(relocation)
     relocation.run()
     routes = {(c["namespace"], c["name"]): c for c in relocation.get(INGRESS)["spec"]["componentRoutes"]}
@@ -114,17 +115,7 @@ def test_a_component_route_on_the_users_own_domain_survives(relocation: Relocati
 def test_the_report_points_at_a_console_route_the_user_kept(relocation: Relocation) -> None:
     """The console moved to the customer's own host at the factory: that is where the report, the banner and the
     page send people, and the host is among the DNS names the site must have."""
-    add_secret(relocation, "mycorp-console", "openshift-config", [MYCORP_CONSOLE])
-    entry = {
-        "namespace": "openshift-console",
-        "name": "console",
-        "hostname": MYCORP_CONSOLE,
-        "servingCertKeyPairSecret": {"name": "mycorp-console"},
-    }
-    factory = relocation.get(INGRESS)["spec"].get("componentRoutes")
-    patch_and_wait(
-        relocation, INGRESS, {"spec": {"componentRoutes": [entry]}}, "console", {"spec": {"componentRoutes": factory}}
-    )
+    add_users_component_route(relocation, "console", MYCORP_CONSOLE)
     relocation.run()
     report = relocation.report()
     assert report["urls"]["console"] == f"https://{MYCORP_CONSOLE}"
