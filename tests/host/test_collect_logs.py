@@ -131,15 +131,22 @@ def _site_file(path: pathlib.Path) -> None:
     path.write_text(yaml.safe_dump(site))
 
 
-@pytest.mark.parametrize("recorded", [True, False], ids=["path-in-status", "host-file"])
-def test_the_site_config_the_run_used_is_included_wherever_it_was(tmp_path: pathlib.Path, recorded: bool) -> None:
-    """`--site-config` (recorded in status.json) or /etc/snoreloc/site-config.yaml: included, scrubbed."""
+def _run_that_used_a_site_config(tmp_path: pathlib.Path, recorded: bool) -> tuple[pathlib.Path, pathlib.Path]:
+    """A state directory whose run used a site-config outside it: named in status.json (`--site-config`), or the
+    host's /etc/snoreloc/site-config.yaml (not named). Returns the state directory and that file."""
     state = tmp_path / "var/lib/snoreloc"
     state.mkdir(parents=True)
     used = tmp_path / ("work/edge.yaml" if recorded else "etc/snoreloc/site-config.yaml")
     _site_file(used)
     status = {"site_config": {"name": "store-043", "path": str(used) if recorded else None}}
     (state / "status.json").write_text(json.dumps(status))
+    return state, used
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["path-in-status", "host-file"])
+def test_the_site_config_the_run_used_is_included_wherever_it_was(tmp_path: pathlib.Path, recorded: bool) -> None:
+    """`--site-config` (recorded in status.json) or /etc/snoreloc/site-config.yaml: included, scrubbed."""
+    state, used = _run_that_used_a_site_config(tmp_path, recorded)
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, ""))
     members = collect_logs.collect(state, runner, root=tmp_path)
     site = yaml.safe_load(members[f"site-config/used/{used.name}"])
@@ -163,12 +170,7 @@ def test_the_journal_is_scrubbed_of_the_secrets_of_the_site_config_the_run_used(
 ) -> None:
     """Issue 17: with no stick copy in the state directory, collect-logs must still learn the site's secrets from the
     file the run used, and mask them in journal lines whatever form they take there."""
-    state = tmp_path / "var/lib/snoreloc"
-    state.mkdir(parents=True)
-    used = tmp_path / ("work/edge.yaml" if recorded else "etc/snoreloc/site-config.yaml")
-    _site_file(used)
-    status = {"site_config": {"name": "store-043", "path": str(used) if recorded else None}}
-    (state / "status.json").write_text(json.dumps(status))
+    state, _used = _run_that_used_a_site_config(tmp_path, recorded)
     journal = f"pull from m.example with {AUTH}\nlogin fake-user:{PASSWORD}\nbare {PASSWORD} in a message\n"
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
     members = collect_logs.collect(state, runner, root=tmp_path)
