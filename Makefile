@@ -6,18 +6,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check lint bench clean realhost image-test
 
-$(STAMP): pyproject.toml sim/pyproject.toml
+$(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim -e ./fleet
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/snoreloc demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src sim tests bench tools
-	$(BIN)/ruff format --check src sim tests bench tools
+	$(BIN)/ruff check src sim fleet tests bench tools
+	$(BIN)/ruff format --check src sim fleet tests bench tools
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -41,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info sim/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build src/*.egg-info sim/src/*.egg-info fleet/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

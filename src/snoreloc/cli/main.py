@@ -40,11 +40,12 @@ BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
     ("collect-logs", "snoreloc.cli.collect_logs"),
 )
 
-# Verbs of the separate `snoreloc-sim` distribution: absent from `--help` on a plain install, and explained (exit 69,
-# not "invalid choice") if asked for anyway.
-OPTIONAL_COMMANDS: dict[str, str] = {
-    "sim": "the OpenShift simulator",
-    "demo": "the demo (it runs the OpenShift simulator)",
+# Verbs of the separate `snoreloc-sim` and `snoreloc-fleet` distributions: absent from `--help` on a plain install,
+# and explained (exit 69, not "invalid choice") if asked for anyway: (what it is, which package to install).
+OPTIONAL_COMMANDS: dict[str, tuple[str, str]] = {
+    "sim": ("the OpenShift simulator", "snoreloc-sim package (`pip install ./sim`"),
+    "demo": ("the demo (it runs the OpenShift simulator)", "snoreloc-sim package (`pip install ./sim`"),
+    "fleet": ("the fleet side (hub controller, fleet tooling)", "snoreloc-fleet package (`pip install ./fleet`"),
 }
 
 
@@ -152,9 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     missing = _missing_optional(argv)
     if missing is not None:
+        what, package = OPTIONAL_COMMANDS[missing]
         sys.stderr.write(
-            f"error: `snoreloc {missing}` needs {OPTIONAL_COMMANDS[missing]}, which is not installed: "
-            "install the snoreloc-sim package (`pip install ./sim` from the source tree)\n"
+            f"error: `snoreloc {missing}` needs {what}, which is not installed: "
+            f"install the {package} from the source tree)\n"
         )
         return int(errors.ExitCode.UNAVAILABLE)
     parser = build_parser(argv)
