@@ -230,5 +230,6 @@ def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> m
         routes=_routes(spec.get("routes") or {}),
         operators=_operators(spec.get("operators") or {}),
         progress_page=_progress_page(spec.get("progressPage") or {}),
+        dns=model.Dns(node_local=(spec.get("dns") or {}).get("nodeLocal", model.Dns().node_local)),
         source_path=source,
     )

@@ -256,6 +256,13 @@ class ProgressPage:
 
 
 @dataclass(frozen=True)
+class Dns:
+    """Whether the node's own dnsmasq answers the new names (host/node_dns.py), or the site's DNS must."""
+
+    node_local: bool = True
+
+
+@dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
 
@@ -279,6 +286,7 @@ class SiteConfig:
     routes: Routes = Routes()
     operators: Operators = Operators()
     progress_page: ProgressPage = ProgressPage()
+    dns: Dns = Dns()
     source_path: str | None = None
 
     @property

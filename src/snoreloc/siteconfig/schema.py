@@ -849,8 +849,28 @@ def _spec() -> dict[str, Any]:
                 "routes": _routes(),
                 "operators": _operators(),
                 "progressPage": _progress_page(),
+                "dns": _dns(),
             },
             ("domain",),
+        ),
+    )
+
+
+def _dns() -> dict[str, Any]:
+    default = model.Dns()
+    return _prop(
+        "How the cluster resolves its new names (api, api-int, *.apps of `domain`).",
+        [{"nodeLocal": default.node_local}],
+        **_obj(
+            {
+                "nodeLocal": _prop(
+                    "The node's own dnsmasq answers the new names with the node's internal address, so the cluster "
+                    "resolves them whatever the site DNS holds (default true; no reboot). false: the site DNS is "
+                    "authoritative and must hold api.<domain> and *.apps.<domain> before the run, which checks it.",
+                    [False],
+                    type="boolean",
+                ),
+            }
         ),
     )
 
