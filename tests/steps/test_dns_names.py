@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from snoreloc.siteconfig import model
-from snoreloc.steps import dns_names
+from snoreloc.steps.openshift import dns_names
 
 
 def _site(network: dict[str, object] | None) -> model.SiteConfig:

@@ -22,7 +22,8 @@ from snoreloc.host import kubelet
 from snoreloc.host import node_dns as host_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
-from snoreloc.steps import api_wait, base, context, kubelet_start, node_dns, site_network
+from snoreloc.steps import base, context
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
 
 LOG = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ from snoreloc import errors
 from snoreloc.host import node_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, dns_names
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import dns_names
 
 LOG = logging.getLogger(__name__)
 RESOLVE_BUDGET = 60.0  # dnsmasq answers within a second of its restart; a minute covers a slow unit start
@@ -75,10 +76,10 @@ class NodeDns:
             ),
         )
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         off = self._off_note(ctx.site)
         if off is not None:
-            return base.Outcome(details={"node_local": False, "why": off})
+            return base.StepOutcome(details={"node_local": False, "why": off})
         values = self._values(ctx.site)
         warnings: tuple[str, ...] = ()
         if not node_dns.up_to_date(self.host.fs, values):
@@ -88,7 +89,9 @@ class NodeDns:
             LOG.info("node-dns: wrote %s; restarting %s", node_dns.OVERRIDES, node_dns.UNIT)
             self.host.units.restart(node_dns.UNIT)
         answered = self._wait_resolved(ctx, values.get(node_dns.IP))
-        return base.Outcome(warnings=warnings, details={"node_local": True, "overrides": values, "answers": answered})
+        return base.StepOutcome(
+            warnings=warnings, details={"node_local": True, "overrides": values, "answers": answered}
+        )
 
     def _wait_resolved(self, ctx: context.Context, ip: str | None) -> dict[str, list[str]]:
         """The new names, and the factory's api-int the kubelet uses, resolve to the node."""
