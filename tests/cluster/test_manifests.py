@@ -4,6 +4,7 @@ before any write with exit 65, naming the file and the object."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -102,18 +103,28 @@ def test_rollback_deletes_what_was_created_and_restores_what_existed(relocation:
          "does not serve kind Widget in example.com/v1"),
         ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
           "metadata": {"name": "bad", "namespace": "openshift-marketplace"}, "spec": {"sourceType": 7}},
-         "spec.sourceType"),
+         ".spec.sourceType: expected string"),
+        # kube-apiserver answers these two with HTTP 500 ("failed to create typed patch object"), which must not
+        # be retried as an outage: the manifest is wrong (issue 27: a mistyped key retried for 10 minutes).
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
+          "data": {"store": 412}},
+         ".data.store: expected string, got &value.valueUnstructured{Value:412}"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
+          "data": {"a": "b"}, "dataa": {"c": "d"}},
+         ".dataa: field not declared in schema"),
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost", "namespace": "no-such-namespace"}},
          'namespaces "no-such-namespace" not found'),
     ],
 )  # fmt: skip
 def test_a_manifest_the_cluster_refuses_stops_the_run_before_any_write(
-    relocation: Relocation, broken: dict[str, Any], wanted: str
+    relocation: Relocation, broken: dict[str, Any], wanted: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     objects = [*_objects(), broken]
-    writes = relocation.client.writes
-    with pytest.raises(errors.ConfigError) as caught:
+    writes, started = relocation.client.writes, time.monotonic()
+    with caplog.at_level("INFO", logger="snoreloc.adapters.kube"), pytest.raises(errors.ConfigError) as caught:
         relocation.run(with_manifests(objects))
+    assert time.monotonic() - started < 20, "refused at once, not retried as an outage"
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
     assert caught.value.exit_code == 65
     assert "manifests/site.yaml document 6 (line 41)" in caught.value.message
     assert wanted in caught.value.message

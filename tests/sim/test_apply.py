@@ -143,7 +143,7 @@ def test_a_custom_resource_is_applied_and_validated_by_its_schema(raw: Call) -> 
         "spec": {"sourceType": "grpc", "image": "mirror.example.com/index:v1"},
     }
     assert applied(raw, f"{CATALOGS}/site", catalog).code == 201
-    bad = {**catalog, "spec": {"sourceType": 7}}
+    bad = {**catalog, "spec": {"image": "mirror.example.com/index:v2"}}  # sourceType is required
     reply = applied(raw, f"{CATALOGS}/site", bad, force="true")
     assert reply.code == 422
     assert raw("GET", f"{CATALOGS}/site").body["spec"]["image"] == "mirror.example.com/index:v1"

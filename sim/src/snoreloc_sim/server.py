@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from snoreloc_sim import apply, csr_rules, faults, model, patch, registry
+from snoreloc_sim import apply, csr_rules, faults, model, patch, registry, typed
 
 Obj = dict[str, Any]
 LOG = logging.getLogger(__name__)
@@ -109,6 +109,8 @@ def status_body(error: model.ApiError) -> Obj:
         "reason": error.reason,
         "code": error.code,
     }
+    if not error.reason:
+        del body["reason"]  # StatusReasonUnknown is "" and omitted, as for the 500 of a refused apply body
     details = dict(error.details)
     if error.causes:
         details["causes"] = list(error.causes)
@@ -618,6 +620,7 @@ class Api:
         rtype = target.rtype
         self._check_identity(rtype, applied)
         self._place(target, applied)
+        typed.check(self.admitter.schema(rtype), applied)  # a 500 before any other check, Strict or not
         self._strict(request, rtype, applied)
         force = request.query.get("force", "").lower() == "true"
         for _attempt in range(PATCH_RETRIES):
