@@ -86,14 +86,22 @@ def test_changing_one_manifest_reapplies_only_that_one(relocation: Relocation) -
     assert relocation.get(INFO_REF)["data"] == {"region": "south"}
 
 
-def test_rollback_deletes_what_was_created_and_restores_what_existed(relocation: Relocation, shared: kube.Obj) -> None:
+def test_rollback_deletes_what_was_created_and_restores_what_existed(
+    relocation: Relocation, shared: kube.Obj, caplog: pytest.LogCaptureFixture
+) -> None:
     before = spec_of(relocation.get(SHARED_REF))
     relocation.run(with_manifests())
-    pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    with caplog.at_level("INFO", logger="snoreloc.progress"):
+        result = pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    # A namespace's deletion is asynchronous (Terminating, content first): rollback waits until it is gone, so a
+    # re-run at once does not meet "unable to create new content in namespace ... because it is being terminated".
+    assert result.namespaces == (NAMESPACE_REF,)
+    assert f"namespace(s) {NAMESPACE} are gone" in caplog.text
     for ref in (INFO_REF, SECRET_REF, CATALOG_REF, NAMESPACE_REF):
         assert relocation.client.find(ref) is None, ref
     after = spec_of(relocation.get(SHARED_REF))
     assert after == before and contains(after, before)
+    assert relocation.run(with_manifests()).actions["manifests"] == "ran"  # the namespace can be made again at once
 
 
 @pytest.mark.parametrize(

@@ -106,11 +106,22 @@ def test_force_takes_the_field_over(raw: Call) -> None:
     assert fields == {"someone-else": {"f:data": {"f:keep": {}}}, "snoreloc": {"f:data": {"f:owner": {}}}}
 
 
-def test_an_object_never_applied_belongs_to_before_first_apply(raw: Call) -> None:
-    raw("POST", CM, configmap("plain", mode="factory"))
+def test_an_object_without_managed_fields_belongs_to_before_first_apply(raw: Call, sim: simulator.Simulator) -> None:
+    sim.cluster.store.create(sim.cluster.types["configmaps"], configmap("plain", mode="factory"))  # as seeded
     reply = applied(raw, f"{CM}/plain", configmap("plain", mode="site"))
     assert reply.code == 409
-    assert 'conflict with "before-first-apply"' in reply.body["message"]
+    assert reply.body["message"] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.mode'
+    )
+
+
+def test_a_created_object_belongs_to_the_user_agents_product(raw: Call) -> None:
+    raw("POST", CM, configmap("plain", mode="factory"))  # http.client sends no User-Agent: "unknown" here
+    reply = applied(raw, f"{CM}/plain", configmap("plain", mode="site"))
+    assert reply.code == 409
+    assert reply.body["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "unknown" using v1', "field": ".data.mode"}
+    ]
 
 
 def test_a_map_list_merges_by_key_and_an_atomic_list_is_replaced(raw: Call, sim: simulator.Simulator) -> None:
