@@ -17,6 +17,8 @@ from snoreloc_sim import simulator
 
 from .conftest import Call
 
+# The simulator's own apply engine through `raw` (its store, its seed); what a real cluster answers is pinned by
+# test_real_answers.py, which runs on both.
 pytestmark = pytest.mark.simonly
 
 APPLY = "application/apply-patch+yaml"
@@ -233,3 +235,13 @@ def test_a_crd_map_list_merges_by_its_keys_from_two_managers(raw: Call) -> None:
     reply = applied(raw, path, moved, manager="two")
     assert reply.code == 409
     assert reply.body["details"]["causes"][0]["field"].startswith(".spec.componentRoutes[")
+
+
+def test_a_write_that_changes_nothing_of_an_object_without_entries_is_no_write(
+    raw: Call, sim: simulator.Simulator
+) -> None:
+    stored = sim.cluster.store.create(sim.cluster.types["configmaps"], configmap("seeded", mode="factory"))
+    reply = raw("PUT", f"{CM}/seeded", stored)
+    assert reply.code == 200
+    assert reply.body["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert "managedFields" not in reply.body["metadata"]

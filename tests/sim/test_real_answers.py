@@ -347,3 +347,13 @@ def test_csr_approval_causes_carry_the_real_reasons(wire: Wire) -> None:
         assert ("FieldValueForbidden", "status.conditions") in dropped.causes()
     finally:
         wire("DELETE", f"{CSRS}/{name}")
+
+
+def test_a_service_applied_without_port_protocols_is_taken_and_defaulted(wire: Wire, space: str) -> None:
+    """The ports list is keyed by port and protocol; protocol's default makes a port without it a whole key
+    (structured-merge-diff's defaulted list-map keys), so a manifest that omits it applies, as kubectl's users see."""
+    service = {**_service([{"name": "web", "port": 8080}, {"name": "metrics", "port": 9090}]),
+               "metadata": {"name": "site-svc", "namespace": space}}  # fmt: skip
+    answer = wire.apply(f"/api/v1/namespaces/{space}/services/site-svc", service)
+    assert answer.code == 201, answer.body
+    assert [port["protocol"] for port in answer.body["spec"]["ports"]] == ["TCP", "TCP"]

@@ -19,6 +19,8 @@ from snoreloc_sim import model, patch, server
 
 from .conftest import Call
 
+# The simulator's store and patch module, partly without HTTP; see test_real_answers.py for the answers checked
+# against a real cluster too.
 pytestmark = pytest.mark.simonly
 
 CO = ("config.openshift.io", "v1", "clusteroperators")

@@ -397,4 +397,8 @@ def record_update(shape: Shape, old: Obj, new: Obj, manager: str, api_version: s
     ours = ((_owned(mine) & after) if mine else frozenset()) | changed
     if ours:
         kept.append(_entry(manager, UPDATE, api_version, frozenset(ours), mine))
-    new.setdefault("metadata", {})["managedFields"] = kept
+    meta = new.setdefault("metadata", {})
+    if kept or entries:
+        meta["managedFields"] = kept
+    else:
+        meta.pop("managedFields", None)  # a write that changes nothing of an object without entries adds none

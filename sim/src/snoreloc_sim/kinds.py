@@ -100,7 +100,14 @@ def _dig(obj: Any, path: tuple[str, ...]) -> Any:
 
 SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 PROTOCOLS = ("SCTP", "TCP", "UDP")
-_PORT: Obj = _obj(name=_STR, protocol=_STR, appProtocol=_STR, port=_INT, targetPort=_INT_OR_STRING, nodePort=_INT)
+_PORT: Obj = _obj(
+    name=_STR,
+    protocol={"type": "string", "default": "TCP"},
+    appProtocol=_STR,
+    port=_INT,
+    targetPort=_INT_OR_STRING,
+    nodePort=_INT,
+)  # protocol's default lets a port without it be a keyed item (structured-merge-diff's defaulted list keys)
 _SERVICE_SPEC: Obj = _obj(
     ports={"type": "array", "items": _PORT, "x-kubernetes-list-type": "map",
            "x-kubernetes-list-map-keys": ["port", "protocol"]},

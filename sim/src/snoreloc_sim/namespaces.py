@@ -74,11 +74,10 @@ def refuse_content(store: model.Store, namespaces: model.ResourceType, rtype: mo
     if not terminating(store.find(namespaces, namespace)):
         return
     name = str(meta.get("name") or "")
-    resource = f"{rtype.plural}.{rtype.group}" if rtype.group else rtype.plural
     raise model.ApiError(
         403,
         "Forbidden",
-        f'{resource} "{name}" is forbidden: unable to create new content in namespace {namespace} because it is '
+        f'{rtype.key} "{name}" is forbidden: unable to create new content in namespace {namespace} because it is '
         "being terminated",
         details={"name": name, "group": rtype.group, "kind": rtype.plural},
         causes=[

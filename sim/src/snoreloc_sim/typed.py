@@ -6,13 +6,13 @@ kube-apiserver's field manager turns an apply body into a typed value of the typ
 first value is `objectGVKNN`, "<namespace>/<name>; <group>/<version>, Kind=<Kind>"). The conversion is
 sigs.k8s.io/structured-merge-diff's `typed` package: a struct refuses a field it does not declare ("field not
 declared in schema"), a scalar of the wrong type is "expected string, got &value.valueUnstructured{Value:1}", a
-keyed list item without its key "element 0: associative list with keys has an element that omits key field
-\"name\"", two items with one key "duplicate entries for key [name=\"x\"]"; several errors are listed under
-"errors:" one per line (typed/validate.go, `ValidationErrors.Error`). The error is a plain Go error, so
-`responsewriters.ErrorToAPIStatus` (k8s.io/apiserver pkg/endpoints/handlers/responsewriters/status.go) answers it
-as a Status with code 500 and no reason, whatever `fieldValidation` says. The message shapes above are also the
-ones real clusters print (kubectl and Helm users quote them, e.g. ".data.VERSION: expected string, got
-&value.valueUnstructured{Value:1}" for a ConfigMap).
+keyed list item without its key (unless the key has a default, as a Service port's protocol) "element 0:
+associative list with keys has an element that omits key field \"name\"", two items with one key "duplicate
+entries for key [name=\"x\"]"; several errors are listed under "errors:" one per line (typed/validate.go,
+`ValidationErrors.Error`). The error is a plain Go error, so `responsewriters.ErrorToAPIStatus` (k8s.io/apiserver
+pkg/endpoints/handlers/responsewriters/status.go) answers it as a Status with code 500 and no reason, whatever
+`fieldValidation` says. The message shapes above are also the ones real clusters print (kubectl and Helm users
+quote them, e.g. ".data.VERSION: expected string, got &value.valueUnstructured{Value:1}" for a ConfigMap).
 
 The schema is the one `validation` admits with (a CRD's structural schema, or a built-in kind's in `builtin`);
 `x-kubernetes-preserve-unknown-fields`, an `object` without properties, and a node without a type are untyped
@@ -134,7 +134,10 @@ class _Walk:
                         f"{path}: element {index}: associative list with keys may not have non-map elements"
                     )
                     continue
-                missing = next((key for key in keys if key not in item), None)
+                defaults = {
+                    k for k, v in (items.get("properties") or {}).items() if isinstance(v, dict) and "default" in v
+                }
+                missing = next((key for key in keys if key not in item and key not in defaults), None)
                 if missing is not None:
                     self.errors.append(
                         f"{path}: element {index}: associative list with keys has an element that omits key field "
