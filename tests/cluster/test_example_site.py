@@ -15,7 +15,7 @@ import yaml
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.cli import main
-from snoreloc.steps import ntp
+from snoreloc.steps.cluster import ntp
 from snoreloc_sim import pytest_plugin, simulator
 
 from .test_kubeconfig import endpoint
