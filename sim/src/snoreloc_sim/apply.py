@@ -92,7 +92,12 @@ def set_key(item: Any) -> str:
 
 def field_set(shape: Shape, obj: Obj) -> Fields:
     """Every field `obj` sets, as fieldsV1 paths (leaves, plus `.` for each keyed or set list item)."""
-    out: set[Path] = set()
+    return frozenset(leaves(shape, obj))
+
+
+def leaves(shape: Shape, obj: Obj) -> dict[Path, Any]:
+    """`field_set` with the value at each path (the item itself for `.` and set members)."""
+    out: dict[Path, Any] = {}
     for key, value in obj.items():
         if key in _IGNORED_TOP:
             continue
@@ -102,10 +107,10 @@ def field_set(shape: Shape, obj: Obj) -> Fields:
                 _walk(shape, shape.child(shape.schema, key), meta, ("f:metadata",), ("metadata",), out=out)
             continue
         _walk(shape, shape.child(shape.schema, key), value, (f"f:{key}",), (key,), out=out)
-    return frozenset(out)
+    return out
 
 
-def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out: set[Path]) -> None:
+def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out: dict[Path, Any]) -> None:
     if isinstance(value, dict) and value and schema.get("x-kubernetes-map-type") != "atomic":
         for key, item in value.items():
             _walk(shape, shape.child(schema, key), item, (*path, f"f:{key}"), (*names, key), out=out)
@@ -116,15 +121,15 @@ def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out
             items = schema.get("items") or {}
             for item in value:
                 where = (*path, item_key(item, keys))
-                out.add((*where, ITEM))
+                out[(*where, ITEM)] = item
                 if isinstance(item, dict):
                     for key, sub in item.items():
                         _walk(shape, shape.child(items, key), sub, (*where, f"f:{key}"), (*names, key), out=out)
             return
         if kind == "set":
-            out.update((*path, set_key(item)) for item in value)
+            out.update(((*path, set_key(item)), item) for item in value)
             return
-    out.add(path)
+    out[path] = value
 
 
 def to_v1(fields: Fields) -> Obj:
@@ -386,15 +391,19 @@ def record_create(shape: Shape, new: Obj, manager: str, api_version: str) -> Non
 
 
 def record_update(shape: Shape, old: Obj, new: Obj, manager: str, api_version: str) -> None:
-    """After a non-apply write to an object that has managed fields: the changed fields move to `manager`
-    (operation Update), removed ones leave every manager. Changes `new`'s metadata in place."""
+    """After a non-apply write: the changed fields move to `manager` (operation Update), removed ones leave every
+    manager. Changes `new`'s metadata in place. Only the top-level fields whose values differ are walked (a route's
+    host patch walks `spec`, not the whole object): the rest can neither change nor go."""
     entries = owners(old)
-    before, after = field_set(shape, old), field_set(shape, new)
-    changed = frozenset(p for p in after if p not in before or value_at(old, p) != value_at(new, p))
+    tops = [key for key in {*old, *new} if key not in _IGNORED_TOP and old.get(key) != new.get(key)]
+    before = leaves(shape, {key: old[key] for key in tops if key in old})
+    after = leaves(shape, {key: new[key] for key in tops if key in new})
+    changed = frozenset(p for p, value in after.items() if p not in before or before[p] != value)
+    gone = frozenset(before.keys() - after.keys())
     mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == UPDATE), None)
-    kept = [_rebuilt(e, (_owned(e) - changed) & after) for e in entries if e is not mine]
+    kept = [_rebuilt(e, _owned(e) - changed - gone) for e in entries if e is not mine]
     kept = [e for e in kept if _owned(e)]
-    ours = ((_owned(mine) & after) if mine else frozenset()) | changed
+    ours = ((_owned(mine) - gone) if mine else frozenset()) | changed
     if ours:
         kept.append(_entry(manager, UPDATE, api_version, frozenset(ours), mine))
     meta = new.setdefault("metadata", {})

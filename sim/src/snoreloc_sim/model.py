@@ -44,8 +44,15 @@ def _clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+_STAMP: list[Any] = [None, ""]  # (the second it was made for, the text): one strftime per second, not per write
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = int(time.time())
+    if _STAMP[0] != second:
+        _STAMP[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _STAMP[0] = second
+    return str(_STAMP[1])
 
 
 @dataclass(frozen=True)
