@@ -4,7 +4,7 @@ During a relocation the API goes away on purpose (each kube-apiserver rollout on
 connections and 503s), so every request here is retried on what a rollout looks like (connection errors, resets,
 timeouts, 429 with Retry-After, 5xx) with jittered exponential backoff, bounded in attempts and in time measured by
 the injected clock. What a retry cannot fix (400/403/404/422, and the 500 with which kube-apiserver refuses an
-apply whose body does not fit the type: see `_refused_content`) is raised at once as a clear error. Read-modify-write
+apply whose body does not fit the type: see `refused_content`) is raised at once as a clear error. Read-modify-write
 goes through `modify`, which re-reads and re-applies on 409 Conflict. Requests and writes are counted, because "a
 re-run makes zero writes" is a promise the tests and benchmarks check.
 
@@ -272,7 +272,7 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
 _CONTENT_REFUSALS = ("failed to create typed patch object",)
 
 
-def _refused_content(status: int, body: bytes) -> str | None:
+def refused_content(status: int, body: bytes) -> str | None:
     """The server's words when a 5xx answer refuses the request's content (retrying cannot help), else None."""
     if status != 500:
         return None
@@ -440,7 +440,7 @@ class Client:
             rest.pool_manager.clear()
 
     def _decode(self, method: str, path: str, status: int, headers: Any, data: bytes) -> Any:
-        refusal = _refused_content(status, data)
+        refusal = refused_content(status, data)
         if refusal is not None:
             text = f"{method} {path}: {status}: {refusal}"
             raise Invalid(text, status=status, hint="The object does not fit its type's schema.", detail=refusal)
