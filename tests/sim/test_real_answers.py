@@ -22,6 +22,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from snoreloc import errors
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
+
 APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
@@ -357,3 +361,23 @@ def test_a_service_applied_without_port_protocols_is_taken_and_defaulted(wire: W
     answer = wire.apply(f"/api/v1/namespaces/{space}/services/site-svc", service)
     assert answer.code == 201, answer.body
     assert [port["protocol"] for port in answer.body["spec"]["ports"]] == ["TCP", "TCP"]
+
+
+def test_a_create_in_a_terminating_namespace_is_temporary_not_a_lack_of_rights(
+    cluster_kubeconfig: str,
+) -> None:
+    """The agent reads NamespaceLifecycle's 403 by its cause, NamespaceTerminating: exit 75 (run again once the
+    namespace is gone), not 77 (no rights), and not retried."""
+    client = kube.Client.from_kubeconfig(cluster_kubeconfig, clock=clock_mod.SystemClock())
+    name = f"meaning-{uuid.uuid4().hex[:8]}"
+    namespace = kube.Ref(kube.Resource("", "v1", "namespaces", "Namespace", False), name)
+    try:
+        client.create(namespace.resource, {"metadata": {"name": name}})
+        client.create(kube.CONFIGMAPS, {"metadata": {"name": "content", "namespace": name}, "data": {"a": "1"}})
+        client.delete(namespace)
+        with pytest.raises(kube.NamespaceTerminating) as caught:
+            client.create(kube.CONFIGMAPS, {"metadata": {"name": "late", "namespace": name}, "data": {"a": "1"}})
+        assert caught.value.exit_code == errors.ExitCode.TEMPORARY
+        assert client.requests == 4, "not retried"
+    finally:
+        client.close()

@@ -197,6 +197,12 @@ class Forbidden(errors.PermissionDenied):
     """401/403: the kubeconfig's identity may not do this."""
 
 
+class NamespaceTerminating(errors.TemporaryError):
+    """403 from the NamespaceLifecycle admission (cause `NamespaceTerminating`): the namespace is being deleted, so
+    nothing can be created in it until it is gone; not a lack of rights (k8s.io/apiserver pkg/admission/plugin/
+    namespace/lifecycle/admission.go)."""
+
+
 class Unreachable(errors.TemporaryError):
     """The API did not answer successfully within the retry budget (outage, 5xx, throttling). `delay`: the seconds
     the server asked us to wait (429/503 Retry-After), 0 when it named none."""
@@ -250,6 +256,8 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
     message = payload.get("message") or body[:200].decode("utf-8", "replace")
     reason = payload.get("reason", "")
     text = f"{method} {path}: {status} {reason}: {message}".strip()
+    if status == 403 and _causes(payload, "NamespaceTerminating"):
+        return NamespaceTerminating(text, hint="The namespace is being deleted; run again once it is gone.")
     if status in (401, 403):
         return Forbidden(text, hint="Check that the kubeconfig grants cluster-admin (the node-local one does).")
     if status == 404:
@@ -260,6 +268,12 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
         hint = "This is a snoreloc bug or an unexpected API schema."
         return Invalid(text, status=status, reason=reason, hint=hint, detail=message)
     return ApiError(text, status=status, reason=reason, detail=message)
+
+
+def _causes(payload: Any, reason: str) -> bool:
+    details = payload.get("details") if isinstance(payload, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return any(isinstance(c, dict) and c.get("reason") == reason for c in causes or [])
 
 
 # What an answer means is not always what its status class says. kube-apiserver refuses a server-side apply whose
