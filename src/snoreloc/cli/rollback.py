@@ -35,9 +35,11 @@ def run(args: argparse.Namespace) -> int:
         host = node.host_services(args.root, lambda: client, clock, lambda _line: None).host
         doc["host"] = tuple(node.rollback_host(paths_, host))
     if args.output == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        gone = [str(ref) for ref in result.namespaces]  # waited for: deleted namespaces that are gone now
+        sys.stdout.write(json.dumps({**doc, "gone": gone}, indent=2) + "\n")
     else:
         for what, items in doc.items():
             sys.stdout.writelines(f"{what}: {item}\n" for item in items)
+        sys.stdout.writelines(f"gone: {ref} (its content removed by the cluster)\n" for ref in result.namespaces)
         sys.stdout.write(f"rolled back {sum(len(v) for v in doc.values())} object(s)\n")
     return 0
