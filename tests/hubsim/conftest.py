@@ -139,3 +139,22 @@ def widgets(kube: kubernetes.client.ApiClient) -> kubernetes.client.CustomObject
     """The widget CRD created, and a client for its objects."""
     kubernetes.client.ApiextensionsV1Api(kube).create_custom_resource_definition(widget_crd())
     return kubernetes.client.CustomObjectsApi(kube)
+
+
+def watch_events(hub: HubSimulator, path: str, *, until: int = 100, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The events of one watch request (read line by line) until `until` events or the server ends the stream."""
+    context = ssl.create_default_context(cadata=hub.ca_pem.decode())
+    connection = http.client.HTTPSConnection("127.0.0.1", hub.running.listener.port, context=context, timeout=timeout)
+    try:
+        connection.request("GET", path, headers={"Authorization": f"Bearer {hub.token}"})
+        response = connection.getresponse()
+        assert response.status == 200, response.read()
+        events: list[dict[str, Any]] = []
+        while len(events) < until:
+            line = response.readline()
+            if not line:
+                break
+            events.append(json.loads(line))
+        return events
+    finally:
+        connection.close()

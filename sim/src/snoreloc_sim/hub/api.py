@@ -8,10 +8,11 @@ resume from a resourceVersion (`watch`), lists with consistent continue tokens (
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery
+from snoreloc_sim.hub import crds, discovery, paging, watch
 
 Obj = dict[str, Any]
 
@@ -34,9 +35,14 @@ def version_info() -> Obj:
 class HubApi(server.Api):
     """`server.Api` over the hub's catalog of types (built-ins plus CRDs created at run time)."""
 
-    def __init__(self, cluster: model.Cluster, admitter: server.Admitter) -> None:
+    def __init__(
+        self, cluster: model.Cluster, admitter: server.Admitter, *, history_window: int, bookmark_seconds: float
+    ) -> None:
         empty = registry.Registry(types={}, builtin=frozenset())
         super().__init__(cluster, empty, admitter, version_info())
+        self.write_lock = threading.RLock()  # writes and list snapshots, so the history stays in order
+        self.history = watch.History(cluster.store, history_window)
+        self.streams = watch.Streams(self.history, self._snapshot, self.stopped, bookmark_seconds)
         self.catalog: crds.Catalog | None = None
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
@@ -55,3 +61,53 @@ class HubApi(server.Api):
         if found is None:
             raise model.ApiError(404, "NotFound", "the server could not find the requested resource")
         return found
+
+    # lists and watches
+
+    def _list(self, request: server.Request, target: server.Target) -> server.Response:
+        query = request.query
+        if query.get("watch", "").lower() in ("true", "1"):
+            return self._watch(request, target)
+        if query.get("resourceVersionMatch") == "Exact":
+            self.history.check(_rv(query.get("resourceVersion", "")))
+        with self.write_lock:
+            items = self._selected(request, target)
+            rv = int(self.cluster.store.current_rv())
+        try:
+            items, meta = paging.page(items, query, rv, self.history.floor)
+        except model.ApiError as error:
+            fresh = error.details.pop("continue", None)
+            body = server.status_body(error)
+            if fresh:
+                body["metadata"] = {"continue": fresh}
+            return server.Response(error.code, body)
+        rtype = target.rtype
+        body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta, "items": items}
+        return server.Response(200, body)
+
+    def _watch(self, request: server.Request, target: server.Target) -> server.Response:
+        query = request.query
+        seconds = min(float(query.get("timeoutSeconds") or server.MAX_WATCH_SECONDS), server.MAX_WATCH_SECONDS)
+        matchers = [m for m in self._watch_filters(request, target) if m is not None]
+        spec = watch.Watch(
+            rtype=target.rtype,
+            namespace=target.namespace,
+            matches=lambda obj: all(match(obj) for match in matchers),
+            start=query.get("resourceVersion", ""),
+            bookmarks=query.get("allowWatchBookmarks", "").lower() == "true",
+            initial_events=query.get("sendInitialEvents", "").lower() == "true",
+            seconds=seconds,
+        )
+        return server.Response(200, "", stream=self.streams.open(spec))
+
+    def _snapshot(self, spec: watch.Watch) -> tuple[list[Obj], int]:
+        with self.write_lock:
+            items = self.cluster.store.list(spec.rtype, spec.namespace)
+            return [obj for obj in items if spec.matches(obj)], self.history.head
+
+
+def _rv(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise model.ApiError(400, "BadRequest", f"invalid resource version: {text!r}") from None

@@ -12,9 +12,9 @@ the history in resourceVersion order, as etcd's revisions do.
 from __future__ import annotations
 
 import hmac
-import threading
 
 from snoreloc_sim import model, server
+from snoreloc_sim.hub.api import HubApi
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -22,16 +22,15 @@ WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 class HubFront:
     """A `server.Service`: one request in, one response (or a dropped connection) out."""
 
-    def __init__(self, api: server.Api, admin_token: str) -> None:
+    def __init__(self, api: HubApi, admin_token: str) -> None:
         self.api = api
         self._admin_token = admin_token
-        self.write_lock = threading.RLock()
 
     def serve(self, request: server.Request) -> server.Response | None:
         if request.path not in server.PUBLIC_PATHS and not self._admin(request):
             return server.error_response(model.ApiError(401, "Unauthorized", "Unauthorized"))
         if request.method in WRITES:
-            with self.write_lock:
+            with self.api.write_lock:
                 return self.api.handle(request)
         return self.api.handle(request)
 

@@ -116,7 +116,12 @@ class _Running:
         self.contexts = tls.Contexts()
         self._crd_dir = tempfile.TemporaryDirectory(prefix="snoreloc-hub-crds-")
         self.validator = validation.Validator(Path(self._crd_dir.name))
-        self.api = api.HubApi(self.cluster, self.validator)
+        self.api = api.HubApi(
+            self.cluster,
+            self.validator,
+            history_window=owner.history_window,
+            bookmark_seconds=owner.bookmark_seconds,
+        )
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
         self.api.catalog = self.catalog
         self.cluster.admission.append(self.catalog.admit)
