@@ -158,3 +158,14 @@ def watch_events(hub: HubSimulator, path: str, *, until: int = 100, timeout: flo
         return events
     finally:
         connection.close()
+
+
+def client_for(hub: HubSimulator, token: str) -> kubernetes.client.ApiClient:
+    """An official client speaking to the hub with `token` (a ServiceAccount's, not the admin's)."""
+    ca = hub.workdir / "ca.crt"
+    ca.write_bytes(hub.ca_pem)
+    configuration = kubernetes.client.Configuration()
+    configuration.host = hub.api_url
+    configuration.ssl_ca_cert = str(ca)
+    configuration.api_key = {"authorization": f"Bearer {token}"}
+    return kubernetes.client.ApiClient(configuration)

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, paging, watch
+from snoreloc_sim.hub import crds, discovery, paging, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -44,6 +44,7 @@ class HubApi(server.Api):
         self.history = watch.History(cluster.store, history_window)
         self.streams = watch.Streams(self.history, self._snapshot, self.stopped, bookmark_seconds)
         self.catalog: crds.Catalog | None = None
+        self.tokens: tokens.Tokens | None = None
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
         if request.path == "/openapi/v2":
@@ -61,6 +62,16 @@ class HubApi(server.Api):
         if found is None:
             raise model.ApiError(404, "NotFound", "the server could not find the requested resource")
         return found
+
+    def _resource(self, request: server.Request, target: server.Target, conflict: bool) -> server.Response:
+        if target.subresource == "token" and target.name is not None and self.tokens is not None:
+            if request.method != "POST":
+                raise model.ApiError(
+                    405, "MethodNotAllowed", f"the server does not allow this method: {request.method}"
+                )
+            body = self._decode(request)
+            return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
+        return super()._resource(request, target, conflict)
 
     # lists and watches
 

@@ -21,7 +21,7 @@ from types import TracebackType
 import yaml
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim.hub import api, crds, front, kinds
+from snoreloc_sim.hub import api, crds, front, kinds, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
@@ -77,6 +77,15 @@ class HubSimulator:
     ) -> None:
         self.stop()
 
+    def advance_clock(self, seconds: float) -> None:
+        """Move the hub's clock forward (token expiry) without waiting."""
+        self.running.tokens.skew += seconds
+
+    def restart(self) -> None:
+        """What a kube-apiserver restart does to clients: every connection (watches included) is dropped."""
+        self.running.api.history.restart()
+        self.running.listener.drop_connections()
+
     @property
     def running(self) -> _Running:
         if self._running is None:
@@ -126,17 +135,27 @@ class _Running:
         self.api.catalog = self.catalog
         self.cluster.admission.append(self.catalog.admit)
         self.cluster.store.subscribe(self.catalog.on_change)
-        self.front = front.HubFront(self.api, owner.token)
+        lookup = self._type
+        self.tokens = tokens.Tokens(self.cluster.store, lookup)
+        self.api.tokens = self.tokens
+        self.front = front.HubFront(self.api, owner.token, self.tokens, rbac.Authorizer(self.cluster.store, lookup))
         self.listener: server.Listener
 
     def _publish(self, served: registry.Registry) -> None:
         self.api.registry = served
         self.cluster.types = dict(served.types)
 
+    def _type(self, key: str) -> model.ResourceType:
+        return self.catalog.registry.types[key]
+
     def start(self, port: int) -> None:
-        namespaces = self.catalog.registry.types[kinds.NAMESPACES]
+        store = self.cluster.store
         for name in SYSTEM_NAMESPACES:
-            self.cluster.store.create(namespaces, {"metadata": {"name": name}, "status": {"phase": "Active"}})
+            store.create(self._type(kinds.NAMESPACES), {"metadata": {"name": name}, "status": {"phase": "Active"}})
+        for role in rbac.BOOTSTRAP_CLUSTER_ROLES:
+            store.create(self._type(f"clusterroles.{rbac.RBAC_GROUP}"), model.clone(role))
+        for binding in rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS:
+            store.create(self._type(f"clusterrolebindings.{rbac.RBAC_GROUP}"), model.clone(binding))
         context = tls.server_context(self.cluster.serving, "api", self.authority.served(), self.contexts)
         self.listener = server.Listener(self.front, context, port=port)
         self.api.server_address = f"127.0.0.1:{self.listener.port}"
