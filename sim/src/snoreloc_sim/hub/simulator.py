@@ -147,7 +147,7 @@ class _Running:
         )
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
         self.api.catalog = self.catalog
-        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._served_types)
+        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
         self.api.lifecycle = self.lifecycle
         self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
@@ -162,8 +162,8 @@ class _Running:
         self.api.registry = served
         self.cluster.types = dict(served.types)
 
-    def _served_types(self) -> list[model.ResourceType]:
-        return list(self.catalog.registry.types.values())
+    def _find_type(self, key: str) -> model.ResourceType | None:
+        return self.catalog.registry.types.get(key)
 
     def _type(self, key: str) -> model.ResourceType:
         return self.catalog.registry.types[key]

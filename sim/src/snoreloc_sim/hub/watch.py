@@ -21,6 +21,7 @@ writes. `compact()` moves the window past every change so far, which is how test
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -121,7 +122,7 @@ class History:
             while True:
                 if rv < self._floor:
                     raise expired(rv, self._floor)
-                found = [change for change in reversed(self._changes) if change.rv > rv][::-1]
+                found = list(itertools.takewhile(lambda change: change.rv > rv, reversed(self._changes)))[::-1]
                 left = deadline - time.monotonic()
                 if found or left <= 0:
                     return found, max(rv, self._head)
