@@ -152,3 +152,16 @@ def test_deployments_and_services_are_stored_for_a_controllers_manifests(raw: Ca
     assert raw("POST", "/api/v1/namespaces/default/services", {"metadata": {"name": "metrics"}}).code == 201
     resources = {r["name"] for r in raw("GET", "/apis/apps/v1").body["resources"]}
     assert resources == {"deployments", "deployments/status"}
+
+
+def test_events_are_stored_in_both_apis(raw: Call) -> None:
+    involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Widget", "name": "w1", "namespace": "default"}
+    core = {"metadata": {"generateName": "w1-"}, "involvedObject": involved, "reason": "Reconciled", "type": "Normal"}
+    assert raw("POST", "/api/v1/namespaces/default/events", core).code == 201
+    newer = {"metadata": {"name": "w1.1"}, "regarding": involved, "reason": "Reported", "type": "Normal",
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x", "reportingInstance": "y",
+             "action": "Report"}  # fmt: skip
+    assert raw("POST", "/apis/events.k8s.io/v1/namespaces/default/events", newer).code == 201
+    listed = raw("GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dw1").body["items"]
+    assert [e["reason"] for e in listed] == ["Reconciled"]
+    assert raw("GET", "/apis/events.k8s.io/v1/events").body["items"][0]["reason"] == "Reported"

@@ -8,6 +8,10 @@ No OpenShift seed and no operators: a fresh kube-apiserver with its system names
 admin token in group `system:masters`, and whatever CRDs, ServiceAccounts and RBAC the test creates.
 `history_window` bounds how many changes watches can resume across (kube-apiserver's watch cache); a smaller one
 makes 410 Gone come sooner. `bookmark_seconds` is how often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+
+What a test reaches through it: `kubeconfig_path` (admin, 0600), `api_url`, `ca_pem`, `token` (admin);
+`faults` (`conflict_next`, `fail_next`, `latency`), `expire_watches()`, `restart()`, `advance_clock(seconds)`
+(token expiry), `requests` (what clients sent), `cluster.store` (the objects, for assertions).
 """
 
 from __future__ import annotations
