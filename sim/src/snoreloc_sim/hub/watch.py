@@ -158,8 +158,9 @@ def event_for(change: Change, watch: Watch) -> Obj | None:
         return {"type": "DELETED", "object": change.old} if before else None
     if now:
         return {"type": "MODIFIED" if before and change.event == "MODIFIED" else "ADDED", "object": change.new}
-    if before and change.new is not None:
-        return {"type": "DELETED", "object": change.new}
+    if before and change.old is not None:  # the previous content, with the change's resourceVersion
+        gone = {**change.old, "metadata": {**change.old["metadata"], "resourceVersion": str(change.rv)}}
+        return {"type": "DELETED", "object": gone}
     return None
 
 
