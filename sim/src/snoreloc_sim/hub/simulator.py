@@ -20,9 +20,6 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-
-import yaml
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
 from snoreloc_sim.hub import api, crds, faults, front, kinds, lifecycle, rbac, tokens
@@ -32,7 +29,7 @@ DEFAULT_HISTORY = 10_000
 DEFAULT_BOOKMARK_SECONDS = 60.0
 
 
-class HubSimulator:
+class HubSimulator(simulator.Served):
     """A plain Kubernetes hub served on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit)."""
 
     def __init__(
@@ -44,12 +41,11 @@ class HubSimulator:
         history_window: int = DEFAULT_HISTORY,
         bookmark_seconds: float = DEFAULT_BOOKMARK_SECONDS,
     ) -> None:
+        super().__init__(workdir)
         self.token = token or secrets.token_urlsafe(32)
         self.history_window = history_window
         self.bookmark_seconds = bookmark_seconds
         self._port = port
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
-        self._workdir = Path(workdir) if workdir is not None else None
         self._running: _Running | None = None
         self.startup_seconds = 0.0
 
@@ -59,27 +55,14 @@ class HubSimulator:
         began = time.monotonic()
         self._running = _Running(self)
         self._running.start(self._port)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        document = simulator.kubeconfig(self.api_url, self.ca_pem, self.token)
-        simulator.write_private(self.kubeconfig_path, yaml.safe_dump(document, sort_keys=False))
+        self.publish_kubeconfig(self.api_url, self.ca_pem, self.token)
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def stop(self) -> None:
+    def _halt(self) -> None:
         if self._running is not None:
             self._running.stop()
             self._running = None
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
-
-    def __enter__(self) -> HubSimulator:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def advance_clock(self, seconds: float) -> None:
         """Move the hub's clock forward (token expiry) without waiting."""
@@ -121,17 +104,6 @@ class HubSimulator:
     @property
     def ca_pem(self) -> bytes:
         return self.running.authority.ca_pem
-
-    @property
-    def workdir(self) -> Path:
-        if self._workdir is None:
-            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-hub-")
-            self._workdir = Path(self._tempdir.name)
-        return self._workdir
-
-    @property
-    def kubeconfig_path(self) -> Path:
-        return self.workdir / "kubeconfig"
 
 
 class _Running:
