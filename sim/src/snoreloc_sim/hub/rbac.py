@@ -190,6 +190,17 @@ class Authorizer:
                 return None
         return forbidden(user, attrs, _reason(errors))
 
+    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
+        """Every rule granted to `user` in `namespace` ("" for cluster-wide only), and the resolution errors."""
+        errors: list[str] = []
+        rules = [rule for granted in self._rules_for(user, namespace, errors) for rule in granted]
+        return rules, errors
+
+    def role_rules(self, ref: Obj, namespace: str) -> tuple[list[Obj], list[str]]:
+        """The rules of the role a binding in `namespace` refers to, and the error when it does not exist."""
+        errors: list[str] = []
+        return self._role(ref, namespace, errors), errors
+
     def _rules_for(self, user: User, namespace: str, errors: list[str]) -> Iterator[list[Obj]]:
         for binding in self._store.list(self._lookup(f"clusterrolebindings.{RBAC_GROUP}")):
             if any(_applies(s, user, "") for s in binding.get("subjects") or []):
