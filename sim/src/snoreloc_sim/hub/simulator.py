@@ -131,7 +131,8 @@ class _Running:
         lookup = self._type
         self.tokens = tokens.Tokens(self.cluster.store, lookup)
         self.api.tokens = self.tokens
-        authorizer = rbac.Authorizer(self.cluster.store, lookup)
+        authorizer = rbac.Authorizer()
+        self.cluster.store.subscribe(authorizer.on_change)
         self.front = front.HubFront(self.api, owner.token, self.tokens, authorizer)
         self.cluster.admission.append(escalation.Guard(authorizer, self.front.caller).admit)
         self.listener: server.Listener
