@@ -90,7 +90,7 @@ class HubApi(server.Api):
             printer = tables.crd_printer(columns)
         else:
             printer = tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
-        return tables.table(target.rtype, body, printer, query)
+        return tables.table(body, printer, query)
 
     def _delete(self, request: server.Request, target: server.Target) -> server.Response:
         if self.lifecycle is None or request.query.get("dryRun") == "All":

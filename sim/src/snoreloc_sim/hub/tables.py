@@ -23,8 +23,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from snoreloc_sim import model
-
 Obj = dict[str, Any]
 NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although some resources may "
@@ -222,7 +220,7 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": _meta(obj)}
 
 
-def table(rtype: model.ResourceType, body: Obj, printer: Printer, query: dict[str, str]) -> Obj:
+def table(body: Obj, printer: Printer, query: dict[str, str]) -> Obj:
     """The Table for a list or one object."""
     headers, cells = printer
     listed = body.get("kind", "").endswith("List") and isinstance(body.get("items"), list)
