@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,3 +164,14 @@ def test_apply_k_of_a_controllers_manifests_and_a_reapply(hub_sim: HubSimulator,
     assert again.out.count(" unchanged") == len(documents) - 1
     patches = [s for s in hub_sim.requests if s.method == "PATCH" and "/deployments/controller" in s.target]
     assert patches[-1].content_type == "application/strategic-merge-patch+json"  # a built-in kind
+
+
+def test_get_watch_prints_later_objects_under_the_same_columns(hub_sim: HubSimulator, kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    kubectl("apply", "-f", "-", stdin=_widget("w1", 1))
+    path = f"/apis/{GROUP}/v1/namespaces/default/{PLURAL}"
+    threading.Timer(1.0, lambda: raw("POST", path, widget("w2", size=2))).start()
+    watched = kubectl("get", PLURAL, "-w", "--request-timeout=3s")
+    lines = watched.out.splitlines()
+    assert lines[0].split() == ["NAME", "PHASE", "SIZE", "AGE"]
+    assert [line.split()[:2] for line in lines[1:]] == [["w1", "1"], ["w2", "2"]]  # one header, the same columns

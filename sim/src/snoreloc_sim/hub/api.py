@@ -74,23 +74,20 @@ class HubApi(server.Api):
             body = self._decode(request)
             return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
         response = super()._resource(request, target, conflict)
-        if (
-            request.method == "GET"
-            and response.stream is None
-            and response.code == 200
-            and tables.wants_table(request.accept)
-        ):
-            return server.Response(200, self._table(target, response.body, request.query), response.warnings)
-        return response
+        if request.method != "GET" or response.code != 200 or not tables.wants_table(request.accept):
+            return response
+        printer = self._printer(target)
+        if response.stream is not None:  # each watch event's object becomes a one-row Table (`kubectl get -w`)
+            response.stream = tables.table_events(response.stream, printer, request.query)
+            return response
+        assert isinstance(response.body, dict)
+        return server.Response(200, tables.table(response.body, printer, request.query), response.warnings)
 
-    def _table(self, target: server.Target, body: Obj | str, query: dict[str, str]) -> Obj:
-        assert isinstance(body, dict)
+    def _printer(self, target: server.Target) -> tables.Printer:
         columns = self.catalog.columns(target.rtype.key) if self.catalog is not None else None
         if columns is not None:
-            printer = tables.crd_printer(columns)
-        else:
-            printer = tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
-        return tables.table(body, printer, query)
+            return tables.crd_printer(columns)
+        return tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
 
     def _delete(self, request: server.Request, target: server.Target) -> server.Response:
         if self.lifecycle is None or request.query.get("dryRun") == "All":

@@ -11,7 +11,8 @@ way. Followed (kubernetes/kubernetes):
   `staging/src/k8s.io/apiserver/pkg/registry/rest/table.go` (`DefaultTableConvertor`): Name and Created At for
   the rest.
 - `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response.go`: each row carries the object as
-  PartialObjectMetadata (`includeObject=Metadata`, the default), whole (`Object`) or not at all (`None`).
+  PartialObjectMetadata (`includeObject=Metadata`, the default), whole (`Object`) or not at all (`None`); a watch
+  asked as a Table gets each event's object as a one-row Table.
 JSONPath here covers what printer columns use: `.a.b`, `[n]`, `['key.with.dots']` and `[?(@.k=="v")]`.
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -244,3 +245,13 @@ def table(body: Obj, printer: Printer, query: dict[str, str]) -> Obj:
     if query.get("noHeaders") != "true":
         result["columnDefinitions"] = headers
     return result
+
+
+def table_events(events: Iterator[Obj], printer: Printer, query: dict[str, str]) -> Iterator[Obj]:
+    """A watch's events with each object as a one-row Table, as kube-apiserver's watch encoder transforms them
+    (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go); BOOKMARK and ERROR events pass unchanged."""
+    for event in events:
+        if event.get("type") in ("BOOKMARK", "ERROR"):
+            yield event
+        else:
+            yield {**event, "object": table(event["object"], printer, query)}
