@@ -175,3 +175,18 @@ def test_get_watch_prints_later_objects_under_the_same_columns(hub_sim: HubSimul
     lines = watched.out.splitlines()
     assert lines[0].split() == ["NAME", "PHASE", "SIZE", "AGE"]
     assert [line.split()[:2] for line in lines[1:]] == [["w1", "1"], ["w2", "2"]]  # one header, the same columns
+
+
+def test_describe_shows_the_objects_events_and_get_events_prints_them(kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    kubectl("apply", "-f", "-", stdin=_widget("w1", 1))
+    uid = raw("GET", f"/apis/{GROUP}/v1/namespaces/default/{PLURAL}/w1").body["metadata"]["uid"]
+    involved = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": "w1", "namespace": "default", "uid": uid}
+    event = {"metadata": {"generateName": "w1-"}, "involvedObject": involved, "reason": "Reconciled",
+             "message": "size 1", "type": "Normal", "source": {"component": "widget-controller"}}  # fmt: skip
+    assert raw("POST", "/api/v1/namespaces/default/events", event).code == 201
+    described = kubectl("describe", PLURAL, "w1").out
+    assert "Reconciled" in described and "widget-controller" in described and "size 1" in described
+    lines = kubectl("get", "events").out.splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert lines[1].split()[1:] == ["Normal", "Reconciled", "widget/w1", "size", "1"]

@@ -234,7 +234,11 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "secrets": ("type",),
     "pods": ("spec.nodeName", "status.phase"),
     "namespaces": ("status.phase",),
-    "events": ("involvedObject.name", "involvedObject.namespace", "involvedObject.kind", "reason"),
+    # pkg/registry/core/event/strategy.go, ToSelectableFields (`kubectl describe` selects by involvedObject.uid)
+    "events": (
+        *(f"involvedObject.{name}" for name in ("name", "namespace", "kind", "uid", "apiVersion", "resourceVersion")),
+        *("involvedObject.fieldPath", "reason", "type", "reportingComponent"),
+    ),
     "certificatesigningrequests.certificates.k8s.io": ("spec.signerName",),
 }
 
