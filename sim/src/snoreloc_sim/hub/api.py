@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, lifecycle, paging, tables, tokens, watch
+from snoreloc_sim.hub import crds, discovery, lifecycle, namespaces, paging, tables, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -47,6 +47,7 @@ class HubApi(server.Api):
         self.catalog: crds.Catalog | None = None
         self.tokens: tokens.Tokens | None = None
         self.lifecycle: lifecycle.Lifecycle | None = None
+        self.namespaces: namespaces.Namespaces | None = None
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
         if request.path == "/openapi/v2":
@@ -95,11 +96,12 @@ class HubApi(server.Api):
         old = self._get(target)
         options = self._decode(request) if request.body else {}
         orphan = options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
-        left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
+        if target.rtype.key == "namespaces" and self.namespaces is not None:
+            left = self.namespaces.delete(old)
+        else:
+            left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
         if left is not None:
             return server.Response(200, left)
-        if target.rtype.key == "namespaces":
-            self._empty_namespace(old["metadata"]["name"])
         if self.registry.is_builtin(target.rtype):
             return server.Response(200, server.success_status(target.rtype, old))
         return server.Response(200, old)
