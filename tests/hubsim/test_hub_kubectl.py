@@ -115,6 +115,11 @@ def test_a_service_account_token_is_refused_with_kubes_message(
     )
     assert expected in refused.err
     assert kubectl("auth", "can-i", "list", "secrets", kubeconfig=path).out.strip() == "no"
+    posing = kubectl("get", "secrets", "--as=kubernetes-admin", kubeconfig=path)
+    assert (
+        'users "kubernetes-admin" is forbidden: User "system:serviceaccount:default:viewer" cannot impersonate'
+        in posing.err
+    )
 
 
 def test_apply_k_of_a_controllers_manifests_and_a_reapply(hub_sim: HubSimulator, kubectl: Any, tmp_path: Path) -> None:
@@ -190,3 +195,26 @@ def test_describe_shows_the_objects_events_and_get_events_prints_them(kubectl: A
     lines = kubectl("get", "events").out.splitlines()
     assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert lines[1].split()[1:] == ["Normal", "Reconciled", "widget/w1", "size", "1"]
+
+
+def test_kubectl_as_a_service_account_shows_its_scope(kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    raw("POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "site-w1"}})
+    rule = {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "resourceNames": ["w1"], "verbs": ["get", "patch"]}
+    raw(
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        {"metadata": {"name": "site-w1"}, "rules": [rule]},
+    )
+    binding = {
+        "metadata": {"name": "site-w1"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "site-w1"},
+        "subjects": [{"kind": "ServiceAccount", "name": "site-w1", "namespace": "default"}],
+    }
+    raw("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", binding)
+    who = "--as=system:serviceaccount:default:site-w1"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w1", "--subresource=status", who).out.strip() == "yes"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w2", "--subresource=status", who).out.strip() == "no"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w1", who).out.strip() == "no"
+    refused = kubectl("get", PLURAL, who)
+    assert 'User "system:serviceaccount:default:site-w1" cannot list resource' in refused.err

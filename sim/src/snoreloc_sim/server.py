@@ -74,6 +74,7 @@ class Request:
     authorization: str = ""
     user_agent: str = ""
     accept: str = ""
+    impersonate_user: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -88,6 +89,7 @@ class Request:
             authorization=headers.get("authorization", ""),
             user_agent=headers.get("user-agent", ""),
             accept=headers.get("accept", ""),
+            impersonate_user=headers.get("impersonate-user", ""),
         )
 
 
