@@ -1,9 +1,10 @@
 """What stands before the hub's resource semantics: authentication, authorization, injected faults, write order.
 
 kube-apiserver's handler chain (staging/src/k8s.io/apiserver/pkg/server/config.go, `DefaultBuildHandlerChain`)
-authenticates (401 when no authenticator accepts the credential), builds the request's attributes
-(`endpoints/request/requestinfo.go`), authorizes them (403), and only then reaches the REST handlers. The hub does
-the same with the admin token and the ServiceAccount tokens it issued (`tokens`), and RBAC (`rbac`).
+authenticates (401 when no authenticator accepts the credential; a request without one is `system:anonymous`),
+honours impersonation, builds the request's attributes (`endpoints/request/requestinfo.go`), authorizes them (403),
+and only then reaches the REST handlers. The hub does the same with the admin token and the ServiceAccount tokens
+it issued (`tokens`), and RBAC (`rbac`).
 
 Writes are serialised: each one commits and notifies the watch history before the next begins, so events reach
 the history in resourceVersion order, as etcd's revisions do.
@@ -57,8 +58,8 @@ class HubFront:
         if self.faults.latency:
             time.sleep(self.faults.latency)
         user, refusal = self._identify(request)
-        if user is None:  # refused, or anonymous on a public path (system:public-info-viewer)
-            return server.error_response(refusal) if refusal is not None else self.api.handle(request)
+        if user is None:
+            return server.error_response(refusal or model.ApiError(401, "Unauthorized", "Unauthorized"))
         attrs = rbac.attributes(request)
         refusal = self.authorizer.authorize(user, attrs) or self.faults.refusal(attrs)
         if refusal is not None:
@@ -71,8 +72,7 @@ class HubFront:
         """Who asks (after impersonation), or the 401/403 that refuses them."""
         user = self._authenticate(request)
         if user is None:
-            public = request.path in server.PUBLIC_PATHS
-            return None, None if public else model.ApiError(401, "Unauthorized", "Unauthorized")
+            return None, model.ApiError(401, "Unauthorized", "Unauthorized")
         if not request.impersonate_user:
             return user, None
         return self._impersonate(user, request.impersonate_user)
@@ -110,6 +110,10 @@ class HubFront:
         return (None, refused) if refused is not None else (as_user, None)
 
     def _authenticate(self, request: server.Request) -> tokens.User | None:
+        """The admin, a ServiceAccount, `system:anonymous` without credentials, or None for a credential that
+        no authenticator accepts (401)."""
+        if not request.authorization.strip():
+            return tokens.ANONYMOUS
         scheme, _, token = request.authorization.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
