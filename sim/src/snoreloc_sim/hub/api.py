@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, lifecycle, namespaces, paging, tables, tokens, watch
+from snoreloc_sim.hub import crds, discovery, kinds, lifecycle, namespaces, paging, tables, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -98,6 +98,8 @@ class HubApi(server.Api):
         orphan = options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
         if target.rtype.key == "namespaces" and self.namespaces is not None:
             left = self.namespaces.delete(old)
+        elif target.rtype.key == kinds.CRDS and self.catalog is not None:
+            left = self.catalog.delete(old, self.lifecycle.delete)
         else:
             left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
         if left is not None:
