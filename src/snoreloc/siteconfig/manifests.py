@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from snoreloc import redact
-from snoreloc.siteconfig import files, findings, model, schema, yamlpos
+from snoreloc.siteconfig import files, findings, model, yamlpos
 
+MAX_MANIFEST_FILES = 256
 SUFFIXES = (".yaml", ".yml", ".json")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")  # object names (subdomains; RBAC names also allow ':')
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -164,8 +165,8 @@ def _files(reader: _Reader, spec_value: Mapping[str, Any]) -> Iterator[tuple[fin
         return
     if not found:
         reader.problem(where, f"holds no {', '.join(SUFFIXES)} file")
-    if len(found) > schema.MAX_MANIFEST_FILES:
-        reader.problem(where, f"holds {len(found)} manifest files; the limit is {schema.MAX_MANIFEST_FILES}")
+    if len(found) > MAX_MANIFEST_FILES:
+        reader.problem(where, f"holds {len(found)} manifest files; the limit is {MAX_MANIFEST_FILES}")
         return
     yield from ((where, ref) for ref in found)
 
