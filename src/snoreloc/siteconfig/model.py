@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from snoreloc.siteconfig import checks, setting
+from snoreloc.siteconfig.manifests import Manifest
 
 # The typed models of the settings that have a field of their own below (each declared in its setting's module).
 from snoreloc.siteconfig.settings.catalog_sources import CatalogSource, CatalogSources
@@ -38,6 +39,7 @@ __all__ = [
     "CatalogSource",
     "CatalogSources",
     "Kubelet",
+    "Manifest",
     "NetworkProbes",
     "Ntp",
     "Operators",
@@ -132,42 +134,6 @@ class RegistryCA:
 
     registry: str
     bundle_pem: str
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """One document of `spec.extraManifests`: where it came from and the object, checked offline. The object is
-    kept out of `repr` (a Secret's data) and so hashed whole in fingerprints."""
-
-    source: str  # the file, relative to the site-config's directory
-    index: int  # the document's place in the file, from 0
-    line: int  # where the document starts in the file
-    obj: Mapping[str, Any] = field(repr=False)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source} document {self.index + 1} (line {self.line})"
-
-    @property
-    def api_version(self) -> str:
-        return str(self.obj["apiVersion"])
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj["kind"])
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"].get("namespace") or "")
-
-    @property
-    def label(self) -> str:
-        """`Kind namespace/name`, as the rest of snoreloc names objects."""
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
 
 
 @dataclass(frozen=True)

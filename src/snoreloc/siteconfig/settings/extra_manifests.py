@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from snoreloc.siteconfig import checks, fragments, manifests, setting
-from snoreloc.siteconfig.model import Manifest
 
 KEY = "extraManifests"
 
@@ -59,7 +58,7 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
     run.parsed[KEY] = tuple(found)
 
 
-def _load(values: Any, checked: checks.Checked) -> tuple[Manifest, ...]:
+def _load(values: Any, checked: checks.Checked) -> tuple[manifests.Manifest, ...]:
     return tuple(checked.parsed.get(KEY, ()))
 
 
