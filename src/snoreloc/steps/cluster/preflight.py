@@ -22,6 +22,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
+from snoreloc.siteconfig.settings import dns as dns_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import dns_names, health, mirrors, node_csrs
 
@@ -77,7 +78,7 @@ def dns_warnings(ctx: context.Context) -> list[str]:
         ]
     why = (
         "node-local DNS is off (spec.dns.nodeLocal: false)"
-        if not ctx.site.dns.node_local
+        if not ctx.site.get(dns_setting.SETTING).node_local
         else "the node does not answer them itself (it has no SNO dnsmasq configuration; see the node-dns step)"
     )
     text = dns_names.refusal(ctx.site, missing, why)

@@ -22,6 +22,7 @@ from snoreloc import errors
 from snoreloc.host import node_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import dns as dns_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import dns_names
 
@@ -40,13 +41,17 @@ class NodeDns:
         self.state_dir = state_dir
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"domain": ctx.site.domain, "node_local": ctx.site.dns.node_local, "ip": node_dns.node_ip(self.host.fs)}
+        return {
+            "domain": ctx.site.domain,
+            "node_local": ctx.site.get(dns_setting.SETTING).node_local,
+            "ip": node_dns.node_ip(self.host.fs),
+        }
 
     def _values(self, site: model.SiteConfig) -> dict[str, str]:
         return node_dns.wanted(site.domain, node_dns.node_ip(self.host.fs))
 
     def _off_note(self, site: model.SiteConfig) -> str | None:
-        if not site.dns.node_local:
+        if not site.get(dns_setting.SETTING).node_local:
             return "off (spec.dns.nodeLocal: false): the site DNS must resolve api and *.apps of the new domain"
         if not node_dns.configured(self.host.fs):
             return (
