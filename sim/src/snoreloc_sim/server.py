@@ -73,6 +73,7 @@ class Request:
     body: bytes
     authorization: str = ""
     user_agent: str = ""
+    accept: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -86,6 +87,7 @@ class Request:
             body=body,
             authorization=headers.get("authorization", ""),
             user_agent=headers.get("user-agent", ""),
+            accept=headers.get("accept", ""),
         )
 
 
@@ -920,6 +922,7 @@ class _HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
             connection.close()
 
     def drop_all(self) -> None:
+        """Shut down every open connection (a restarting kube-apiserver drops its watches)."""
         with self._live_lock:
             live = list(self._live)
         for connection in live:
@@ -1068,6 +1071,10 @@ class Listener:
 
     def start(self) -> None:
         self._thread.start()
+
+    def drop_connections(self) -> None:
+        """Close every open connection, watches included, and keep listening."""
+        self._server.drop_all()
 
     def stop(self) -> None:
         self._server.shutdown()

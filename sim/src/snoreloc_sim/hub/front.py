@@ -1,0 +1,89 @@
+"""What stands before the hub's resource semantics: authentication, authorization, injected faults, write order.
+
+kube-apiserver's handler chain (staging/src/k8s.io/apiserver/pkg/server/config.go, `DefaultBuildHandlerChain`)
+authenticates (401 when no authenticator accepts the credential), builds the request's attributes
+(`endpoints/request/requestinfo.go`), authorizes them (403), and only then reaches the REST handlers. The hub does
+the same with the admin token and the ServiceAccount tokens it issued (`tokens`), and RBAC (`rbac`).
+
+Writes are serialised: each one commits and notifies the watch history before the next begins, so events reach
+the history in resourceVersion order, as etcd's revisions do.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from snoreloc_sim import model, server
+from snoreloc_sim.hub import rbac, tokens
+from snoreloc_sim.hub.api import HubApi
+
+Obj = dict[str, object]
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+SSAR = "selfsubjectaccessreviews"
+
+
+class HubFront:
+    """A `server.Service`: one request in, one response (or a dropped connection) out."""
+
+    def __init__(self, api: HubApi, admin_token: str, issued: tokens.Tokens, authorizer: rbac.Authorizer) -> None:
+        self.api = api
+        self._admin_token = admin_token
+        self.tokens = issued
+        self.authorizer = authorizer
+
+    def serve(self, request: server.Request) -> server.Response | None:
+        user = self._authenticate(request)
+        if user is None:
+            if request.path in server.PUBLIC_PATHS:  # system:public-info-viewer is bound to anonymous users too
+                return self.api.handle(request)
+            return server.error_response(model.ApiError(401, "Unauthorized", "Unauthorized"))
+        attrs = rbac.attributes(request)
+        refusal = self.authorizer.authorize(user, attrs)
+        if refusal is not None:
+            return server.error_response(refusal)
+        if attrs.resource == SSAR and attrs.verb == "create":
+            return self._review(user, request)
+        if request.method in WRITES:
+            with self.api.write_lock:
+                return self.api.handle(request)
+        return self.api.handle(request)
+
+    def _authenticate(self, request: server.Request) -> tokens.User | None:
+        scheme, _, token = request.authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        if hmac.compare_digest(token.encode(), self._admin_token.encode()):
+            return tokens.ADMIN
+        return self.tokens.authenticate(token)
+
+    def _review(self, user: tokens.User, request: server.Request) -> server.Response:
+        """A SelfSubjectAccessReview: the same decision for the attributes it names (`kubectl auth can-i`);
+        pkg/registry/authorization/selfsubjectaccessreview/rest.go."""
+        try:
+            body = json.loads(request.body or b"{}")
+        except ValueError:
+            return server.error_response(model.ApiError(400, "BadRequest", "the object provided could not be decoded"))
+        spec = body.get("spec") or {}
+        wanted = spec.get("resourceAttributes")
+        if wanted:
+            attrs = rbac.Attributes(
+                verb=wanted.get("verb", ""),
+                path="",
+                resource_request=True,
+                api_group=wanted.get("group", ""),
+                resource=wanted.get("resource", ""),
+                subresource=wanted.get("subresource", ""),
+                namespace=wanted.get("namespace", ""),
+                name=wanted.get("name", ""),
+            )
+        else:
+            other = spec.get("nonResourceAttributes") or {}
+            attrs = rbac.Attributes(verb=other.get("verb", ""), path=other.get("path", ""))
+        refusal = self.authorizer.authorize(user, attrs)
+        status: Obj = {"allowed": refusal is None}
+        if refusal is not None:
+            status["reason"] = ""
+        answer = {**body, "metadata": {"creationTimestamp": None}, "status": status}
+        return server.Response(201, answer)

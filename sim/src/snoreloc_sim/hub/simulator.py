@@ -1,0 +1,169 @@
+"""One running hub: an empty plain Kubernetes API over HTTPS with an admin kubeconfig, as tests and the CLI use it::
+
+    with HubSimulator() as hub:
+        client = kubernetes.config.new_client_from_config(str(hub.kubeconfig_path))
+
+No OpenShift seed and no operators: a fresh kube-apiserver with its system namespaces (`default`, `kube-system`,
+`kube-public`, `kube-node-lease`; kubernetes/kubernetes `pkg/controlplane/controller/systemnamespaces`), an
+admin token in group `system:masters`, and whatever CRDs, ServiceAccounts and RBAC the test creates.
+`history_window` bounds how many changes watches can resume across (kube-apiserver's watch cache); a smaller one
+makes 410 Gone come sooner. `bookmark_seconds` is how often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+import yaml
+
+from snoreloc_sim import model, registry, server, simulator, tls, validation
+from snoreloc_sim.hub import api, crds, front, kinds, rbac, tokens
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_HISTORY = 10_000
+DEFAULT_BOOKMARK_SECONDS = 60.0
+
+
+class HubSimulator:
+    """A plain Kubernetes hub served on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit)."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        token: str | None = None,
+        workdir: Path | str | None = None,
+        history_window: int = DEFAULT_HISTORY,
+        bookmark_seconds: float = DEFAULT_BOOKMARK_SECONDS,
+    ) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        self.history_window = history_window
+        self.bookmark_seconds = bookmark_seconds
+        self._port = port
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir = Path(workdir) if workdir is not None else None
+        self._running: _Running | None = None
+        self.startup_seconds = 0.0
+
+    def start(self) -> HubSimulator:
+        if self._running is not None:
+            return self
+        began = time.monotonic()
+        self._running = _Running(self)
+        self._running.start(self._port)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        document = simulator.kubeconfig(self.api_url, self.ca_pem, self.token)
+        simulator.write_private(self.kubeconfig_path, yaml.safe_dump(document, sort_keys=False))
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def stop(self) -> None:
+        if self._running is not None:
+            self._running.stop()
+            self._running = None
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def __enter__(self) -> HubSimulator:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def advance_clock(self, seconds: float) -> None:
+        """Move the hub's clock forward (token expiry) without waiting."""
+        self.running.tokens.skew += seconds
+
+    def restart(self) -> None:
+        """What a kube-apiserver restart does to clients: every connection (watches included) is dropped."""
+        self.running.api.history.restart()
+        self.running.listener.drop_connections()
+
+    @property
+    def running(self) -> _Running:
+        if self._running is None:
+            raise RuntimeError("the hub simulator is not running: call start()")
+        return self._running
+
+    @property
+    def cluster(self) -> model.Cluster:
+        return self.running.cluster
+
+    @property
+    def api_url(self) -> str:
+        return f"https://127.0.0.1:{self.running.listener.port}"
+
+    @property
+    def ca_pem(self) -> bytes:
+        return self.running.authority.ca_pem
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-hub-")
+            self._workdir = Path(self._tempdir.name)
+        return self._workdir
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+
+class _Running:
+    """The parts that exist only while the hub runs."""
+
+    def __init__(self, owner: HubSimulator) -> None:
+        self.authority = tls.new_authority()
+        self.cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(1.0), types={})
+        self.contexts = tls.Contexts()
+        self._crd_dir = tempfile.TemporaryDirectory(prefix="snoreloc-hub-crds-")
+        self.validator = validation.Validator(Path(self._crd_dir.name))
+        self.api = api.HubApi(
+            self.cluster,
+            self.validator,
+            history_window=owner.history_window,
+            bookmark_seconds=owner.bookmark_seconds,
+        )
+        self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
+        self.api.catalog = self.catalog
+        self.cluster.admission.append(self.catalog.admit)
+        self.cluster.store.subscribe(self.catalog.on_change)
+        lookup = self._type
+        self.tokens = tokens.Tokens(self.cluster.store, lookup)
+        self.api.tokens = self.tokens
+        self.front = front.HubFront(self.api, owner.token, self.tokens, rbac.Authorizer(self.cluster.store, lookup))
+        self.listener: server.Listener
+
+    def _publish(self, served: registry.Registry) -> None:
+        self.api.registry = served
+        self.cluster.types = dict(served.types)
+
+    def _type(self, key: str) -> model.ResourceType:
+        return self.catalog.registry.types[key]
+
+    def start(self, port: int) -> None:
+        store = self.cluster.store
+        for name in SYSTEM_NAMESPACES:
+            store.create(self._type(kinds.NAMESPACES), {"metadata": {"name": name}, "status": {"phase": "Active"}})
+        for role in rbac.BOOTSTRAP_CLUSTER_ROLES:
+            store.create(self._type(f"clusterroles.{rbac.RBAC_GROUP}"), model.clone(role))
+        for binding in rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS:
+            store.create(self._type(f"clusterrolebindings.{rbac.RBAC_GROUP}"), model.clone(binding))
+        context = tls.server_context(self.cluster.serving, "api", self.authority.served(), self.contexts)
+        self.listener = server.Listener(self.front, context, port=port)
+        self.api.server_address = f"127.0.0.1:{self.listener.port}"
+        self.listener.start()
+
+    def stop(self) -> None:
+        self.api.stopped.set()
+        self.listener.stop()
+        self.cluster.timeline.close()
+        self.contexts.close()
+        self._crd_dir.cleanup()

@@ -1,0 +1,108 @@
+"""The hub starts as an empty plain Kubernetes API and serves CRDs created at run time, as kube-apiserver does."""
+
+from __future__ import annotations
+
+import kubernetes
+import yaml
+
+from snoreloc_sim.hub.simulator import SYSTEM_NAMESPACES, HubSimulator
+
+from .conftest import GROUP, PLURAL, VERSION, Call, widget, widget_crd
+
+PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
+
+
+def test_an_empty_hub_has_the_system_namespaces_and_no_openshift(kube: kubernetes.client.ApiClient, raw: Call) -> None:
+    names = [ns.metadata.name for ns in kubernetes.client.CoreV1Api(kube).list_namespace().items]
+    assert sorted(names) == sorted(SYSTEM_NAMESPACES)
+    groups = [group["name"] for group in raw("GET", "/apis").body["groups"]]
+    assert "config.openshift.io" not in groups
+    assert {"apiextensions.k8s.io", "rbac.authorization.k8s.io", "events.k8s.io"} <= set(groups)
+    assert raw("GET", "/version").body["gitVersion"].startswith("v1.")
+
+
+def test_a_request_without_the_admin_token_is_refused_with_401(raw: Call) -> None:
+    for token in ("", "not-a-token"):
+        reply = raw("GET", "/api/v1/namespaces", token=token)
+        assert reply.code == 401
+        assert reply.body["reason"] == "Unauthorized"
+
+
+def test_a_crd_created_at_run_time_is_served_and_discovered(
+    widgets: kubernetes.client.CustomObjectsApi, raw: Call
+) -> None:
+    crd = raw("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}").body
+    conditions = {c["type"]: c["status"] for c in crd["status"]["conditions"]}
+    assert conditions == {"NamesAccepted": "True", "Established": "True"}
+    document = raw("GET", f"/apis/{GROUP}/{VERSION}").body
+    main, status = document["resources"]
+    assert main["name"] == PLURAL and main["shortNames"] == ["wg"] and main["categories"] == ["gadgets"]
+    assert {"watch", "list", "deletecollection", "patch"} <= set(main["verbs"])
+    assert status["name"] == f"{PLURAL}/status" and status["verbs"] == ["get", "patch", "update"]
+    assert any(g["name"] == GROUP for g in raw("GET", "/apis").body["groups"])
+
+
+def test_custom_resources_are_validated_pruned_and_defaulted_by_the_crd_schema(
+    widgets: kubernetes.client.CustomObjectsApi, raw: Call
+) -> None:
+    created = raw("POST", PATH, widget("w1") | {"spec": {"size": 2, "shape": "round"}})
+    assert created.code == 201
+    assert created.body["spec"] == {"size": 2, "color": "grey"}
+    assert "unknown field 'spec.shape'" in created.headers["warning"]
+    refused = raw("POST", PATH, widget("w2", size=0))
+    assert refused.code == 422
+    assert refused.body["reason"] == "Invalid"
+    assert refused.body["details"]["causes"][0]["field"] == "spec.size"
+    assert refused.body["message"].startswith('Widget.hubsim.example.com "w2" is invalid: spec.size')
+
+
+def test_the_status_subresource_splits_spec_and_status_writes(widgets: kubernetes.client.CustomObjectsApi) -> None:
+    args = (GROUP, VERSION, "default", PLURAL)
+    made = widgets.create_namespaced_custom_object(*args, widget("w", status={"phase": "Sneaky"}))
+    assert "status" not in made  # status is written through /status only
+    status = widgets.patch_namespaced_custom_object_status(
+        *args, "w", {"status": {"phase": "Ready"}, "spec": {"size": 9}}
+    )
+    assert status["status"] == {"phase": "Ready"} and status["spec"]["size"] == 1
+    assert status["metadata"]["generation"] == 1  # a status write is not a new generation
+    main = widgets.patch_namespaced_custom_object(*args, "w", {"spec": {"size": 3}, "status": {"phase": "Gone"}})
+    assert main["status"] == {"phase": "Ready"} and main["spec"]["size"] == 3
+    assert main["metadata"]["generation"] == 2
+    labelled = widgets.patch_namespaced_custom_object(*args, "w", {"metadata": {"labels": {"a": "b"}}})
+    assert labelled["metadata"]["generation"] == 2  # metadata is not spec
+
+
+def test_a_cluster_scoped_crd_is_served_without_namespaces(kube: kubernetes.client.ApiClient, raw: Call) -> None:
+    kubernetes.client.ApiextensionsV1Api(kube).create_custom_resource_definition(widget_crd("Cluster"))
+    assert raw("POST", f"/apis/{GROUP}/{VERSION}/{PLURAL}", widget("global")).code == 201
+    assert raw("GET", f"{PATH}/global").code == 404
+    assert raw("GET", f"/apis/{GROUP}/{VERSION}/{PLURAL}/global").body["metadata"]["name"] == "global"
+
+
+def test_an_invalid_crd_is_refused_with_the_fields_named(raw: Call) -> None:
+    crd = widget_crd()
+    crd["metadata"]["name"] = "wrong.example.com"
+    crd["spec"]["versions"][0]["storage"] = False
+    reply = raw("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert reply.code == 422
+    fields = [cause["field"] for cause in reply.body["details"]["causes"]]
+    assert fields == ["metadata.name", "spec.versions"]
+    assert raw("GET", f"/apis/{GROUP}/{VERSION}").code == 404
+
+
+def test_deleting_a_crd_deletes_its_objects_and_stops_serving_it(
+    widgets: kubernetes.client.CustomObjectsApi, kube: kubernetes.client.ApiClient, raw: Call
+) -> None:
+    widgets.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, widget("doomed"))
+    kubernetes.client.ApiextensionsV1Api(kube).delete_custom_resource_definition(f"{PLURAL}.{GROUP}")
+    assert raw("GET", PATH).code == 404
+    assert raw("GET", f"/apis/{GROUP}/{VERSION}").code == 404
+    kubernetes.client.ApiextensionsV1Api(kube).create_custom_resource_definition(widget_crd())
+    assert raw("GET", PATH).body["items"] == []
+
+
+def test_the_hub_fixture_gives_a_private_admin_kubeconfig(hub_sim: HubSimulator) -> None:
+    assert hub_sim.kubeconfig_path.stat().st_mode & 0o777 == 0o600
+    document = yaml.safe_load(hub_sim.kubeconfig_path.read_text())
+    assert document["users"][0]["user"]["token"] == hub_sim.token
+    assert document["clusters"][0]["cluster"]["server"] == hub_sim.api_url
