@@ -279,3 +279,26 @@ def revoke(client: kube.Client, namespace: str, name: str) -> None:
         client.delete(kube.Ref(kube.SECRETS, binding_name(name), namespace))
     except kube.NotFound:
         return
+
+
+def remove(client: kube.Client, namespace: str, name: str, owner_uid: str) -> list[str]:
+    """Delete what the controller made for a deleted Site (the objects whose owner is that Site's uid), at once:
+    the garbage collector of kube-controller-manager does the same through the ownerReferences, later. Returns
+    what was deleted."""
+    owned = (
+        (SERVICEACCOUNTS, account_name(name)), (ROLES, account_name(name)), (ROLEBINDINGS, account_name(name)),
+        (kube.SECRETS, binding_name(name)), (kube.SECRETS, report_secret_name(name)),
+    )  # fmt: skip
+    deleted = []
+    for resource, object_name in owned:
+        ref = kube.Ref(resource, object_name, namespace)
+        current = client.find(ref)
+        owners = (current or {}).get("metadata", {}).get("ownerReferences") or []
+        if current is None or not any(o.get("uid") == owner_uid for o in owners):
+            continue  # gone already, or a newer Site's of the same name
+        try:
+            client.delete(ref)
+        except kube.NotFound:
+            continue
+        deleted.append(str(ref))
+    return deleted

@@ -29,7 +29,7 @@ from kubernetes import config as k8s_config
 
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc_fleet import site
+from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile as reconcile_mod
 
 LOG = logging.getLogger(__name__)
@@ -155,6 +155,9 @@ class Controller:
         if event.get("type") == "DELETED":
             with self._guard:
                 self.known.discard((namespace, name))
+            uid = str(((event.get("object") or {}).get("metadata") or {}).get("uid", ""))
+            with self._lock((namespace, name)):
+                credentials.remove(self.client, namespace, name, uid)
             return
         with self._guard:
             self.known.add((namespace, name))
@@ -162,6 +165,25 @@ class Controller:
             self.reconcile(namespace, name)
         except kube.Conflict as exc:  # someone wrote first: read again, soon
             raise kopf.TemporaryError(f"conflict: {exc.message}", delay=1.0) from exc
+
+    def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
+        """kopf's watch and handlers, and the sweep, until `stop` is set."""
+        sweeper = threading.Thread(target=self.sweep, args=(stop,), name="site-sweep", daemon=True)
+        sweeper.start()
+        try:
+            kopf.run(
+                loop=asyncio.new_event_loop(),
+                registry=registry_for(self),
+                standalone=True,
+                clusterwide=not self.options.namespaces,
+                namespaces=list(self.options.namespaces),
+                stop_flag=stop,
+                ready_flag=ready,
+            )
+        finally:
+            stop.set()
+            sweeper.join(5.0)
+            self.client.close()
 
     def sweep(self, stop: threading.Event) -> None:
         """Every `sweep` seconds, reconcile every known Site (staleness, token renewal) until `stop`."""
@@ -206,23 +228,7 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
 
 
 def run(options: Options, *, stop: threading.Event | None = None, ready: threading.Event | None = None) -> Controller:
-    """Run the controller until `stop` is set (or a signal, in the main thread); returns it, for its counters."""
+    """Run a controller until `stop` is set (or a signal, in the main thread); returns it, for its counters."""
     controller = Controller(options)
-    stop = stop or threading.Event()
-    sweeper = threading.Thread(target=controller.sweep, args=(stop,), name="site-sweep", daemon=True)
-    sweeper.start()
-    try:
-        kopf.run(
-            loop=asyncio.new_event_loop(),
-            registry=registry_for(controller),
-            standalone=True,
-            clusterwide=not options.namespaces,
-            namespaces=list(options.namespaces),
-            stop_flag=stop,
-            ready_flag=ready,
-        )
-    finally:
-        stop.set()
-        sweeper.join(5.0)
-        controller.client.close()
+    controller.run(stop or threading.Event(), ready)
     return controller

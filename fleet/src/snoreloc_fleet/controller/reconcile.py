@@ -156,6 +156,9 @@ def reconcile(
     current = _own(obj.get("status") or {})
     patch = kube.merge_patch(current, _desired_own(derived))
     phase = str(derived[site.STATUS_PHASE])
+    if (obj["metadata"].get("labels") or {}).get(site.PHASE_LABEL) != phase:  # first: selecting by it never lags
+        client.patch(ref, {"metadata": {"labels": {site.PHASE_LABEL: phase}}})
+        counters.add("label_writes")
     if patch:
         client.request("PATCH", ref.path("status"), body={"status": patch}, content_type=kube.MERGE_PATCH, retry=True)
         counters.add("status_writes")
@@ -166,9 +169,6 @@ def reconcile(
             phase,
             derived[site.STATUS_REASON],
         )
-    if (obj["metadata"].get("labels") or {}).get(site.PHASE_LABEL) != phase:
-        client.patch(ref, {"metadata": {"labels": {site.PHASE_LABEL: phase}}})
-        counters.add("label_writes")
     if current.get(site.STATUS_PHASE) != phase:
         _event(client, obj, derived, now)
         counters.add("events")
