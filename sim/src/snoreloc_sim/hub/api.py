@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, paging, tokens, watch
+from snoreloc_sim.hub import crds, discovery, lifecycle, paging, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -45,6 +45,7 @@ class HubApi(server.Api):
         self.streams = watch.Streams(self.history, self._snapshot, self.stopped, bookmark_seconds)
         self.catalog: crds.Catalog | None = None
         self.tokens: tokens.Tokens | None = None
+        self.lifecycle: lifecycle.Lifecycle | None = None
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
         if request.path == "/openapi/v2":
@@ -72,6 +73,21 @@ class HubApi(server.Api):
             body = self._decode(request)
             return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
         return super()._resource(request, target, conflict)
+
+    def _delete(self, request: server.Request, target: server.Target) -> server.Response:
+        if self.lifecycle is None or request.query.get("dryRun") == "All":
+            return super()._delete(request, target)
+        old = self._get(target)
+        options = self._decode(request) if request.body else {}
+        orphan = options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
+        left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
+        if left is not None:
+            return server.Response(200, left)
+        if target.rtype.key == "namespaces":
+            self._empty_namespace(old["metadata"]["name"])
+        if self.registry.is_builtin(target.rtype):
+            return server.Response(200, server.success_status(target.rtype, old))
+        return server.Response(200, old)
 
     # lists and watches
 

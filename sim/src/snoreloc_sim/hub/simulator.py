@@ -21,7 +21,7 @@ from types import TracebackType
 import yaml
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim.hub import api, crds, front, kinds, rbac, tokens
+from snoreloc_sim.hub import api, crds, front, kinds, lifecycle, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
@@ -133,8 +133,11 @@ class _Running:
         )
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
         self.api.catalog = self.catalog
-        self.cluster.admission.append(self.catalog.admit)
-        self.cluster.store.subscribe(self.catalog.on_change)
+        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._served_types)
+        self.api.lifecycle = self.lifecycle
+        self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
+        self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
+        self.cluster.store.subscribe(self.lifecycle.on_change)
         lookup = self._type
         self.tokens = tokens.Tokens(self.cluster.store, lookup)
         self.api.tokens = self.tokens
@@ -144,6 +147,9 @@ class _Running:
     def _publish(self, served: registry.Registry) -> None:
         self.api.registry = served
         self.cluster.types = dict(served.types)
+
+    def _served_types(self) -> list[model.ResourceType]:
+        return list(self.catalog.registry.types.values())
 
     def _type(self, key: str) -> model.ResourceType:
         return self.catalog.registry.types[key]
