@@ -5,9 +5,9 @@ only get and patch this one Site's status, and, in its context's extensions, the
 site's report key. Once the site network is committed (the `network` step is done) the reporter sends the whole
 report (`snapshot`) as a JSON merge patch of `status.agent` at every step end, wait report and at the end of the
 run. It runs in its own thread: sends are debounced (`Settings.debounce`), one request at a time, each bounded by
-socket timeouts, retried with back-off while the hub is unreachable, and the final send at the end of the run waits
-at most `Settings.final` seconds. A 401, 403, 404 or a refused report (400/422) stops it with one log line. Nothing
-it does can fail or slow the relocation: a site that cannot reach its hub relocates exactly as one without a hub.
+socket timeouts, retried with back-off while the hub is unreachable; the end of the run gets one attempt, which
+waits at most `Settings.final` seconds. A 401, 403, 404 or a refused report (400/422) stops it with one log line.
+Nothing it does can fail or slow the relocation: a site that cannot reach its hub relocates as one without a hub.
 
 The report holds no secret: only step names, states, times, the wait in progress, the failure's redacted message
 and hint, warnings (redacted), the technician's line and the digest of the site-config the node runs. The same
@@ -308,7 +308,8 @@ class Reporter:
         self._wake.set()
 
     def finish(self) -> None:
-        """The run ended: send the last report, waiting at most `Settings.final` seconds; never raises."""
+        """The run ended: one attempt at the last report (a hub that refuses the connection costs nothing, one that
+        does not answer at most `Settings.final` seconds); never raises."""
         self._unsubscribe()
         self._finishing.set()
         self._wake.set()
@@ -331,11 +332,9 @@ class Reporter:
                 self._finishing.wait(self.settings.debounce)  # one report for a burst of changes
             self._wake.clear()
             backoff = self._once(backoff)
-            if backoff < 0:
+            if backoff < 0 or self._finishing.is_set():  # the end of the run gets one attempt, not a retry
                 self._finished.set()
                 return
-            if backoff == 0 and self._finishing.is_set():
-                self._finished.set()
 
     def _once(self, delay: float) -> float:
         """One attempt; returns the back-off before the next (0: sent or nothing to send; -1: stop for good)."""
