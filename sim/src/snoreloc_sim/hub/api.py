@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, lifecycle, paging, tokens, watch
+from snoreloc_sim.hub import crds, discovery, lifecycle, paging, tables, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -72,7 +72,24 @@ class HubApi(server.Api):
                 )
             body = self._decode(request)
             return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
-        return super()._resource(request, target, conflict)
+        response = super()._resource(request, target, conflict)
+        if (
+            request.method == "GET"
+            and response.stream is None
+            and response.code == 200
+            and tables.wants_table(request.accept)
+        ):
+            return server.Response(200, self._table(target, response.body, request.query), response.warnings)
+        return response
+
+    def _table(self, target: server.Target, body: Obj | str, query: dict[str, str]) -> Obj:
+        assert isinstance(body, dict)
+        columns = self.catalog.columns(target.rtype.key) if self.catalog is not None else None
+        if columns is not None:
+            printer = tables.crd_printer(columns)
+        else:
+            printer = tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
+        return tables.table(target.rtype, body, printer, query)
 
     def _delete(self, request: server.Request, target: server.Target) -> server.Response:
         if self.lifecycle is None or request.query.get("dryRun") == "All":

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hmac
 import json
+import time
 
 from snoreloc_sim import model, server
-from snoreloc_sim.hub import rbac, tokens
+from snoreloc_sim.hub import faults, rbac, tokens
 from snoreloc_sim.hub.api import HubApi
 
 Obj = dict[str, object]
@@ -31,15 +32,18 @@ class HubFront:
         self._admin_token = admin_token
         self.tokens = issued
         self.authorizer = authorizer
+        self.faults = faults.HubFaults(self._bump)
 
     def serve(self, request: server.Request) -> server.Response | None:
+        if self.faults.latency:
+            time.sleep(self.faults.latency)
         user = self._authenticate(request)
         if user is None:
             if request.path in server.PUBLIC_PATHS:  # system:public-info-viewer is bound to anonymous users too
                 return self.api.handle(request)
             return server.error_response(model.ApiError(401, "Unauthorized", "Unauthorized"))
         attrs = rbac.attributes(request)
-        refusal = self.authorizer.authorize(user, attrs)
+        refusal = self.authorizer.authorize(user, attrs) or self.faults.refusal(attrs)
         if refusal is not None:
             return server.error_response(refusal)
         if attrs.resource == SSAR and attrs.verb == "create":
@@ -48,6 +52,14 @@ class HubFront:
             with self.api.write_lock:
                 return self.api.handle(request)
         return self.api.handle(request)
+
+    def _bump(self, attrs: rbac.Attributes) -> None:
+        """Another writer got there first: the object's resourceVersion moves on."""
+        key = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+        rtype = self.api.registry.types.get(key)
+        if rtype is not None:
+            with self.api.write_lock:
+                self.api.cluster.store.bump(rtype, attrs.name, attrs.namespace if rtype.namespaced else "")
 
     def _authenticate(self, request: server.Request) -> tokens.User | None:
         scheme, _, token = request.authorization.partition(" ")

@@ -21,7 +21,7 @@ from types import TracebackType
 import yaml
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim.hub import api, crds, front, kinds, lifecycle, rbac, tokens
+from snoreloc_sim.hub import api, crds, faults, front, kinds, lifecycle, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
@@ -80,6 +80,15 @@ class HubSimulator:
     def advance_clock(self, seconds: float) -> None:
         """Move the hub's clock forward (token expiry) without waiting."""
         self.running.tokens.skew += seconds
+
+    @property
+    def faults(self) -> faults.HubFaults:
+        """Injected refusals, watch expiry and latency (see `snoreloc_sim.hub.faults`)."""
+        return self.running.front.faults
+
+    def expire_watches(self) -> None:
+        """Compact the watch history: open watches end with 410, and so does resuming from any older version."""
+        self.running.api.history.compact()
 
     def restart(self) -> None:
         """What a kube-apiserver restart does to clients: every connection (watches included) is dropped."""
