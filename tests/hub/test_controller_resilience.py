@@ -46,10 +46,11 @@ def test_a_restarted_controller_converges_and_then_writes_nothing(
 
 @pytest.fixture
 def hub_options() -> dict[str, Any]:
+    """A short watch history (a resumed watch soon gets 410) and no bookmarks to move a watcher on."""
     return {"history_window": 3, "bookmark_seconds": 3600.0}
 
 
-def test_a_watch_that_expired_is_listed_again(
+def test_a_watch_cut_and_resumed_past_the_history_is_listed_again(
     hub: HubSimulator, admin: kube.Client, start_controller: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kopf")
@@ -62,6 +63,28 @@ def test_a_watch_that_expired_is_listed_again(
     admin.create(SITES, site_object("store-2"))
     wait_phase(admin, "store-2", site.Phase.READY)
     assert any("Restarting the watch-stream" in r.getMessage() for r in caplog.records)
+
+
+def test_an_expired_watch_is_listed_again(
+    hub: HubSimulator, admin: kube.Client, start_controller: Start, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="kopf")
+    start_controller()
+    admin.create(SITES, site_object("store-1"))
+    wait_phase(admin, "store-1", site.Phase.READY)
+    hub.expire_watches()  # the open watch ends with 410; resuming from its resourceVersion is 410 too
+    _edit_domain(admin, "store-1", "sno.after-410.example.com")
+    wait_for("the edit reconciled", lambda: get_site(admin, "store-1")["status"]["observedGeneration"] == 2)
+    assert any("Restarting the watch-stream" in r.getMessage() for r in caplog.records)
+
+
+def test_a_conflict_on_a_sites_write_is_retried(hub: HubSimulator, admin: kube.Client, start_controller: Start) -> None:
+    running = start_controller()
+    hub.faults.conflict_next(f"{site.PLURAL}.{site.GROUP}", "store-1", NS, times=2)
+    admin.create(SITES, site_object("store-1"))
+    wait_phase(admin, "store-1", site.Phase.READY)
+    assert [f.split()[0] for f in hub.faults.fired] == ["409", "409"]
+    assert running.controller.counters.status_writes == 1
 
 
 def test_two_controllers_racing_on_the_same_sites_converge(
