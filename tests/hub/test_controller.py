@@ -4,14 +4,17 @@ when it changes."""
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
+
 import pytest
 from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator
 
-from snoreloc.adapters import kube
+from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, get_site, report_kubeconfig, site_client, site_object, wait_for, wait_phase
+from .conftest import NS, SITES, Running, get_site, report_kubeconfig, site_client, site_object, wait_for, wait_phase
 
 
 def _report(state: str = "running") -> dict[str, object]:
@@ -121,3 +124,44 @@ def test_deleting_a_site_removes_its_credential(
             stale.request("GET", kube.Ref(SITES, "store-1", NS).path("status"), retry=False)
     finally:
         stale.close()
+
+
+def _credential(admin: kube.Client) -> dict[str, str]:
+    return dict(get_site(admin, "store-1")["status"]["credential"])
+
+
+class _Later(clock.SystemClock):
+    """The controller's clock, `offset` seconds ahead (as the hub's token clock is, after `advance_clock`)."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def now(self) -> dt.datetime:
+        return super().now() + dt.timedelta(seconds=self.offset)
+
+
+def test_a_token_near_its_expiry_is_renewed_and_an_expired_one_refused(
+    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running]
+) -> None:
+    first = start_controller()
+    admin.create(SITES, site_object("store-1", report={"expirationSeconds": 3600}))
+    credential = wait_phase(admin, "store-1", site.Phase.READY)["status"]["credential"]
+    old = report_kubeconfig(admin, "store-1")
+    first.stop()
+    hub.advance_clock(3000)  # 10 minutes of the hour left: less than a fifth
+    start_controller(clock=_Later(3000))
+    renewed = wait_for("a renewed token", lambda: (k := report_kubeconfig(admin, "store-1")) != old and k)
+    later = wait_for(
+        "the new expiry", lambda: (c := get_site(admin, "store-1")["status"]["credential"]) != credential and c
+    )
+    assert later["expiresAt"] > credential["expiresAt"]
+    hub.advance_clock(700)  # past the first token's hour
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    expired, fresh = site_client(hub, old, "old.kubeconfig"), site_client(hub, renewed, "new.kubeconfig")
+    try:
+        with pytest.raises(kube.Forbidden, match="401"):
+            expired.request("GET", path, retry=False)
+        fresh.request("GET", path, retry=False)
+    finally:
+        expired.close()
+        fresh.close()
