@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import kubernetes
 import yaml
 
@@ -106,3 +111,21 @@ def test_the_hub_fixture_gives_a_private_admin_kubeconfig(hub_sim: HubSimulator)
     document = yaml.safe_load(hub_sim.kubeconfig_path.read_text())
     assert document["users"][0]["user"]["token"] == hub_sim.token
     assert document["clusters"][0]["cluster"]["server"] == hub_sim.api_url
+
+
+def test_snoreloc_sim_serve_hub_serves_until_sigterm(tmp_path: Path) -> None:
+    out = tmp_path / "hub.yaml"
+    program = "import sys; from snoreloc.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", program, "sim", "serve", "--hub", "--kubeconfig-out", str(out)]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith(f"kubeconfig: {out}"), process.stderr.read() if process.stderr else first
+        assert out.stat().st_mode & 0o777 == 0o600
+        core = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(str(out)))
+        assert sorted(ns.metadata.name for ns in core.list_namespace().items) == sorted(SYSTEM_NAMESPACES)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=10)
+    assert code == 0

@@ -11,9 +11,12 @@ the history in resourceVersion order, as etcd's revisions do.
 
 from __future__ import annotations
 
+import collections
 import hmac
 import json
 import time
+import urllib.parse
+from dataclasses import dataclass
 
 from snoreloc_sim import model, server
 from snoreloc_sim.hub import faults, rbac, tokens
@@ -22,6 +25,17 @@ from snoreloc_sim.hub.api import HubApi
 Obj = dict[str, object]
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 SSAR = "selfsubjectaccessreviews"
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request as it arrived (no credentials), so a test can check what a real client sends."""
+
+    method: str
+    target: str  # path and query
+    content_type: str
+    accept: str
+    user_agent: str
 
 
 class HubFront:
@@ -33,8 +47,12 @@ class HubFront:
         self.tokens = issued
         self.authorizer = authorizer
         self.faults = faults.HubFaults(self._bump)
+        self.seen: collections.deque[Seen] = collections.deque(maxlen=2000)
 
     def serve(self, request: server.Request) -> server.Response | None:
+        query = urllib.parse.urlencode(request.query)
+        target = f"{request.path}?{query}" if query else request.path
+        self.seen.append(Seen(request.method, target, request.content_type, request.accept, request.user_agent))
         if self.faults.latency:
             time.sleep(self.faults.latency)
         user = self._authenticate(request)

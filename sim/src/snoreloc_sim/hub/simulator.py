@@ -86,6 +86,11 @@ class HubSimulator:
         """Injected refusals, watch expiry and latency (see `snoreloc_sim.hub.faults`)."""
         return self.running.front.faults
 
+    @property
+    def requests(self) -> list[front.Seen]:
+        """The last requests the hub received (method, path and query, content type, accept, user agent)."""
+        return list(self.running.front.seen)
+
     def expire_watches(self) -> None:
         """Compact the watch history: open watches end with 410, and so does resuming from any older version."""
         self.running.api.history.compact()

@@ -1,0 +1,116 @@
+"""Debian's kubectl (package kubernetes-client, 1.20) against the hub: apply, get with printer columns,
+server-side apply, a refused write, and what that old client actually sends.
+
+kubectl is looked for in `SNORELOC_KUBECTL`, then in `.cache/kubectl-debian/` (`make kubectl-debian` unpacks the
+Debian package there without installing it; `.ci/run` does that before `make test`). The machine's own
+`/usr/bin/kubectl` is not used: it is another build, and these tests are about the Debian one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import GROUP, PLURAL, Call, widget, widget_crd
+
+ROOT = Path(__file__).resolve().parents[2]
+UNPACKED = ROOT / ".cache" / "kubectl-debian" / "usr" / "bin" / "kubectl"
+KUBECTL = os.environ.get("SNORELOC_KUBECTL") or (str(UNPACKED) if UNPACKED.is_file() else None)
+pytestmark = pytest.mark.skipif(
+    KUBECTL is None, reason="Debian's kubectl is not unpacked: run `make kubectl-debian` (or set SNORELOC_KUBECTL)"
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def kubectl(hub_sim: HubSimulator, tmp_path: Path) -> Any:
+    """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache."""
+
+    def run(*args: str, stdin: str | None = None, kubeconfig: Path | None = None) -> Run:
+        assert KUBECTL is not None
+        config = str(kubeconfig or hub_sim.kubeconfig_path)
+        argv = [KUBECTL, "--kubeconfig", config, "--cache-dir", str(tmp_path / "cache"), *args]
+        env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False)
+        return Run(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+def _doc(obj: dict[str, Any]) -> str:
+    return yaml.safe_dump(obj)
+
+
+def _widget(name: str, size: int) -> str:
+    body = widget(name, size=size)
+    body["metadata"]["namespace"] = "default"
+    return _doc(body)
+
+
+def test_kubectl_is_debians_1_20(kubectl: Any) -> None:
+    version = kubectl("version", "--client", "--short")
+    assert version.code == 0 and "v1.20." in version.out
+
+
+def test_apply_get_and_server_side_apply(hub_sim: HubSimulator, kubectl: Any) -> None:
+    assert kubectl("apply", "-f", "-", stdin=_doc(widget_crd())).out.strip().endswith("created")
+    assert kubectl("apply", "-f", "-", stdin=_widget("w1", 3)).out.strip() == f"widget.{GROUP}/w1 created"
+    assert kubectl("apply", "-f", "-", stdin=_widget("w1", 3)).out.strip() == f"widget.{GROUP}/w1 unchanged"
+    assert kubectl("apply", "-f", "-", stdin=_widget("w1", 4)).out.strip() == f"widget.{GROUP}/w1 configured"
+    applied = kubectl("apply", "--server-side", "-f", "-", stdin=_widget("w2", 5))
+    assert applied.out.strip() == f"widget.{GROUP}/w2 serverside-applied", applied.err
+
+    table = kubectl("get", PLURAL)
+    lines = table.out.splitlines()
+    assert lines[0].split() == ["NAME", "PHASE", "SIZE", "AGE"]
+    assert [line.split()[:2] for line in lines[1:]] == [["w1", "4"], ["w2", "5"]]  # no phase yet: the cell is empty
+    assert kubectl("get", "wg", "-A").out.splitlines()[0].split() == ["NAMESPACE", "NAME", "PHASE", "SIZE", "AGE"]
+    assert "w2" in kubectl("get", "gadgets").out  # the CRD's category
+
+    sent = {(s.method, s.content_type) for s in hub_sim.requests if "/widgets/w1" in s.target}
+    assert ("PATCH", "application/merge-patch+json") in sent  # client-side apply of a custom resource
+    ssa = [s for s in hub_sim.requests if s.content_type == "application/apply-patch+yaml"]
+    assert ssa and "fieldManager=kubectl" in ssa[0].target
+    gets = [s for s in hub_sim.requests if s.method == "GET" and s.target.startswith(f"/apis/{GROUP}/v1/namespaces")]
+    assert any(s.accept.startswith("application/json;as=Table;v=v1;g=meta.k8s.io") for s in gets)
+
+
+def test_a_refused_write_shows_the_hubs_message(kubectl: Any) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    refused = kubectl("apply", "-f", "-", stdin=_widget("w0", 0))
+    assert refused.code == 1
+    assert 'The Widget "w0" is invalid: spec.size: Invalid value: 0' in refused.err
+
+
+def test_a_service_account_token_is_refused_with_kubes_message(
+    hub_sim: HubSimulator, kubectl: Any, raw: Call, tmp_path: Path
+) -> None:
+    raw("POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "viewer"}})
+    token = raw("POST", "/api/v1/namespaces/default/serviceaccounts/viewer/token", {"spec": {}}).body["status"]["token"]
+    config = yaml.safe_load(hub_sim.kubeconfig_path.read_text())
+    config["users"][0]["user"]["token"] = token
+    path = tmp_path / "viewer.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    refused = kubectl("get", "secrets", kubeconfig=path)
+    assert refused.code == 1
+    expected = (
+        'Error from server (Forbidden): secrets is forbidden: User "system:serviceaccount:default:viewer" '
+        'cannot list resource "secrets" in API group "" in the namespace "default"'
+    )
+    assert expected in refused.err
+    assert kubectl("auth", "can-i", "list", "secrets", kubeconfig=path).out.strip() == "no"
