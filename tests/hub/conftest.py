@@ -14,6 +14,7 @@ import pytest
 from snoreloc_fleet import credentials, install, site
 from snoreloc_fleet.controller import operator, reconcile
 
+from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
