@@ -79,7 +79,8 @@ def admin(hub: HubSimulator) -> Iterator[kube.Client]:
 
 def options_for(hub: HubSimulator, **extra: Any) -> operator.Options:
     config = reconcile.Config(credentials.Hub(hub.api_url, hub.ca_pem), stale_after=extra.pop("stale_after", 900.0))
-    return operator.Options(config=config, kubeconfig=str(hub.kubeconfig_path), sweep=extra.pop("sweep", 1.0), **extra)
+    kubeconfig = extra.pop("kubeconfig", str(hub.kubeconfig_path))
+    return operator.Options(config=config, kubeconfig=kubeconfig, sweep=extra.pop("sweep", 1.0), **extra)
 
 
 class Running:
