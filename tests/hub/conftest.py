@@ -132,6 +132,12 @@ def wait_phase(client: kube.Client, name: str, phase: site.Phase, timeout: float
     return get_site(client, name)
 
 
+def ready_site(client: kube.Client, name: str, **spec: Any) -> dict[str, Any]:
+    """Create a valid Site and wait until the controller has made it Ready; the Site as it is then."""
+    client.create(SITES, site_object(name, **spec))
+    return wait_phase(client, name, site.Phase.READY)
+
+
 def report_kubeconfig(client: kube.Client, name: str) -> bytes:
     secret = client.get(kube.Ref(kube.SECRETS, credentials.report_secret_name(name), NS))
     return base64.b64decode(secret["data"][credentials.KUBECONFIG_KEY])

@@ -14,7 +14,18 @@ from snoreloc_fleet.controller import operator
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, get_site, report_kubeconfig, site_client, site_object, wait_for, wait_phase
+from .conftest import (
+    NS,
+    SITES,
+    Running,
+    get_site,
+    ready_site,
+    report_kubeconfig,
+    site_client,
+    site_object,
+    wait_for,
+    wait_phase,
+)
 
 
 def _report(state: str = "running") -> dict[str, object]:
@@ -24,8 +35,7 @@ def _report(state: str = "running") -> dict[str, object]:
 def test_a_valid_site_gets_ready_with_a_credential_scoped_to_its_own_status(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
-    admin.create(SITES, site_object("store-1"))
-    obj = wait_phase(admin, "store-1", site.Phase.READY)
+    obj = ready_site(admin, "store-1")
     status = obj["status"]
     conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
     assert conditions["Validated"] == ("True", "Valid")
@@ -71,8 +81,7 @@ def test_a_sites_token_patches_its_own_status_only(
 def test_a_revoked_token_is_refused_and_a_new_one_issued(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     old = report_kubeconfig(admin, "store-1")
     credentials.revoke(admin, NS, "store-1")
     revoked = site_client(hub, old, "old.kubeconfig")
@@ -94,8 +103,7 @@ def test_status_is_written_only_when_it_changes(
     hub: HubSimulator, admin: kube.Client, start_controller: object
 ) -> None:
     running = start_controller(sweep=0.2)  # type: ignore[operator]
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     counters = running.controller.counters
     wait_for("three sweeps", lambda: counters.reconciles >= 5)
     writes = (counters.status_writes, counters.label_writes, counters.events)
@@ -108,8 +116,7 @@ def test_status_is_written_only_when_it_changes(
 def test_deleting_a_site_removes_its_credential(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     token_config = report_kubeconfig(admin, "store-1")
     admin.delete(kube.Ref(SITES, "store-1", NS))
     owned = [

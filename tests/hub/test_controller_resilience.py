@@ -14,7 +14,18 @@ from snoreloc_fleet import credentials, site
 from snoreloc.adapters import kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, get_site, report_kubeconfig, site_client, site_object, wait_for, wait_phase
+from .conftest import (
+    NS,
+    SITES,
+    Running,
+    get_site,
+    ready_site,
+    report_kubeconfig,
+    site_client,
+    site_object,
+    wait_for,
+    wait_phase,
+)
 
 Start = Callable[..., Running]
 
@@ -27,8 +38,7 @@ def test_a_restarted_controller_converges_and_then_writes_nothing(
     hub: HubSimulator, admin: kube.Client, start_controller: Start
 ) -> None:
     first = start_controller()
-    admin.create(SITES, site_object("store-1"))
-    digest = wait_phase(admin, "store-1", site.Phase.READY)["status"]["media"]["digest"]
+    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
     first.stop()
     _edit_domain(admin, "store-1", "sno.elsewhere.example.com")  # while no controller runs
     second = start_controller()
@@ -55,13 +65,11 @@ def test_a_watch_cut_and_resumed_past_the_history_is_listed_again(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kopf")
     start_controller()
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     for index in range(10):  # more changes than the hub's history holds
         admin.create(kube.CONFIGMAPS, {"metadata": {"name": f"filler-{index}", "namespace": NS}})
     hub.restart()  # the watch is cut; resuming from its resourceVersion is 410 Gone
-    admin.create(SITES, site_object("store-2"))
-    wait_phase(admin, "store-2", site.Phase.READY)
+    ready_site(admin, "store-2")
     assert any("Restarting the watch-stream" in r.getMessage() for r in caplog.records)
 
 
@@ -70,8 +78,7 @@ def test_an_expired_watch_is_listed_again(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kopf")
     start_controller()
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     hub.expire_watches()  # the open watch ends with 410; resuming from its resourceVersion is 410 too
     _edit_domain(admin, "store-1", "sno.after-410.example.com")
     wait_for("the edit reconciled", lambda: get_site(admin, "store-1")["status"]["observedGeneration"] == 2)
@@ -81,8 +88,7 @@ def test_an_expired_watch_is_listed_again(
 def test_a_conflict_on_a_sites_write_is_retried(hub: HubSimulator, admin: kube.Client, start_controller: Start) -> None:
     running = start_controller()
     hub.faults.conflict_next(f"{site.PLURAL}.{site.GROUP}", "store-1", NS, times=2)
-    admin.create(SITES, site_object("store-1"))
-    wait_phase(admin, "store-1", site.Phase.READY)
+    ready_site(admin, "store-1")
     assert [f.split()[0] for f in hub.faults.fired] == ["409", "409"]
     assert running.controller.counters.status_writes == 1
 
@@ -133,8 +139,7 @@ def test_a_site_edited_mid_relocation_is_not_relocated_until_the_node_runs_the_e
     hub: HubSimulator, admin: kube.Client, start_controller: Start
 ) -> None:
     start_controller()
-    admin.create(SITES, site_object("store-1"))
-    old = wait_phase(admin, "store-1", site.Phase.READY)["status"]["media"]["digest"]
+    old = ready_site(admin, "store-1")["status"]["media"]["digest"]
     node = site_client(hub, report_kubeconfig(admin, "store-1"), "node.kubeconfig")
     status = kube.Ref(SITES, "store-1", NS).path("status")
 

@@ -69,6 +69,25 @@ def _make_stick(hub: HubSimulator, name: str, out: pathlib.Path, capsys: pytest.
     assert medium.HUB_FILE in capsys.readouterr().err
 
 
+def _two_sites_and_a_stick(
+    hub: HubSimulator,
+    admin: kube.Client,
+    sim: simulator.Simulator,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> fs.HostFS:
+    """The demo's site as Site store-042 and a copy with another domain as store-043, both Ready; store-042's stick
+    made from the hub into the node's /etc/snoreloc. The node's host root."""
+    spec, files = _demo_site(sim, tmp_path / "demo")
+    _apply_site(admin, "store-042", spec, files)
+    _apply_site(admin, "store-043", {**spec, "domain": "store043.edge.example.net"}, files)
+    for name in ("store-042", "store-043"):
+        wait_phase(admin, name, site.Phase.READY)
+    root = fs.HostFS(tmp_path / "root")
+    _make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    return root
+
+
 def _relocate(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
     request = node.NodeRequest(
         paths=paths.Paths.under(root.path("/")),
@@ -103,13 +122,7 @@ def test_sites_applied_on_the_hub_relocate_and_report_back(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     running: Running = start_controller()
-    spec, files = _demo_site(sim, tmp_path / "demo")
-    _apply_site(admin, "store-042", spec, files)
-    _apply_site(admin, "store-043", {**spec, "domain": "store043.edge.example.net"}, files)
-    for name in ("store-042", "store-043"):
-        wait_phase(admin, name, site.Phase.READY)
-    root = fs.HostFS(tmp_path / "root")
-    _make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    root = _two_sites_and_a_stick(hub, admin, sim, tmp_path, capsys)
     assert (root.path("/etc/snoreloc") / medium.HUB_FILE).stat().st_mode & 0o777 == 0o600
 
     request = _relocate(root, sim)
@@ -151,13 +164,7 @@ def test_a_report_carried_back_by_hand_is_proven_then_applied(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     start_controller()
-    spec, files = _demo_site(sim, tmp_path / "demo")
-    _apply_site(admin, "store-042", spec, files)
-    _apply_site(admin, "store-043", {**spec, "domain": "store043.edge.example.net"}, files)
-    for name in ("store-042", "store-043"):
-        wait_phase(admin, name, site.Phase.READY)
-    root = fs.HostFS(tmp_path / "root")
-    _make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    root = _two_sites_and_a_stick(hub, admin, sim, tmp_path, capsys)
     hub_file = root.path("/etc/snoreloc") / medium.HUB_FILE  # this site's network cannot reach the hub
     config = yaml.safe_load(hub_file.read_text())
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"

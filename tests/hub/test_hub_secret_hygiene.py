@@ -1,9 +1,9 @@
 """The secret scans of `tests/reliability/test_secret_hygiene.py` extended to the fleet hub: after a relocation
-that reports to its Site, a Site with secret material inline, and a revoked credential, no secret appears in any
-Site's status, any Event, the controller's log, or the node's reports (the Site's `status.agent` and the signed
-report of `snoreloc status --output json`). The secrets: the pull secret's auth (base64, decoded, the password),
-the proxy password and inline auth a Site carried by mistake, every site's reporting token and report key, and the
-hub's admin token."""
+that reports to its Site, a Site with secret material inline, and another site's revoked credential, no secret
+appears in any Site's status, any Event, the controller's log, or the node's reports (the Site's `status.agent`
+and the signed report of `snoreloc status --output json`). The secrets: the pull secret's auth (base64, decoded,
+the password), the proxy password and inline auth a Site carried by mistake, every site's reporting token and
+report key, and the hub's admin token."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile
 
 from reliability.test_secret_hygiene import _auth_forms, _hits
-from snoreloc.adapters import fs, kube
+from snoreloc.adapters import kube
 from snoreloc.siteconfig import medium
 from snoreloc_sim import simulator
 from snoreloc_sim.hub.simulator import HubSimulator
 
 from .conftest import NS, PULL_SECRET, SITES, site_config, site_object, wait_phase
-from .test_fleet_e2e import _apply_site, _demo_site, _make_stick, _relocate, _status_json
+from .test_fleet_e2e import _relocate, _status_json, _two_sites_and_a_stick
 
 pytestmark = pytest.mark.simonly
 PROXY_PASSWORD = "pr0xy-Pa55word-9"
@@ -55,26 +55,21 @@ def test_no_secret_reaches_site_status_events_controller_log_or_node_reports(
 ) -> None:
     caplog.set_level(logging.INFO)
     start_controller()
-    spec, files = _demo_site(sim, tmp_path / "demo")
-    _apply_site(admin, "store-042", spec, files)
     leaky = site_config("store-8", pullSecret={"inline": {"auths": {"r:5000": {"auth": INLINE_AUTH}}}})
     leaky["proxy"] = {"httpsProxy": f"http://user:{PROXY_PASSWORD}@proxy.example:3128"}
     admin.create(SITES, site_object("store-8", leaky))
-    admin.create(SITES, site_object("store-9"))
+    root = _two_sites_and_a_stick(hub, admin, sim, tmp_path, capsys)
     wait_phase(admin, "store-8", site.Phase.INVALID)
-    wait_phase(admin, "store-9", site.Phase.READY)
-    wait_phase(admin, "store-042", site.Phase.READY)
     secrets = _tokens_and_keys(admin)  # before revocation: the first token is a secret too
     assert len(secrets) == 6, "two sites' tokens and keys (base64 and hex)"
-    credentials.revoke(admin, NS, "store-9")
-    root = fs.HostFS(tmp_path / "root")
-    _make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    credentials.revoke(admin, NS, "store-043")
     _relocate(root, sim)
     wait_phase(admin, "store-042", site.Phase.RELOCATED, timeout=60)
     report = _status_json(root, capsys)
     assert report["hub"]["signature"].startswith("hmac-sha256:")
 
-    pull_auths = [e["auth"] for e in json.loads(files["pull-secret.json"])["auths"].values()]
+    stick_pull_secret = json.loads((root.path("/etc/snoreloc") / "pull-secret.json").read_text())
+    pull_auths = [e["auth"] for e in stick_pull_secret["auths"].values()]
     pull_auths += [e["auth"] for e in PULL_SECRET["auths"].values()]
     values = [form for auth in [*pull_auths, INLINE_AUTH] for form in _auth_forms(auth)]
     values += [PROXY_PASSWORD, hub.token, *secrets, *_tokens_and_keys(admin)]

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
-from snoreloc_fleet import install, site
+from snoreloc_fleet import install
 
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, site_object, wait_phase
+from .conftest import NS, Running, ready_site
 
 # The hub simulator serves no apps/v1 Deployments (it is a kube-apiserver without kube-controller-manager); a
 # stand-in CRD lets the apply go through. (A real kube-apiserver would refuse a CRD group without a dot.)
@@ -78,7 +78,6 @@ def test_install_sets_up_the_hub_once_and_its_rbac_suffices(
 
     kubeconfig = _controller_kubeconfig(hub, admin, tmp_path / "controller.kubeconfig")
     start_controller(kubeconfig=kubeconfig)
-    admin.create(SITES, site_object("store-1"))
-    status = wait_phase(admin, "store-1", site.Phase.READY)["status"]
+    status = ready_site(admin, "store-1")["status"]
     assert status["credential"]["secret"] == "store-1-report"
     assert admin.find(kube.Ref(kube.SECRETS, "store-1-report", NS)) is not None

@@ -20,7 +20,7 @@ from snoreloc.siteconfig import medium
 from snoreloc.steps import base
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, get_site, site_object, wait_for, wait_phase
+from .conftest import NS, SITES, get_site, ready_site, site_object, wait_for, wait_phase
 
 FAST = hubreport.Settings(debounce=0.05, final=5.0, backoff_initial=0.2, backoff_max=0.5)
 STEPS = ["network", "kubelet", "api", "settle"]
@@ -86,8 +86,7 @@ def test_the_reporting_kubeconfig_names_the_site_and_its_key(tmp_path: pathlib.P
 def test_reports_land_in_the_sites_status_once_the_network_is_committed(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
 ) -> None:
-    admin.create(SITES, site_object("store-1"))
-    digest = wait_phase(admin, "store-1", site.Phase.READY)["status"]["media"]["digest"]
+    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
     site_config = _medium(admin, "store-1", tmp_path / "stick")
     jour = _journal(tmp_path, site_config)
     reporter = hubreport.Reporter(jour.path, clock.SystemClock(), FAST).start()

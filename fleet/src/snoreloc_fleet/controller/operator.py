@@ -64,19 +64,10 @@ class LimitedClient(kube.Client):
 
     bucket: TokenBucket | None = None
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        content_type: str | None = None,
-        query: dict[str, str] | None = None,
-        retry: bool = True,
-    ) -> Any:
+    def request(self, method: str, path: str, **options: Any) -> Any:
         if self.bucket is not None and method in WRITE_METHODS:
             self.bucket.take()
-        return super().request(method, path, body=body, content_type=content_type, query=query, retry=retry)
+        return super().request(method, path, **options)
 
 
 @dataclass
