@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import pathlib
 import time
+from typing import Any
 
 import pytest
 from snoreloc_fleet import credentials, makemedia, site
@@ -22,7 +23,7 @@ from snoreloc_sim.hub.simulator import HubSimulator
 
 from .conftest import NS, SITES, get_site, ready_site, site_object, wait_for, wait_phase
 
-FAST = hubreport.Settings(debounce=0.05, final=5.0, backoff_initial=0.2, backoff_max=0.5)
+FAST = hubreport.Settings(debounce=0.05, final=15.0, backoff_initial=0.2, backoff_max=0.5)
 STEPS = ["network", "kubelet", "api", "settle"]
 
 
@@ -171,3 +172,27 @@ def test_a_medium_without_a_hub_reports_nothing(tmp_path: pathlib.Path) -> None:
     wait_for("the reporter to end", lambda: reporter.stopped_reason)
     reporter.finish()
     assert reporter.stopped_reason == "this medium names no hub" and reporter.sends == 0
+
+
+@pytest.mark.parametrize(
+    ("proxy", "expected"),
+    [
+        ({"httpsProxy": "http://proxy.store:3128"}, "http://proxy.store:3128"),
+        ({"httpsProxy": "http://proxy.store:3128", "noProxy": [".example.com"]}, None),
+        ({"httpsProxy": "http://proxy.store:3128", "noProxy": ["hub.example.com"]}, None),
+        ({}, None),
+    ],
+)
+def test_the_node_reaches_the_hub_through_the_sites_proxy(
+    tmp_path: pathlib.Path, proxy: dict[str, Any], expected: str | None
+) -> None:
+    hub = credentials.Hub("https://hub.example.com:6443", b"CA")
+    obj = site_object("store-1", {"domain": "sno.store-1.example.com", "proxy": proxy})
+    text = credentials.kubeconfig(hub, NS, "store-1", "t", b"k" * 32, proxy=credentials.proxy_for(obj, hub))
+    path = tmp_path / medium.HUB_FILE
+    path.write_text(text)
+    loaded = kube.Client.from_kubeconfig(str(path), clock=clock.SystemClock())
+    try:
+        assert loaded._api.configuration.proxy == expected  # what the kubernetes client will dial through
+    finally:
+        loaded.close()

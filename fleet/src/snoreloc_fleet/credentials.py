@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import secrets
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ KUBECONFIG_KEY = "kubeconfig"
 REPORT_KEY = "reportKey"
 BINDING_UID = f"{site.GROUP}/binding-uid"
 HUB_URL = f"{site.GROUP}/hub-url"
+PROXY_URL = f"{site.GROUP}/proxy-url"
 EXPIRES_AT = f"{site.GROUP}/expires-at"
 ISSUED_AT = f"{site.GROUP}/issued-at"
 RENEW_FRACTION = 0.2  # renew when less than this fraction of the lifetime is left
@@ -168,12 +170,27 @@ def _iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _needs_token(report: dict[str, Any] | None, binding_uid: str, hub: Hub, now: dt.datetime) -> bool:
+def proxy_for(obj: dict[str, Any], hub: Hub) -> str:
+    """The proxy the node must use to reach the hub: the site's `spec.proxy.httpsProxy`, unless the hub's host is
+    in its `noProxy` ("" when none). A proxy URL with credentials never gets here: the Site is refused first."""
+    proxy = ((obj.get("spec") or {}).get("siteConfig") or {}).get("proxy") or {}
+    url = str(proxy.get("httpsProxy") or "")
+    host = urllib.parse.urlsplit(hub.url).hostname or ""
+    for entry in proxy.get("noProxy") or []:
+        domain = str(entry).strip().lstrip(".")
+        if entry == "*" or host == domain or host.endswith("." + domain):
+            return ""
+    return url
+
+
+def _needs_token(report: dict[str, Any] | None, binding_uid: str, hub: Hub, proxy: str, now: dt.datetime) -> bool:
     if report is None:
         return True
     notes = report.get("metadata", {}).get("annotations") or {}
     issued, expires = _when(notes.get(ISSUED_AT)), _when(notes.get(EXPIRES_AT))
-    if notes.get(BINDING_UID) != binding_uid or notes.get(HUB_URL) != hub.url or issued is None or expires is None:
+    if notes.get(BINDING_UID) != binding_uid or (notes.get(HUB_URL), notes.get(PROXY_URL, "")) != (hub.url, proxy):
+        return True
+    if issued is None or expires is None:
         return True
     return (expires - now) < (expires - issued) * RENEW_FRACTION
 
@@ -194,21 +211,17 @@ def _request_token(client: kube.Client, obj: dict[str, Any], binding: dict[str, 
     return result
 
 
-def kubeconfig(hub: Hub, namespace: str, name: str, token: str, key: bytes) -> str:
-    """The reporting kubeconfig put on the stick (`hubreport.target_from` reads it back on the node)."""
+def kubeconfig(hub: Hub, namespace: str, name: str, token: str, key: bytes, *, proxy: str = "") -> str:
+    """The reporting kubeconfig put on the stick (`hubreport.target_from` reads it back on the node); `proxy`: the
+    site's proxy to the hub (`proxy-url`, which the kubernetes client honours)."""
     user, cluster = f"site-{name}", "fleet-hub"
+    server: dict[str, Any] = {"server": hub.url, "certificate-authority-data": base64.b64encode(hub.ca_pem).decode()}
+    if proxy:
+        server["proxy-url"] = proxy
     document = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {
-                "name": cluster,
-                "cluster": {
-                    "server": hub.url,
-                    "certificate-authority-data": base64.b64encode(hub.ca_pem).decode(),
-                },
-            }
-        ],
+        "clusters": [{"name": cluster, "cluster": server}],
         "users": [{"name": user, "user": {"token": token}}],
         "contexts": [
             {
@@ -249,7 +262,8 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
     binding = _binding(client, obj)
     ref = kube.Ref(kube.SECRETS, report_secret_name(name), namespace)
     current = client.find(ref)
-    if _needs_token(current, binding["metadata"]["uid"], hub, now):
+    proxy = proxy_for(obj, hub)
+    if _needs_token(current, binding["metadata"]["uid"], hub, proxy, now):
         seconds = int(((obj.get("spec") or {}).get("report") or {}).get("expirationSeconds") or 7776000)
         answer = _request_token(client, obj, binding, seconds)
         token = answer["status"]["token"]
@@ -257,10 +271,13 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
         expires = _when(answer["status"].get("expirationTimestamp")) or now + dt.timedelta(seconds=seconds)
         key = report_key(current) or secrets.token_bytes(32)
         annotations = {
-            BINDING_UID: binding["metadata"]["uid"], HUB_URL: hub.url, ISSUED_AT: _iso(now), EXPIRES_AT: _iso(expires),
+            BINDING_UID: binding["metadata"]["uid"], HUB_URL: hub.url, PROXY_URL: proxy, ISSUED_AT: _iso(now),
+            EXPIRES_AT: _iso(expires),
         }  # fmt: skip
         data = {
-            KUBECONFIG_KEY: base64.b64encode(kubeconfig(hub, namespace, name, token, key).encode()).decode(),
+            KUBECONFIG_KEY: base64.b64encode(
+                kubeconfig(hub, namespace, name, token, key, proxy=proxy).encode()
+            ).decode(),
             REPORT_KEY: base64.b64encode(key).decode(),
         }
         desired = {"metadata": {**_meta(obj, ref.name), "annotations": annotations}, "type": "Opaque", "data": data}

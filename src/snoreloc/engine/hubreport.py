@@ -330,9 +330,10 @@ class Reporter:
                 return
             if not backoff and not self._finishing.is_set():
                 self._finishing.wait(self.settings.debounce)  # one report for a burst of changes
+            final = self._finishing.is_set()  # this attempt reads the journal after the run ended
             self._wake.clear()
             backoff = self._once(backoff)
-            if backoff < 0 or self._finishing.is_set():  # the end of the run gets one attempt, not a retry
+            if backoff < 0 or final:  # the end of the run gets one attempt, not a retry
                 self._finished.set()
                 return
 
