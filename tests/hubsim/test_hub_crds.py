@@ -129,3 +129,39 @@ def test_snoreloc_sim_serve_hub_serves_until_sigterm(tmp_path: Path) -> None:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=10)
     assert code == 0
+
+
+def test_a_crds_cel_rules_are_enforced(kube: kubernetes.client.ApiClient, raw: Call) -> None:
+    crd = widget_crd()
+    spec_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec_schema["x-kubernetes-validations"] = [{"rule": "self.size <= 10", "message": "size is at most 10"}]
+    kubernetes.client.ApiextensionsV1Api(kube).create_custom_resource_definition(crd)
+    assert raw("POST", PATH, widget("small", size=10)).code == 201
+    refused = raw("POST", PATH, widget("big", size=11))
+    assert refused.code == 422
+    assert refused.body["details"]["causes"][0]["field"] == "spec"
+    assert "size is at most 10" in refused.body["message"]
+
+
+def test_deployments_and_services_are_stored_for_a_controllers_manifests(raw: Call) -> None:
+    deployment = {
+        "metadata": {"name": "controller"},
+        "spec": {"selector": {"matchLabels": {"app": "c"}}, "template": {"metadata": {"labels": {"app": "c"}}}},
+    }
+    assert raw("POST", "/apis/apps/v1/namespaces/default/deployments", deployment).code == 201
+    assert raw("POST", "/api/v1/namespaces/default/services", {"metadata": {"name": "metrics"}}).code == 201
+    resources = {r["name"] for r in raw("GET", "/apis/apps/v1").body["resources"]}
+    assert resources == {"deployments", "deployments/status"}
+
+
+def test_events_are_stored_in_both_apis(raw: Call) -> None:
+    involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Widget", "name": "w1", "namespace": "default"}
+    core = {"metadata": {"generateName": "w1-"}, "involvedObject": involved, "reason": "Reconciled", "type": "Normal"}
+    assert raw("POST", "/api/v1/namespaces/default/events", core).code == 201
+    newer = {"metadata": {"name": "w1.1"}, "regarding": involved, "reason": "Reported", "type": "Normal",
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "x", "reportingInstance": "y",
+             "action": "Report"}  # fmt: skip
+    assert raw("POST", "/apis/events.k8s.io/v1/namespaces/default/events", newer).code == 201
+    listed = raw("GET", "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dw1").body["items"]
+    assert [e["reason"] for e in listed] == ["Reconciled"]
+    assert raw("GET", "/apis/events.k8s.io/v1/events").body["items"][0]["reason"] == "Reported"

@@ -114,3 +114,52 @@ def test_a_service_account_token_is_refused_with_kubes_message(
     )
     assert expected in refused.err
     assert kubectl("auth", "can-i", "list", "secrets", kubeconfig=path).out.strip() == "no"
+
+
+def test_apply_k_of_a_controllers_manifests_and_a_reapply(hub_sim: HubSimulator, kubectl: Any, tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    base.mkdir()
+    documents = {
+        "crd.yaml": widget_crd(),
+        "namespace.yaml": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "widgets-system"}},
+        "account.yaml": {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "controller"}},
+        "role.yaml": {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "widget-controller"},
+            "rules": [{"apiGroups": [GROUP], "resources": [PLURAL, f"{PLURAL}/status"], "verbs": ["*"]}],
+        },
+        "binding.yaml": {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "widget-controller"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "widget-controller"},
+            "subjects": [{"kind": "ServiceAccount", "name": "controller", "namespace": "widgets-system"}],
+        },
+        "deployment.yaml": {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "controller", "labels": {"app": "widgets"}},
+            "spec": {
+                "selector": {"matchLabels": {"app": "widgets"}},
+                "template": {
+                    "metadata": {"labels": {"app": "widgets"}},
+                    "spec": {"serviceAccountName": "controller", "containers": [{"name": "c", "image": "x:1"}]},
+                },
+            },
+        },
+    }
+    for name, document in documents.items():
+        (base / name).write_text(yaml.safe_dump(document))
+    kustomization = {"namespace": "widgets-system", "resources": sorted(documents)}
+    (base / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    first = kubectl("apply", "-k", str(base))
+    assert first.code == 0, first.err
+    assert first.out.count(" created") == len(documents)
+    documents["deployment.yaml"]["metadata"]["labels"]["tier"] = "hub"
+    (base / "deployment.yaml").write_text(yaml.safe_dump(documents["deployment.yaml"]))
+    again = kubectl("apply", "-k", str(base))
+    assert "deployment.apps/controller configured" in again.out, again.err
+    assert again.out.count(" unchanged") == len(documents) - 1
+    patches = [s for s in hub_sim.requests if s.method == "PATCH" and "/deployments/controller" in s.target]
+    assert patches[-1].content_type == "application/strategic-merge-patch+json"  # a built-in kind

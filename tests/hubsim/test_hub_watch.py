@@ -152,6 +152,9 @@ def test_a_watch_with_a_selector_sees_objects_enter_and_leave_it(
     widgets.patch_namespaced_custom_object(*ARGS, "a", {"metadata": {"labels": {"tier": "lead"}}})
     events = watch_events(hub_sim, f"{DEFAULT}?watch=true&labelSelector=tier%3Dgold&resourceVersion={rv}", until=2)
     assert [e["type"] for e in events] == ["ADDED", "DELETED"]
+    left = events[1]["object"]
+    assert left["metadata"]["labels"] == {"tier": "gold"}  # the content it matched, at the change's version
+    assert int(left["metadata"]["resourceVersion"]) > int(events[0]["object"]["metadata"]["resourceVersion"])
 
 
 def test_pages_across_namespaces_with_continue_tokens(

@@ -10,6 +10,7 @@ staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/customresource_discover
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from snoreloc_sim import model, registry
@@ -18,37 +19,20 @@ from snoreloc_sim.hub import kinds
 Obj = dict[str, Any]
 
 
-def _entries(rtype: model.ResourceType, extras: kinds.Extras) -> list[Obj]:
-    main: Obj = {
-        "name": rtype.plural,
-        "singularName": rtype.singular,
-        "namespaced": rtype.namespaced,
-        "kind": rtype.kind,
-        "verbs": list(extras.verbs),
-    }
-    if rtype.short_names:
-        main["shortNames"] = list(rtype.short_names)
-    if extras.categories:
-        main["categories"] = list(extras.categories)
-    subs = [
-        {
-            "name": f"{rtype.plural}/{sub}",
-            "singularName": "",
-            "namespaced": rtype.namespaced,
-            "kind": "TokenRequest" if sub == "token" else rtype.kind,
-            "verbs": list(extras.subresource_verbs.get(sub, kinds.SUBRESOURCE_VERBS)),
-            **({"group": "authentication.k8s.io", "version": "v1"} if sub == "token" else {}),
-        }
-        for sub in rtype.subresources
-    ]
-    return [main, *subs]
-
-
-def resource_list(served: registry.Registry, extras: Any, group: str, version: str) -> Obj | None:
+def resource_list(
+    served: registry.Registry, extras: Callable[[str], kinds.Extras], group: str, version: str
+) -> Obj | None:
     """`/api/v1` or `/apis/<group>/<version>`; `extras(key)` gives a type's `kinds.Extras`."""
-    types = served.in_group_version(group, version)
-    if not types:
-        return None
-    resources = [entry for rtype in types for entry in _entries(rtype, extras(rtype.key))]
-    group_version = f"{group}/{version}" if group else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+    def entries(rtype: model.ResourceType) -> list[Obj]:
+        extra = extras(rtype.key)
+
+        def subresource(name: str) -> Obj:
+            found: Obj = {"verbs": list(extra.subresource_verbs.get(name, kinds.SUBRESOURCE_VERBS))}
+            if name == "token":  # served by the authentication group (pkg/registry/core/rest/storage_core.go)
+                found.update(kind="TokenRequest", group="authentication.k8s.io", version="v1")
+            return found
+
+        return registry.resource_entries(rtype, extra.verbs, extra.categories, subresource)
+
+    return registry.api_resource_list(served, group, version, entries)

@@ -2,8 +2,10 @@
 
 Only what the hub's clients touch: namespaces, Secrets, ConfigMaps, ServiceAccounts (with the `token`
 subresource), Events (core and `events.k8s.io`), the four RBAC kinds, CustomResourceDefinitions and
-SelfSubjectAccessReviews. Discovery entries carry the verbs, short names and categories kube-apiserver publishes
-for them (`pkg/registry/*/storage`, `ShortNames()`/`Categories()`; verbs from the REST storage's interfaces).
+SelfSubjectAccessReviews; Services and Deployments are stored (so a controller's manifests apply) but nothing
+runs them: no Pods, no cluster IPs, no rollout status. Discovery entries carry the verbs, short names and
+categories kube-apiserver publishes for them (`pkg/registry/*/storage`, `ShortNames()`/`Categories()`; verbs
+from the REST storage's interfaces).
 """
 
 from __future__ import annotations
@@ -46,7 +48,9 @@ BUILTIN_TYPES: tuple[model.ResourceType, ...] = (
     _core("configmaps", "ConfigMap", True, ("cm",)),
     _core(SERVICE_ACCOUNTS, "ServiceAccount", True, ("sa",), ("token",)),
     _core("events", "Event", True, ("ev",)),
+    _core("services", "Service", True, ("svc",), ("status",)),
     model.ResourceType("events.k8s.io", "v1", "events", "Event", True, False, ("ev",), ()),
+    model.ResourceType("apps", "v1", "deployments", "Deployment", True, True, ("deploy",), ("status",)),
     model.ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, (), ()),
     model.ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, (), ()),
     model.ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, (), ()),
@@ -66,6 +70,8 @@ EXTRAS: dict[str, Extras] = {
     SERVICE_ACCOUNTS: Extras(subresource_verbs={"token": CREATE_ONLY}),
     "selfsubjectaccessreviews.authorization.k8s.io": Extras(verbs=CREATE_ONLY),
     CRDS: Extras(categories=("api-extensions",)),
+    "services": Extras(categories=("all",)),
+    "deployments.apps": Extras(categories=("all",), subresource_verbs={"status": SUBRESOURCE_VERBS}),
     NAMESPACES: Extras(
         verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
         subresource_verbs={"finalize": ("update",)},

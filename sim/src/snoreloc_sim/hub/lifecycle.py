@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from snoreloc_sim import model
 
 Obj = dict[str, Any]
+Ident = tuple[str, str, str]  # type key, namespace, name
 
 
 def _meta(obj: Obj) -> Obj:
@@ -34,13 +35,17 @@ def _meta(obj: Obj) -> Obj:
 
 
 class Lifecycle:
-    """Finalizers and owner references over the hub's store; `types()` gives every served type."""
+    """Finalizers and owner references over the hub's store (a listener: subscribe it before objects are made);
+    `lookup(key)` gives a served type. Owners and dependents are indexed by UID, as the collector's graph is."""
 
-    def __init__(self, store: model.Store, types: Callable[[], Iterable[model.ResourceType]]) -> None:
+    def __init__(self, store: model.Store, lookup: Callable[[str], model.ResourceType | None]) -> None:
         self._store = store
-        self._types = types
+        self._lookup = lookup
         self._orphaning: set[str] = set()
         self._lock = threading.Lock()
+        self._by_uid: dict[str, Ident] = {}
+        self._owners_of: dict[Ident, set[str]] = {}
+        self._dependents: dict[str, set[Ident]] = {}
 
     def admit(self, rtype: model.ResourceType, new: Obj, old: Obj | None) -> None:
         """The admission hook: the server owns `deletionTimestamp`; a deleting object takes no new finalizers."""
@@ -84,6 +89,9 @@ class Lifecycle:
 
     def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
         """The store listener: finish deletions whose finalizers are done; collect an owner's dependents."""
+        obj = new if new is not None else old
+        if obj is not None:
+            self._index(rtype, obj, present=new is not None)
         if event == "MODIFIED" and new is not None:
             meta = new["metadata"]
             if meta.get("deletionTimestamp") and not meta.get("finalizers"):
@@ -96,16 +104,36 @@ class Lifecycle:
             if not orphan:
                 self._collect(uid)
 
+    def _index(self, rtype: model.ResourceType, obj: Obj, *, present: bool) -> None:
+        meta = obj["metadata"]
+        ident = (rtype.key, meta.get("namespace", ""), meta.get("name", ""))
+        with self._lock:
+            for owner in self._owners_of.pop(ident, set()):
+                self._dependents.get(owner, set()).discard(ident)
+            if not present:
+                self._by_uid.pop(meta.get("uid", ""), None)
+                return
+            self._by_uid[meta.get("uid", "")] = ident
+            owners = {str(ref.get("uid")) for ref in meta.get("ownerReferences") or []}
+            if owners:
+                self._owners_of[ident] = owners
+            for owner in owners:
+                self._dependents.setdefault(owner, set()).add(ident)
+
     def _collect(self, owner_uid: str) -> None:
-        for rtype in list(self._types()):
-            for obj in self._store.list(rtype):
-                refs = obj["metadata"].get("ownerReferences") or []
-                if any(ref.get("uid") == owner_uid for ref in refs):
-                    self._dependent(rtype, obj, owner_uid)
+        with self._lock:
+            dependents = sorted(self._dependents.pop(owner_uid, set()))
+        for key, namespace, name in dependents:
+            rtype = self._lookup(key)
+            obj = self._store.find(rtype, name, namespace) if rtype is not None else None
+            if rtype is not None and obj is not None:
+                self._dependent(rtype, obj, owner_uid)
 
     def _dependent(self, rtype: model.ResourceType, obj: Obj, owner_uid: str) -> None:
         refs = [ref for ref in obj["metadata"].get("ownerReferences") or [] if ref.get("uid") != owner_uid]
-        if any(self._exists(ref) for ref in refs):
+        with self._lock:
+            alive = [ref for ref in refs if ref.get("uid") in self._by_uid]
+        if alive:
             trimmed = model.clone(obj)
             trimmed["metadata"]["ownerReferences"] = refs
             with contextlib.suppress(model.ApiError):
@@ -113,10 +141,3 @@ class Lifecycle:
             return
         with contextlib.suppress(model.ApiError):
             self.delete(rtype, obj)
-
-    def _exists(self, ref: Obj) -> bool:
-        uid = ref.get("uid")
-        for rtype in self._types():
-            if rtype.kind == ref.get("kind") and any(o["metadata"].get("uid") == uid for o in self._store.list(rtype)):
-                return True
-        return False

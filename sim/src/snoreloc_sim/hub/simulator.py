@@ -8,6 +8,10 @@ No OpenShift seed and no operators: a fresh kube-apiserver with its system names
 admin token in group `system:masters`, and whatever CRDs, ServiceAccounts and RBAC the test creates.
 `history_window` bounds how many changes watches can resume across (kube-apiserver's watch cache); a smaller one
 makes 410 Gone come sooner. `bookmark_seconds` is how often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+
+What a test reaches through it: `kubeconfig_path` (admin, 0600), `api_url`, `ca_pem`, `token` (admin);
+`faults` (`conflict_next`, `fail_next`, `latency`), `expire_watches()`, `restart()`, `advance_clock(seconds)`
+(token expiry), `requests` (what clients sent), `cluster.store` (the objects, for assertions).
 """
 
 from __future__ import annotations
@@ -16,9 +20,6 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from types import TracebackType
-
-import yaml
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
 from snoreloc_sim.hub import api, crds, faults, front, kinds, lifecycle, rbac, tokens
@@ -28,7 +29,7 @@ DEFAULT_HISTORY = 10_000
 DEFAULT_BOOKMARK_SECONDS = 60.0
 
 
-class HubSimulator:
+class HubSimulator(simulator.Served):
     """A plain Kubernetes hub served on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit)."""
 
     def __init__(
@@ -40,12 +41,11 @@ class HubSimulator:
         history_window: int = DEFAULT_HISTORY,
         bookmark_seconds: float = DEFAULT_BOOKMARK_SECONDS,
     ) -> None:
+        super().__init__(workdir)
         self.token = token or secrets.token_urlsafe(32)
         self.history_window = history_window
         self.bookmark_seconds = bookmark_seconds
         self._port = port
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
-        self._workdir = Path(workdir) if workdir is not None else None
         self._running: _Running | None = None
         self.startup_seconds = 0.0
 
@@ -55,27 +55,14 @@ class HubSimulator:
         began = time.monotonic()
         self._running = _Running(self)
         self._running.start(self._port)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        document = simulator.kubeconfig(self.api_url, self.ca_pem, self.token)
-        simulator.write_private(self.kubeconfig_path, yaml.safe_dump(document, sort_keys=False))
+        self.publish_kubeconfig(self.api_url, self.ca_pem, self.token)
         self.startup_seconds = time.monotonic() - began
         return self
 
-    def stop(self) -> None:
+    def _halt(self) -> None:
         if self._running is not None:
             self._running.stop()
             self._running = None
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
-
-    def __enter__(self) -> HubSimulator:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def advance_clock(self, seconds: float) -> None:
         """Move the hub's clock forward (token expiry) without waiting."""
@@ -118,17 +105,6 @@ class HubSimulator:
     def ca_pem(self) -> bytes:
         return self.running.authority.ca_pem
 
-    @property
-    def workdir(self) -> Path:
-        if self._workdir is None:
-            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-hub-")
-            self._workdir = Path(self._tempdir.name)
-        return self._workdir
-
-    @property
-    def kubeconfig_path(self) -> Path:
-        return self.workdir / "kubeconfig"
-
 
 class _Running:
     """The parts that exist only while the hub runs."""
@@ -147,7 +123,7 @@ class _Running:
         )
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
         self.api.catalog = self.catalog
-        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._served_types)
+        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
         self.api.lifecycle = self.lifecycle
         self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
@@ -162,8 +138,8 @@ class _Running:
         self.api.registry = served
         self.cluster.types = dict(served.types)
 
-    def _served_types(self) -> list[model.ResourceType]:
-        return list(self.catalog.registry.types.values())
+    def _find_type(self, key: str) -> model.ResourceType | None:
+        return self.catalog.registry.types.get(key)
 
     def _type(self, key: str) -> model.ResourceType:
         return self.catalog.registry.types[key]

@@ -21,6 +21,7 @@ writes. `compact()` moves the window past every change so far, which is how test
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -121,7 +122,7 @@ class History:
             while True:
                 if rv < self._floor:
                     raise expired(rv, self._floor)
-                found = [change for change in reversed(self._changes) if change.rv > rv][::-1]
+                found = list(itertools.takewhile(lambda change: change.rv > rv, reversed(self._changes)))[::-1]
                 left = deadline - time.monotonic()
                 if found or left <= 0:
                     return found, max(rv, self._head)
@@ -157,8 +158,9 @@ def event_for(change: Change, watch: Watch) -> Obj | None:
         return {"type": "DELETED", "object": change.old} if before else None
     if now:
         return {"type": "MODIFIED" if before and change.event == "MODIFIED" else "ADDED", "object": change.new}
-    if before and change.new is not None:
-        return {"type": "DELETED", "object": change.new}
+    if before and change.old is not None:  # the previous content, with the change's resourceVersion
+        gone = {**change.old, "metadata": {**change.old["metadata"], "resourceVersion": str(change.rv)}}
+        return {"type": "DELETED", "object": gone}
     return None
 
 
