@@ -4,6 +4,7 @@ racing on one Site (409 AlreadyExists on create), a Site edited while its node r
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -162,3 +163,23 @@ def test_a_site_edited_mid_relocation_is_not_relocated_until_the_node_runs_the_e
         wait_phase(admin, "store-1", site.Phase.RELOCATED)
     finally:
         node.close()
+
+
+def test_a_node_gone_silent_mid_run_turns_stale_on_the_sweep(
+    hub: HubSimulator, admin: kube.Client, start_controller: Start
+) -> None:
+    start_controller(sweep=0.2, stale_after=1.0)
+    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    node = site_client(hub, report_kubeconfig(admin, "store-1"), "node.kubeconfig")
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    report = _report("running", digest)
+    report["status"][site.STATUS_AGENT]["reportedAt"] = now
+    try:
+        node.request("PATCH", kube.Ref(SITES, "store-1", NS).path("status"), body=report,
+                     content_type=kube.MERGE_PATCH, retry=False)  # fmt: skip
+    finally:
+        node.close()
+    wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
+    obj = wait_phase(admin, "store-1", site.Phase.STALE, timeout=10)  # no event: only the sweep sees time pass
+    reporting = next(c for c in obj["status"]["conditions"] if c["type"] == "Reporting")
+    assert (reporting["status"], reporting["reason"]) == ("False", "Silent")

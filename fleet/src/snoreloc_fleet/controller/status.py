@@ -101,9 +101,11 @@ def _stale(agent: Mapping[str, Any], inputs: Inputs) -> bool:
     reported = _when(agent.get("reportedAt"))
     if agent.get("runState") != "running" or reported is None:
         return False
-    waiting = agent.get("waiting") or {}
-    budget = float(waiting.get("budgetSeconds") or 0.0)
-    limit = max(inputs.stale_after, budget - float(waiting.get("elapsedSeconds") or 0.0) + WAIT_GRACE)
+    limit = inputs.stale_after
+    waiting = agent.get("waiting")
+    if waiting:  # a long wait reports at least once a minute, but a node may be cut off while it lasts
+        left = float(waiting.get("budgetSeconds") or 0.0) - float(waiting.get("elapsedSeconds") or 0.0)
+        limit = max(limit, left + WAIT_GRACE)
     return (inputs.now - reported).total_seconds() > limit
 
 
