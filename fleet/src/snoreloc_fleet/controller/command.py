@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=4, help="Sites reconciled at once")
 
 
-def _hub(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[str, bytes]:
+def hub_address(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[str, bytes]:
+    """Where nodes reach the hub, and the CA that verifies it."""
     url, ca = args.hub_url, pathlib.Path(args.hub_ca).read_bytes() if args.hub_ca else None
     if args.hub_config:
         directory = pathlib.Path(args.hub_config)
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     configuration = operator.configuration_for(args.kubeconfig)
     own_ca = pathlib.Path(configuration.ssl_ca_cert).read_bytes() if configuration.ssl_ca_cert else b""
-    url, ca = _hub(args, configuration.host, own_ca)
+    url, ca = hub_address(args, configuration.host, own_ca)
     options = operator.Options(
         config=reconcile.Config(credentials.Hub(url, ca), stale_after=args.stale_after),
         kubeconfig=args.kubeconfig,
