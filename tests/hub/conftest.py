@@ -51,6 +51,13 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, interva
 
 
 @pytest.fixture
+def sim_options() -> dict[str, Any]:
+    """The OpenShift simulator at 120x rather than 600x: here it shares the process with the hub, kopf and the
+    controller, and its whole-run deadline (an hour of simulated time) must not be 6 seconds of a loaded machine."""
+    return {"speed": 120.0}
+
+
+@pytest.fixture
 def hub(hub_sim: HubSimulator) -> HubSimulator:
     """The hub with the Site CRD (from deploy/crd.yaml, as `fleet install` applies it), namespace `fleet` and the
     pull secret every test Site names."""

@@ -43,7 +43,7 @@ def _journal(state_dir: pathlib.Path, site_config: pathlib.Path) -> journal.Jour
 
 def _step(jour: journal.Journal, name: str, warnings: tuple[str, ...] = ()) -> None:
     jour.start_step(name, "fp")
-    jour.finish_step(name, base.Outcome(warnings=warnings))
+    jour.finish_step(name, base.StepOutcome(warnings=warnings))
 
 
 def test_the_report_is_bounded_redacted_and_holds_no_site_config(tmp_path: pathlib.Path) -> None:
@@ -96,7 +96,7 @@ def test_reports_land_in_the_sites_status_once_the_network_is_committed(
         reporter.kick()
         time.sleep(0.5)
         assert get_site(admin, "store-1")["status"].get(site.STATUS_AGENT) is None  # not before the commit
-        jour.finish_step("network", base.Outcome())
+        jour.finish_step("network", base.StepOutcome())
         reporter.kick()
         wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
         for name in STEPS[1:]:
