@@ -4,6 +4,7 @@ conventions (a transition time moves only when the status does), bounded finding
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 import pytest
@@ -121,3 +122,18 @@ def test_reporting_disabled_still_makes_a_stick() -> None:
 def test_deriving_twice_gives_the_same_status() -> None:
     first = _derive(agent=_agent("running"))
     assert _derive(agent=_agent("running"), previous=first["conditions"], now=NOW + dt.timedelta(seconds=30)) == first
+
+
+def test_the_largest_status_stays_small() -> None:
+    """Every list and string is bounded: the worst Site status (findings, warnings, a full node report) is a few
+    tens of KiB, far below etcd's 1.5 MiB request limit, so 10,000 Sites stay a few hundred MiB."""
+    long = "x" * 5000
+    problems = tuple(errors.Problem(f"spec.siteConfig.{long}", long, line=1) for _ in range(200))
+    checked = Checked(problems=problems, warnings=problems, digest=DIGEST)
+    steps = [{"name": "n" * 128, "state": "done", "seconds": 1.0}] * 40
+    agent = _agent("failed", steps=steps, warnings=["w" * 1024] * 20, todo="t" * 1024,
+                   failure={"step": "s", "message": "m" * 1024, "hint": "h" * 1024})  # fmt: skip
+    status = {**_derive(checked, agent=agent), "agent": agent}
+    size = len(json.dumps(status))
+    assert size < 64 * 1024, size
+    assert all(len(c["message"]) <= site.MAX_CONDITION_MESSAGE for c in status["conditions"])

@@ -32,7 +32,10 @@ CRD_NAME = f"{PLURAL}.{GROUP}"
 PHASE_LABEL = f"{GROUP}/phase"  # kept equal to status.phase, so `-l fleet.snoreloc.io/phase=Failed` selects
 SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
 
-MAX_FINDINGS = 20  # validation errors (and warnings) kept in status; `more` counts the rest
+MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
+MAX_FINDING_WARNINGS = 10  # validation warnings kept
+MAX_FINDING_PATH = 256
+MAX_FINDING_MESSAGE = 512
 MAX_CONDITION_MESSAGE = 1024
 
 
@@ -160,7 +163,11 @@ def _spec() -> dict[str, Any]:
 def _finding() -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"path": _string(512), "line": {"type": "integer"}, "message": _string()},
+        "properties": {
+            "path": _string(MAX_FINDING_PATH),
+            "line": {"type": "integer"},
+            "message": _string(MAX_FINDING_MESSAGE),
+        },
     }
 
 
@@ -223,7 +230,8 @@ def agent_schema() -> dict[str, Any]:
 
 
 def _status() -> dict[str, Any]:
-    findings = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
+    errors = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
+    warnings = {"type": "array", "maxItems": MAX_FINDING_WARNINGS, "items": _finding()}
     return {
         "type": "object",
         "properties": {
@@ -239,7 +247,7 @@ def _status() -> dict[str, Any]:
             },
             STATUS_VALIDATION: {
                 "type": "object",
-                "properties": {"errors": findings, "warnings": findings, "more": {"type": "integer", "minimum": 0}},
+                "properties": {"errors": errors, "warnings": warnings, "more": {"type": "integer", "minimum": 0}},
             },
             STATUS_MEDIA: {
                 "type": "object",

@@ -54,7 +54,10 @@ def _when(text: object) -> dt.datetime | None:
 
 
 def _finding(problem: errors.Problem) -> dict[str, Any]:
-    found: dict[str, Any] = {"path": problem.path[:512], "message": problem.message[:1024]}
+    found: dict[str, Any] = {
+        "path": problem.path[: site.MAX_FINDING_PATH],
+        "message": problem.message[: site.MAX_FINDING_MESSAGE],
+    }
     if problem.line is not None:
         found["line"] = problem.line
     return found
@@ -64,7 +67,7 @@ def validation(checked: Checked) -> dict[str, Any]:
     """The findings, bounded (`more` counts what did not fit)."""
     problems = [*checked.inline, *checked.missing, *checked.problems]
     kept = problems[: site.MAX_FINDINGS]
-    warnings = list(checked.warnings[: site.MAX_FINDINGS])
+    warnings = list(checked.warnings[: site.MAX_FINDING_WARNINGS])
     more = len(problems) - len(kept) + len(checked.warnings) - len(warnings)
     return {"errors": [_finding(p) for p in kept], "warnings": [_finding(p) for p in warnings], "more": more}
 
