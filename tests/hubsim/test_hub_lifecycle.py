@@ -56,3 +56,13 @@ def test_deleting_an_owner_deletes_its_dependents_unless_orphaned(
     assert [r["name"] for r in kept["metadata"]["ownerReferences"]] == ["other"]
     raw("DELETE", f"{PATH}/other", {"propagationPolicy": "Orphan"})
     assert raw("GET", "/api/v1/namespaces/default/serviceaccounts/sa-two").code == 200
+
+
+def test_deletecollection_honours_finalizers(widgets: kubernetes.client.CustomObjectsApi, raw: Call) -> None:
+    held = widget("held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    raw("POST", PATH, held)
+    raw("POST", PATH, widget("free"))
+    assert raw("DELETE", PATH).code == 200
+    left = raw("GET", PATH).body["items"]
+    assert [w["metadata"]["name"] for w in left] == ["held"] and left[0]["metadata"]["deletionTimestamp"]

@@ -8,6 +8,7 @@ resume from a resourceVersion (`watch`), lists with consistent continue tokens (
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -105,6 +106,19 @@ class HubApi(server.Api):
         if self.registry.is_builtin(target.rtype):
             return server.Response(200, server.success_status(target.rtype, old))
         return server.Response(200, old)
+
+    def _delete_collection(self, request: server.Request, target: server.Target) -> server.Response:
+        """`deletecollection`: each object deleted as one DELETE would (finalizers, dependents)."""
+        if self.lifecycle is None or request.query.get("dryRun") == "All":
+            return super()._delete_collection(request, target)
+        doomed = self._selected(request, target)
+        for obj in doomed:
+            with contextlib.suppress(model.ApiError):
+                self.lifecycle.delete(target.rtype, obj)
+        rtype = target.rtype
+        meta = {"resourceVersion": self.cluster.store.current_rv()}
+        body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta, "items": doomed}
+        return server.Response(200, body)
 
     # lists and watches
 

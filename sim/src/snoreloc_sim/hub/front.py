@@ -19,7 +19,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from snoreloc_sim import model, server
-from snoreloc_sim.hub import faults, rbac, tokens
+from snoreloc_sim.hub import escalation, faults, rbac, tokens
 from snoreloc_sim.hub.api import HubApi
 
 Obj = dict[str, object]
@@ -48,6 +48,7 @@ class HubFront:
         self.authorizer = authorizer
         self.faults = faults.HubFaults(self._bump)
         self.seen: collections.deque[Seen] = collections.deque(maxlen=2000)
+        self.caller = escalation.Caller()
 
     def serve(self, request: server.Request) -> server.Response | None:
         query = urllib.parse.urlencode(request.query)
@@ -66,10 +67,14 @@ class HubFront:
             return server.error_response(refusal)
         if attrs.resource == SSAR and attrs.verb == "create":
             return self._review(user, request)
-        if request.method in WRITES:
+        if request.method not in WRITES:
+            return self.api.handle(request)
+        self.caller.user = user  # for the admission hooks that judge who writes (escalation)
+        try:
             with self.api.write_lock:
                 return self.api.handle(request)
-        return self.api.handle(request)
+        finally:
+            self.caller.user = None
 
     def _bump(self, attrs: rbac.Attributes) -> None:
         """Another writer got there first: the object's resourceVersion moves on."""

@@ -20,6 +20,7 @@ Followed (kubernetes/kubernetes):
 
 from __future__ import annotations
 
+import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -173,12 +174,33 @@ def _applies(subject: Obj, user: User, binding_namespace: str) -> bool:
     return False
 
 
-class Authorizer:
-    """RBAC over the hub's store; `lookup(key)` gives a served type."""
+_KINDS = {
+    f"{plural}.{RBAC_GROUP}": plural for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings")
+}
 
-    def __init__(self, store: model.Store, lookup: Any) -> None:
-        self._store = store
-        self._lookup = lookup
+
+class Authorizer:
+    """RBAC over the hub's Roles, ClusterRoles and bindings, kept in an index that a store listener (`on_change`,
+    subscribed before any is created) maintains, as kube-apiserver's RBAC authorizer reads its informers' caches
+    rather than etcd on each request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._index: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in _KINDS.values()}  # by ns, name
+
+    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
+        plural = _KINDS.get(rtype.key)
+        obj = new if new is not None else old
+        if plural is None or obj is None:
+            return
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        with self._lock:
+            objects = self._index[plural].setdefault(namespace, {})
+            if new is None:
+                objects.pop(name, None)
+            else:
+                objects[name] = new
 
     def authorize(self, user: User, attrs: Attributes) -> model.ApiError | None:
         """None when allowed, else the 403 to send."""
@@ -190,22 +212,36 @@ class Authorizer:
                 return None
         return forbidden(user, attrs, _reason(errors))
 
+    def rules_for(self, user: User, namespace: str) -> tuple[list[Obj], list[str]]:
+        """Every rule granted to `user` in `namespace` ("" for cluster-wide only), and the resolution errors."""
+        errors: list[str] = []
+        rules = [rule for granted in self._rules_for(user, namespace, errors) for rule in granted]
+        return rules, errors
+
+    def role_rules(self, ref: Obj, namespace: str) -> tuple[list[Obj], list[str]]:
+        """The rules of the role a binding in `namespace` refers to, and the error when it does not exist."""
+        errors: list[str] = []
+        return self._role(ref, namespace, errors), errors
+
+    def _bindings(self, plural: str, namespace: str) -> list[Obj]:
+        with self._lock:
+            return list(self._index[plural].get(namespace, {}).values())
+
     def _rules_for(self, user: User, namespace: str, errors: list[str]) -> Iterator[list[Obj]]:
-        for binding in self._store.list(self._lookup(f"clusterrolebindings.{RBAC_GROUP}")):
+        for binding in self._bindings("clusterrolebindings", ""):
             if any(_applies(s, user, "") for s in binding.get("subjects") or []):
                 yield self._role(binding.get("roleRef") or {}, "", errors)
         if not namespace:
             return
-        for binding in self._store.list(self._lookup(f"rolebindings.{RBAC_GROUP}"), namespace):
+        for binding in self._bindings("rolebindings", namespace):
             if any(_applies(s, user, namespace) for s in binding.get("subjects") or []):
                 yield self._role(binding.get("roleRef") or {}, namespace, errors)
 
     def _role(self, ref: Obj, namespace: str, errors: list[str]) -> list[Obj]:
         kind, name = ref.get("kind"), ref.get("name", "")
-        plural = "clusterroles" if kind == "ClusterRole" else "roles"
-        role = self._store.find(
-            self._lookup(f"{plural}.{RBAC_GROUP}"), name, "" if kind == "ClusterRole" else namespace
-        )
+        cluster = kind == "ClusterRole"
+        with self._lock:
+            role = self._index["clusterroles" if cluster else "roles"].get("" if cluster else namespace, {}).get(name)
         if role is None:
             errors.append(f'{kind.lower() if kind else "role"}.{RBAC_GROUP} "{name}" not found')
             return []

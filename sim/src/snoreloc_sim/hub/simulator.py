@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim.hub import api, crds, faults, front, kinds, lifecycle, rbac, tokens
+from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
@@ -131,7 +131,10 @@ class _Running:
         lookup = self._type
         self.tokens = tokens.Tokens(self.cluster.store, lookup)
         self.api.tokens = self.tokens
-        self.front = front.HubFront(self.api, owner.token, self.tokens, rbac.Authorizer(self.cluster.store, lookup))
+        authorizer = rbac.Authorizer()
+        self.cluster.store.subscribe(authorizer.on_change)
+        self.front = front.HubFront(self.api, owner.token, self.tokens, authorizer)
+        self.cluster.admission.append(escalation.Guard(authorizer, self.front.caller).admit)
         self.listener: server.Listener
 
     def _publish(self, served: registry.Registry) -> None:
