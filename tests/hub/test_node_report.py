@@ -111,6 +111,20 @@ def test_reports_land_in_the_sites_status_once_the_network_is_committed(
     assert reporter.stopped_reason == ""
 
 
+def test_a_conflicting_write_is_retried(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
+) -> None:
+    ready_site(admin, "store-1")
+    jour = _journal(tmp_path, _medium(admin, "store-1", tmp_path / "stick"))
+    _step(jour, "network")
+    hub.faults.conflict_next(f"{site.PLURAL}.{site.GROUP}", "store-1", NS)
+    reporter = hubreport.Reporter(jour.path, clock.SystemClock(), FAST).start()
+    reporter.kick()
+    wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
+    reporter.finish()
+    assert hub.faults.fired[0].startswith("409 patch") and reporter.stopped_reason == ""
+
+
 def test_a_refused_token_stops_the_reporter_with_one_line(
     hub: HubSimulator,
     admin: kube.Client,

@@ -343,7 +343,7 @@ class Reporter:
 
         try:
             return self._send()
-        except (kube.Unreachable, errors.TemporaryError, OSError) as exc:
+        except (kube.Unreachable, kube.Conflict, errors.TemporaryError, OSError) as exc:  # 5xx, 429, 409: later
             LOG.info("hub report not sent (%s); retrying", _text(exc, 300))
             return min(max(delay * 2, self.settings.backoff_initial), self.settings.backoff_max)
         except kube.Forbidden as exc:
