@@ -292,8 +292,11 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
 def revoke(client: kube.Client, namespace: str, name: str) -> None:
     """Delete the token's binding Secret: every token issued for the site stops working at once. The controller
     issues a new one on its next pass, which needs a new stick (`fleet make-media`)."""
+    ref = kube.Ref(kube.SECRETS, binding_name(name), namespace)
+    if client.find(ref) is None:
+        return  # nothing to revoke: no write
     try:
-        client.delete(kube.Ref(kube.SECRETS, binding_name(name), namespace))
+        client.delete(ref)
     except kube.NotFound:
         return
 
