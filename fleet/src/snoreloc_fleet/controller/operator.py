@@ -201,8 +201,9 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
         settings.scanning.disabled = True  # no CRD/namespace watching: only Sites
         settings.peering.standalone = True
         settings.persistence.progress_storage = kopf.SmartProgressStorage(prefix=site.GROUP)
-        settings.execution.max_workers = options.workers
-        settings.queueing.worker_limit = options.workers
+        settings.execution.max_workers = options.workers  # threads running reconciles at once
+        # kopf's per-Site queue workers stay unlimited: each lingers `idle_timeout` (5 s) after its last event, so a
+        # limit of N made a burst of new Sites wait 5 s per N of them (measured: 1.25 s a Site with N = 4).
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.networking.request_timeout = 60
