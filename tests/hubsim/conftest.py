@@ -141,12 +141,14 @@ def widgets(kube: kubernetes.client.ApiClient) -> kubernetes.client.CustomObject
     return kubernetes.client.CustomObjectsApi(kube)
 
 
-def watch_events(hub: HubSimulator, path: str, *, until: int = 100, timeout: float = 10.0) -> list[dict[str, Any]]:
+def watch_events(
+    hub: HubSimulator, path: str, *, until: int = 100, timeout: float = 10.0, accept: str = "application/json"
+) -> list[dict[str, Any]]:
     """The events of one watch request (read line by line) until `until` events or the server ends the stream."""
     context = ssl.create_default_context(cadata=hub.ca_pem.decode())
     connection = http.client.HTTPSConnection("127.0.0.1", hub.running.listener.port, context=context, timeout=timeout)
     try:
-        connection.request("GET", path, headers={"Authorization": f"Bearer {hub.token}"})
+        connection.request("GET", path, headers={"Authorization": f"Bearer {hub.token}", "Accept": accept})
         response = connection.getresponse()
         assert response.status == 200, response.read()
         events: list[dict[str, Any]] = []

@@ -26,11 +26,18 @@ def test_an_empty_hub_has_the_system_namespaces_and_no_openshift(kube: kubernete
     assert raw("GET", "/version").body["gitVersion"].startswith("v1.")
 
 
-def test_a_request_without_the_admin_token_is_refused_with_401(raw: Call) -> None:
-    for token in ("", "not-a-token"):
-        reply = raw("GET", "/api/v1/namespaces", token=token)
-        assert reply.code == 401
-        assert reply.body["reason"] == "Unauthorized"
+def test_a_bad_token_is_401_and_no_token_is_an_anonymous_user(raw: Call) -> None:
+    reply = raw("GET", "/api/v1/namespaces", token="not-a-token")
+    assert reply.code == 401
+    assert reply.body["reason"] == "Unauthorized"
+    anonymous = raw("GET", "/api/v1/namespaces", token="")
+    assert anonymous.code == 403
+    assert anonymous.body["message"] == (
+        'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" '
+        "at the cluster scope"
+    )
+    assert raw("GET", "/version", token="").code == 200  # system:public-info-viewer
+    assert raw("GET", "/apis", token="").body["message"] == 'forbidden: User "system:anonymous" cannot get path "/apis"'
 
 
 def test_a_crd_created_at_run_time_is_served_and_discovered(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,11 @@ def test_a_service_account_token_is_refused_with_kubes_message(
     )
     assert expected in refused.err
     assert kubectl("auth", "can-i", "list", "secrets", kubeconfig=path).out.strip() == "no"
+    posing = kubectl("get", "secrets", "--as=kubernetes-admin", kubeconfig=path)
+    assert (
+        'users "kubernetes-admin" is forbidden: User "system:serviceaccount:default:viewer" cannot impersonate'
+        in posing.err
+    )
 
 
 def test_apply_k_of_a_controllers_manifests_and_a_reapply(hub_sim: HubSimulator, kubectl: Any, tmp_path: Path) -> None:
@@ -163,3 +169,52 @@ def test_apply_k_of_a_controllers_manifests_and_a_reapply(hub_sim: HubSimulator,
     assert again.out.count(" unchanged") == len(documents) - 1
     patches = [s for s in hub_sim.requests if s.method == "PATCH" and "/deployments/controller" in s.target]
     assert patches[-1].content_type == "application/strategic-merge-patch+json"  # a built-in kind
+
+
+def test_get_watch_prints_later_objects_under_the_same_columns(hub_sim: HubSimulator, kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    kubectl("apply", "-f", "-", stdin=_widget("w1", 1))
+    path = f"/apis/{GROUP}/v1/namespaces/default/{PLURAL}"
+    threading.Timer(1.0, lambda: raw("POST", path, widget("w2", size=2))).start()
+    watched = kubectl("get", PLURAL, "-w", "--request-timeout=3s")
+    lines = watched.out.splitlines()
+    assert lines[0].split() == ["NAME", "PHASE", "SIZE", "AGE"]
+    assert [line.split()[:2] for line in lines[1:]] == [["w1", "1"], ["w2", "2"]]  # one header, the same columns
+
+
+def test_describe_shows_the_objects_events_and_get_events_prints_them(kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    kubectl("apply", "-f", "-", stdin=_widget("w1", 1))
+    uid = raw("GET", f"/apis/{GROUP}/v1/namespaces/default/{PLURAL}/w1").body["metadata"]["uid"]
+    involved = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "name": "w1", "namespace": "default", "uid": uid}
+    event = {"metadata": {"generateName": "w1-"}, "involvedObject": involved, "reason": "Reconciled",
+             "message": "size 1", "type": "Normal", "source": {"component": "widget-controller"}}  # fmt: skip
+    assert raw("POST", "/api/v1/namespaces/default/events", event).code == 201
+    described = kubectl("describe", PLURAL, "w1").out
+    assert "Reconciled" in described and "widget-controller" in described and "size 1" in described
+    lines = kubectl("get", "events").out.splitlines()
+    assert lines[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert lines[1].split()[1:] == ["Normal", "Reconciled", "widget/w1", "size", "1"]
+
+
+def test_kubectl_as_a_service_account_shows_its_scope(kubectl: Any, raw: Call) -> None:
+    kubectl("apply", "-f", "-", stdin=_doc(widget_crd()))
+    raw("POST", "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "site-w1"}})
+    rule = {"apiGroups": [GROUP], "resources": [f"{PLURAL}/status"], "resourceNames": ["w1"], "verbs": ["get", "patch"]}
+    raw(
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        {"metadata": {"name": "site-w1"}, "rules": [rule]},
+    )
+    binding = {
+        "metadata": {"name": "site-w1"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "site-w1"},
+        "subjects": [{"kind": "ServiceAccount", "name": "site-w1", "namespace": "default"}],
+    }
+    raw("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", binding)
+    who = "--as=system:serviceaccount:default:site-w1"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w1", "--subresource=status", who).out.strip() == "yes"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w2", "--subresource=status", who).out.strip() == "no"
+    assert kubectl("auth", "can-i", "patch", f"{PLURAL}/w1", who).out.strip() == "no"
+    refused = kubectl("get", PLURAL, who)
+    assert 'User "system:serviceaccount:default:site-w1" cannot list resource' in refused.err

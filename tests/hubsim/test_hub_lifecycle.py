@@ -66,3 +66,50 @@ def test_deletecollection_honours_finalizers(widgets: kubernetes.client.CustomOb
     assert raw("DELETE", PATH).code == 200
     left = raw("GET", PATH).body["items"]
     assert [w["metadata"]["name"] for w in left] == ["held"] and left[0]["metadata"]["deletionTimestamp"]
+
+
+def test_a_namespace_terminates_once_its_content_has_gone(
+    widgets: kubernetes.client.CustomObjectsApi, raw: Call
+) -> None:
+    raw("POST", "/api/v1/namespaces", {"metadata": {"name": "going"}})
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/going/{PLURAL}"
+    held = widget("held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    raw("POST", path, held)
+    raw("POST", path, widget("free"))
+    deleting = raw("DELETE", "/api/v1/namespaces/going")
+    assert deleting.code == 200 and deleting.body["status"]["phase"] == "Terminating"
+    assert [w["metadata"]["name"] for w in raw("GET", path).body["items"]] == ["held"]
+    refused = raw("POST", path, widget("late"))
+    assert refused.code == 403
+    assert refused.body["message"].endswith(
+        "unable to create new content in namespace going because it is being terminated"
+    )
+    raw("PATCH", f"{path}/held", {"metadata": {"finalizers": None}}, content_type=MERGE)
+    assert raw("GET", "/api/v1/namespaces/going").code == 404
+
+
+def test_the_system_namespaces_may_not_be_deleted(raw: Call) -> None:
+    refused = raw("DELETE", "/api/v1/namespaces/default")
+    assert refused.code == 403
+    assert refused.body["message"] == 'namespaces "default" is forbidden: this namespace may not be deleted'
+
+
+def test_a_crd_terminates_once_its_objects_finalizers_let_go(
+    widgets: kubernetes.client.CustomObjectsApi, raw: Call
+) -> None:
+    held = widget("held")
+    held["metadata"]["finalizers"] = ["example.com/cleanup"]
+    raw("POST", PATH, held)
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}"
+    deleting = raw("DELETE", crd_path)
+    assert deleting.code == 200
+    assert deleting.body["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    conditions = {c["type"]: c["status"] for c in raw("GET", crd_path).body["status"]["conditions"]}
+    assert conditions["Terminating"] == "True"
+    assert raw("GET", f"{PATH}/held").body["metadata"]["deletionTimestamp"]
+    refused = raw("POST", PATH, widget("late"))
+    assert refused.code == 405 and "terminating" in refused.body["message"]
+    raw("PATCH", f"{PATH}/held", {"metadata": {"finalizers": None}}, content_type=MERGE)
+    assert raw("GET", crd_path).code == 404
+    assert raw("GET", PATH).code == 404

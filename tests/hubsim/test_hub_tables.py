@@ -6,8 +6,9 @@ import kubernetes
 import pytest
 
 from snoreloc_sim.hub import tables
+from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import GROUP, PLURAL, VERSION, Call, widget
+from .conftest import GROUP, PLURAL, VERSION, Call, watch_events, widget
 
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
 AS_TABLE = (
@@ -67,3 +68,18 @@ def test_printer_column_paths() -> None:
     assert tables.find(obj, ".spec.items[1]") == 2
     assert tables.cell("string", tables.find(obj, ".spec.missing")) is None
     assert tables.cell("integer", "3") is None  # the wrong type prints nothing
+
+
+def test_a_watch_asked_as_table_gets_one_row_tables(
+    hub_sim: HubSimulator, widgets: kubernetes.client.CustomObjectsApi, raw: Call
+) -> None:
+    rv = raw("GET", PATH).body["metadata"]["resourceVersion"]
+    raw("POST", PATH, widget("w1", size=4))
+    events = table_watch(hub_sim, f"{PATH}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
+    (event,) = events
+    assert event["type"] == "ADDED" and event["object"]["kind"] == "Table"
+    assert event["object"]["rows"][0]["cells"][:3] == ["w1", None, 4]
+
+
+def table_watch(hub: HubSimulator, path: str) -> list[dict[str, object]]:
+    return watch_events(hub, path, accept=AS_TABLE)

@@ -74,6 +74,7 @@ class Request:
     authorization: str = ""
     user_agent: str = ""
     accept: str = ""
+    impersonate_user: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -88,6 +89,7 @@ class Request:
             authorization=headers.get("authorization", ""),
             user_agent=headers.get("user-agent", ""),
             accept=headers.get("accept", ""),
+            impersonate_user=headers.get("impersonate-user", ""),
         )
 
 
@@ -234,7 +236,11 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "secrets": ("type",),
     "pods": ("spec.nodeName", "status.phase"),
     "namespaces": ("status.phase",),
-    "events": ("involvedObject.name", "involvedObject.namespace", "involvedObject.kind", "reason"),
+    # pkg/registry/core/event/strategy.go, ToSelectableFields (`kubectl describe` selects by involvedObject.uid)
+    "events": (
+        *(f"involvedObject.{name}" for name in ("name", "namespace", "kind", "uid", "apiVersion", "resourceVersion")),
+        *("involvedObject.fieldPath", "reason", "type", "reportingComponent"),
+    ),
     "certificatesigningrequests.certificates.k8s.io": ("spec.signerName",),
 }
 

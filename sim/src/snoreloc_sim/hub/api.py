@@ -13,7 +13,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, lifecycle, paging, tables, tokens, watch
+from snoreloc_sim.hub import crds, discovery, kinds, lifecycle, namespaces, paging, tables, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -47,6 +47,7 @@ class HubApi(server.Api):
         self.catalog: crds.Catalog | None = None
         self.tokens: tokens.Tokens | None = None
         self.lifecycle: lifecycle.Lifecycle | None = None
+        self.namespaces: namespaces.Namespaces | None = None
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
         if request.path == "/openapi/v2":
@@ -74,23 +75,20 @@ class HubApi(server.Api):
             body = self._decode(request)
             return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
         response = super()._resource(request, target, conflict)
-        if (
-            request.method == "GET"
-            and response.stream is None
-            and response.code == 200
-            and tables.wants_table(request.accept)
-        ):
-            return server.Response(200, self._table(target, response.body, request.query), response.warnings)
-        return response
+        if request.method != "GET" or response.code != 200 or not tables.wants_table(request.accept):
+            return response
+        printer = self._printer(target)
+        if response.stream is not None:  # each watch event's object becomes a one-row Table (`kubectl get -w`)
+            response.stream = tables.table_events(response.stream, printer, request.query)
+            return response
+        assert isinstance(response.body, dict)
+        return server.Response(200, tables.table(response.body, printer, request.query), response.warnings)
 
-    def _table(self, target: server.Target, body: Obj | str, query: dict[str, str]) -> Obj:
-        assert isinstance(body, dict)
+    def _printer(self, target: server.Target) -> tables.Printer:
         columns = self.catalog.columns(target.rtype.key) if self.catalog is not None else None
         if columns is not None:
-            printer = tables.crd_printer(columns)
-        else:
-            printer = tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
-        return tables.table(target.rtype, body, printer, query)
+            return tables.crd_printer(columns)
+        return tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
 
     def _delete(self, request: server.Request, target: server.Target) -> server.Response:
         if self.lifecycle is None or request.query.get("dryRun") == "All":
@@ -98,11 +96,14 @@ class HubApi(server.Api):
         old = self._get(target)
         options = self._decode(request) if request.body else {}
         orphan = options.get("propagationPolicy") == "Orphan" or options.get("orphanDependents") is True
-        left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
+        if target.rtype.key == "namespaces" and self.namespaces is not None:
+            left = self.namespaces.delete(old)
+        elif target.rtype.key == kinds.CRDS and self.catalog is not None:
+            left = self.catalog.delete(old, self.lifecycle.delete)
+        else:
+            left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
         if left is not None:
             return server.Response(200, left)
-        if target.rtype.key == "namespaces":
-            self._empty_namespace(old["metadata"]["name"])
         if self.registry.is_builtin(target.rtype):
             return server.Response(200, server.success_status(target.rtype, old))
         return server.Response(200, old)

@@ -13,8 +13,11 @@ objects never races the server. What is followed, by file (kubernetes/kubernetes
 - which version is served: every served version in kube; here only the storage version (one store per type);
 - the default printer column: `apiextensions-apiserver/pkg/apiserver/customresource_handler.go`
   (`serveDefaultColumnsIfEmpty`: an `Age` column over `.metadata.creationTimestamp` when none are given);
-- instances removed with the CRD: `apiextensions-apiserver/pkg/controller/finalizer/crd_finalizer.go`
-  (here at once, without the `customresourcecleanup.apiextensions.k8s.io` finalizer's Terminating phase).
+- deleting a CRD: `apiextensions-apiserver/pkg/registry/customresourcedefinition/etcd.go` (`Delete`: a
+  `deletionTimestamp`, the `customresourcecleanup.apiextensions.k8s.io` finalizer and a Terminating condition),
+  then `apiextensions-apiserver/pkg/controller/finalizer/crd_finalizer.go` (`sync`: every instance deleted as a
+  DELETE would, so their own finalizers hold the CRD; the finalizer removed once none is left), and
+  `apiextensions-apiserver/pkg/apiserver/customresource_handler.go` (no create while the CRD is terminating: 405).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from snoreloc_sim.hub import kinds
 
 Obj = dict[str, Any]
 _ONE_STORAGE = "must have exactly one version marked as storage version"
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 AGE_COLUMN: Obj = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 _CRD_INFO = validation.CrdInfo(
     group="apiextensions.k8s.io",
@@ -167,6 +171,7 @@ class Catalog:
         self._publish = publish
         self._lock = threading.Lock()
         self._crd_types: dict[str, Served] = {}
+        self._terminating: set[str] = set()
         builtin = {t.key: t for t in kinds.BUILTIN_TYPES}
         self.registry = registry.Registry(types=builtin, builtin=frozenset(builtin))
         publish(self.registry)
@@ -179,17 +184,66 @@ class Catalog:
         found = self._crd_types.get(key)
         return found.columns if found is not None else None
 
-    def admit(self, rtype: model.ResourceType, new: Obj, _old: Obj | None) -> None:
-        """The admission hook: refuse an invalid CRD with kube's 422."""
+    def admit(self, rtype: model.ResourceType, new: Obj, old: Obj | None) -> None:
+        """The admission hook: refuse an invalid CRD with kube's 422, and new objects of a terminating one."""
+        if old is None and rtype.key in self._terminating_types():
+            message = "create not allowed while custom resource definition is terminating"
+            raise model.ApiError(405, "MethodNotAllowed", message)
         if rtype.key != kinds.CRDS:
             return
         errors = problems(new)
         if errors:
             raise validation.invalid(_CRD_INFO, new, errors)
 
+    def _terminating_types(self) -> set[str]:
+        with self._lock:
+            return {entry.rtype.key for name, entry in self._crd_types.items() if name in self._terminating}
+
+    def delete(self, crd: Obj, deleter: Callable[[model.ResourceType, Obj], object]) -> Obj | None:
+        """Start (or go on) deleting a CRD: the CRD while instances remain, None once it is gone.
+        `deleter(type, obj)` deletes one instance as a DELETE would."""
+        name = crd["metadata"]["name"]
+        crd_type = self.registry.types[kinds.CRDS]
+        if not crd["metadata"].get("deletionTimestamp"):
+            marked = model.clone(crd)
+            finalizers = [*marked["metadata"].get("finalizers", []), CLEANUP_FINALIZER]
+            marked["metadata"].update(deletionTimestamp=model.now_rfc3339(), finalizers=sorted(set(finalizers)))
+            marked = self._store.update(crd_type, marked, check_rv=False)
+            status = dict(marked.get("status") or {})
+            status["conditions"] = [c for c in status.get("conditions") or [] if c.get("type") != "Terminating"] + [
+                {"type": "Terminating", "status": "True", "lastTransitionTime": model.now_rfc3339(),
+                 "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress"}
+            ]  # fmt: skip
+            self._store.update(crd_type, {**marked, "status": status}, status_only=True, check_rv=False)
+        with self._lock:
+            self._terminating.add(name)
+            entry = self._crd_types.get(name)
+        if entry is not None:
+            for obj in self._store.list(entry.rtype):
+                with contextlib.suppress(model.ApiError):
+                    deleter(entry.rtype, obj)
+        return self._finish(name)
+
+    def _finish(self, name: str) -> Obj | None:
+        """Remove the cleanup finalizer once no instance is left (the CRD then goes, and stops being served)."""
+        with self._lock:
+            entry = self._crd_types.get(name)
+        if entry is not None and self._store.list(entry.rtype):
+            return self._store.find(self.registry.types[kinds.CRDS], name)
+        crd = self._store.find(self.registry.types[kinds.CRDS], name)
+        if crd is None:
+            return None
+        crd["metadata"]["finalizers"] = [f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
+        with contextlib.suppress(model.ApiError):
+            self._store.update(self.registry.types[kinds.CRDS], crd, check_rv=False)
+        return self._store.find(self.registry.types[kinds.CRDS], name)
+
     def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        """The store listener: serve, re-serve or drop a CRD's type."""
+        """The store listener: serve, re-serve or drop a CRD's type; finish a terminating CRD's cleanup."""
         if rtype.key != kinds.CRDS:
+            if event == "DELETED" and rtype.key in self._terminating_types():
+                name = next(n for n, e in list(self._crd_types.items()) if e.rtype.key == rtype.key)
+                self._finish(name)
             return
         if event == "DELETED" and old is not None:
             self._drop(old["metadata"]["name"])
@@ -206,7 +260,7 @@ class Catalog:
             )
             self._publish(self.registry)
         status = _status(crd, model.now_rfc3339())
-        if crd.get("status") != status:
+        if crd.get("status") != status and not crd["metadata"].get("deletionTimestamp"):
             crd_type = self.registry.types[kinds.CRDS]
             with contextlib.suppress(model.ApiError):
                 self._store.update(crd_type, {**crd, "status": status}, status_only=True, check_rv=False)
@@ -214,6 +268,7 @@ class Catalog:
     def _drop(self, name: str) -> None:
         with self._lock:
             entry = self._crd_types.pop(name, None)
+            self._terminating.discard(name)
         if entry is None:
             return
         for obj in self._store.list(entry.rtype):

@@ -1,9 +1,10 @@
 """What stands before the hub's resource semantics: authentication, authorization, injected faults, write order.
 
 kube-apiserver's handler chain (staging/src/k8s.io/apiserver/pkg/server/config.go, `DefaultBuildHandlerChain`)
-authenticates (401 when no authenticator accepts the credential), builds the request's attributes
-(`endpoints/request/requestinfo.go`), authorizes them (403), and only then reaches the REST handlers. The hub does
-the same with the admin token and the ServiceAccount tokens it issued (`tokens`), and RBAC (`rbac`).
+authenticates (401 when no authenticator accepts the credential; a request without one is `system:anonymous`),
+honours impersonation, builds the request's attributes (`endpoints/request/requestinfo.go`), authorizes them (403),
+and only then reaches the REST handlers. The hub does the same with the admin token and the ServiceAccount tokens
+it issued (`tokens`), and RBAC (`rbac`).
 
 Writes are serialised: each one commits and notifies the watch history before the next begins, so events reach
 the history in resourceVersion order, as etcd's revisions do.
@@ -56,17 +57,27 @@ class HubFront:
         self.seen.append(Seen(request.method, target, request.content_type, request.accept, request.user_agent))
         if self.faults.latency:
             time.sleep(self.faults.latency)
-        user = self._authenticate(request)
+        user, refusal = self._identify(request)
         if user is None:
-            if request.path in server.PUBLIC_PATHS:  # system:public-info-viewer is bound to anonymous users too
-                return self.api.handle(request)
-            return server.error_response(model.ApiError(401, "Unauthorized", "Unauthorized"))
+            return server.error_response(refusal or model.ApiError(401, "Unauthorized", "Unauthorized"))
         attrs = rbac.attributes(request)
         refusal = self.authorizer.authorize(user, attrs) or self.faults.refusal(attrs)
         if refusal is not None:
             return server.error_response(refusal)
         if attrs.resource == SSAR and attrs.verb == "create":
             return self._review(user, request)
+        return self._handle(user, request)
+
+    def _identify(self, request: server.Request) -> tuple[tokens.User | None, model.ApiError | None]:
+        """Who asks (after impersonation), or the 401/403 that refuses them."""
+        user = self._authenticate(request)
+        if user is None:
+            return None, model.ApiError(401, "Unauthorized", "Unauthorized")
+        if not request.impersonate_user:
+            return user, None
+        return self._impersonate(user, request.impersonate_user)
+
+    def _handle(self, user: tokens.User, request: server.Request) -> server.Response:
         if request.method not in WRITES:
             return self.api.handle(request)
         self.caller.user = user  # for the admission hooks that judge who writes (escalation)
@@ -84,7 +95,25 @@ class HubFront:
             with self.api.write_lock:
                 self.api.cluster.store.bump(rtype, attrs.name, attrs.namespace if rtype.namespaced else "")
 
+    def _impersonate(self, user: tokens.User, wanted: str) -> tuple[tokens.User | None, model.ApiError | None]:
+        """`Impersonate-User` (kubectl --as): allowed by the `impersonate` verb on users, or on that ServiceAccount
+        (staging/src/k8s.io/apiserver/pkg/endpoints/filters/impersonation.go, `WithImpersonation`)."""
+        prefix = "system:serviceaccount:"
+        if wanted.startswith(prefix) and wanted.count(":") == 3:
+            namespace, name = wanted[len(prefix) :].split(":")
+            attrs = rbac.Attributes("impersonate", "", True, "", "serviceaccounts", "", namespace, name)
+            as_user = tokens.service_account_user(namespace, name)
+        else:
+            attrs = rbac.Attributes("impersonate", "", True, "", "users", "", "", wanted)
+            as_user = tokens.User(wanted, ("system:authenticated",))
+        refused = self.authorizer.authorize(user, attrs)
+        return (None, refused) if refused is not None else (as_user, None)
+
     def _authenticate(self, request: server.Request) -> tokens.User | None:
+        """The admin, a ServiceAccount, `system:anonymous` without credentials, or None for a credential that
+        no authenticator accepts (401)."""
+        if not request.authorization.strip():
+            return tokens.ANONYMOUS
         scheme, _, token = request.authorization.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:

@@ -92,7 +92,7 @@ class Lifecycle:
         obj = new if new is not None else old
         if obj is not None:
             self._index(rtype, obj, present=new is not None)
-        if event == "MODIFIED" and new is not None:
+        if event == "MODIFIED" and new is not None and rtype.key != "namespaces":  # those terminate (`namespaces`)
             meta = new["metadata"]
             if meta.get("deletionTimestamp") and not meta.get("finalizers"):
                 with contextlib.suppress(model.ApiError):

@@ -15,7 +15,8 @@ Followed (kubernetes/kubernetes):
   with `apimachinery/pkg/api/errors.NewForbidden`: the 403 Status `<resource>.<group> "<name>" is forbidden: User
   "<user>" cannot <verb> resource "<resource>[/<sub>]" in API group "<group>" in the namespace "<ns>"`.
 - `plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`: the default `system:discovery`,
-  `system:basic-user` and `system:public-info-viewer` roles every authenticated user is bound to.
+  `system:basic-user` and `system:public-info-viewer` roles every authenticated user is bound to (the last one
+  anonymous users too).
 """
 
 from __future__ import annotations
@@ -67,9 +68,13 @@ BOOTSTRAP_CLUSTER_ROLE_BINDINGS: tuple[Obj, ...] = tuple(
     {
         "metadata": {"name": name},
         "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": "system:authenticated"}],
+        "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": group} for group in groups],
     }
-    for name in ("system:discovery", "system:basic-user", "system:public-info-viewer")
+    for name, groups in (
+        ("system:discovery", ("system:authenticated",)),
+        ("system:basic-user", ("system:authenticated",)),
+        ("system:public-info-viewer", ("system:authenticated", "system:unauthenticated")),
+    )
 )
 
 

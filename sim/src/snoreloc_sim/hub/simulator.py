@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, rbac, tokens
+from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, namespaces, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
@@ -125,9 +125,14 @@ class _Running:
         self.api.catalog = self.catalog
         self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
         self.api.lifecycle = self.lifecycle
-        self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
+        self.namespaces = namespaces.Namespaces(
+            self.cluster.store, self.lifecycle, lambda: self._type(kinds.NAMESPACES), self._served_types
+        )
+        self.api.namespaces = self.namespaces
+        self.cluster.admission += [self.catalog.admit, self.lifecycle.admit, self.namespaces.admit]
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
         self.cluster.store.subscribe(self.lifecycle.on_change)
+        self.cluster.store.subscribe(self.namespaces.on_change)
         lookup = self._type
         self.tokens = tokens.Tokens(self.cluster.store, lookup)
         self.api.tokens = self.tokens
@@ -140,6 +145,9 @@ class _Running:
     def _publish(self, served: registry.Registry) -> None:
         self.api.registry = served
         self.cluster.types = dict(served.types)
+
+    def _served_types(self) -> list[model.ResourceType]:
+        return list(self.catalog.registry.types.values())
 
     def _find_type(self, key: str) -> model.ResourceType | None:
         return self.catalog.registry.types.get(key)

@@ -7,11 +7,13 @@ way. Followed (kubernetes/kubernetes):
   missing or of the wrong type is null; `string` columns print the value as JSONPath does, `date` columns show
   the age (`metatable.ConvertToHumanReadableDateType`, `apimachinery/pkg/util/duration.HumanDuration`).
 - `pkg/printers/internalversion/printers.go`: the columns of the built-in kinds kubectl gets here (Namespace,
-  Secret, ConfigMap, ServiceAccount, Role/ClusterRole, RoleBinding/ClusterRoleBinding);
+  Secret, ConfigMap, ServiceAccount, Event (`printEvent`, without its wide columns), Role/ClusterRole,
+  RoleBinding/ClusterRoleBinding);
   `staging/src/k8s.io/apiserver/pkg/registry/rest/table.go` (`DefaultTableConvertor`): Name and Created At for
   the rest.
 - `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/response.go`: each row carries the object as
-  PartialObjectMetadata (`includeObject=Metadata`, the default), whole (`Object`) or not at all (`None`).
+  PartialObjectMetadata (`includeObject=Metadata`, the default), whole (`Object`) or not at all (`None`); a watch
+  asked as a Table gets each event's object as a one-row Table.
 JSONPath here covers what printer columns use: `.a.b`, `[n]`, `['key.with.dots']` and `[?(@.k=="v")]`.
 """
 
@@ -19,11 +21,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
-
-from snoreloc_sim import model
 
 Obj = dict[str, Any]
 NAME_DESCRIPTION = (
@@ -79,9 +79,11 @@ def age(timestamp: Any) -> str:
     if not isinstance(timestamp, str) or not timestamp:
         return "<unknown>"
     try:
-        moment = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(timestamp)
     except ValueError:
         return "<invalid>"
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
     return human_duration((datetime.now(UTC) - moment).total_seconds())
 
 
@@ -168,6 +170,33 @@ def _printer(extra: list[tuple[str, str, Callable[[Obj], Any]]]) -> Printer:
     return headers, lambda o: [_meta(o).get("name"), *(value(o) for _n, _t, value in extra), age(_created(o))]
 
 
+def _event_age(obj: Obj) -> str:
+    """`printEvent`: the last timestamp, else the first, else the event time."""
+    return age(obj.get("lastTimestamp") or obj.get("firstTimestamp") or obj.get("eventTime"))
+
+
+def _event_object(obj: Obj) -> str:
+    involved = obj.get("involvedObject") or obj.get("regarding") or {}
+    kind = str(involved.get("kind", "")).lower()
+    return f"{kind}/{involved['name']}" if involved.get("name") else kind
+
+
+_EVENTS: Printer = (
+    [
+        _column("Last Seen", "string", "Time when last event occurred"),
+        _column("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future."),
+        _column("Reason", "string", "Reason why the event was generated"),
+        _column("Object", "string", "The object this Event is about"),
+        _column("Message", "string", "A human-readable description of the status of this operation."),
+    ],
+    lambda o: [
+        _event_age(o),
+        o.get("type"),
+        o.get("reason"),
+        _event_object(o),
+        str(o.get("message") or o.get("note") or "").strip(),
+    ],
+)
 _SA_SECRETS = "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount."
 _CREATED_AT: Printer = (
     [_NAME, _column("Created At", "date", AGE_DESCRIPTION)],
@@ -183,6 +212,8 @@ BUILTIN_PRINTERS: dict[str, Printer] = {
     ),
     "configmaps": _printer([("Data", "Number of data in configmap", lambda o: len(o.get("data") or {}))]),
     "serviceaccounts": _printer([("Secrets", _SA_SECRETS, lambda o: len(o.get("secrets") or []))]),
+    "events": _EVENTS,
+    "events.events.k8s.io": _EVENTS,
     "roles.rbac.authorization.k8s.io": _CREATED_AT,
     "clusterroles.rbac.authorization.k8s.io": _CREATED_AT,
     "rolebindings.rbac.authorization.k8s.io": _printer([("Role", "Role is the reference to the role", _role_ref)]),
@@ -222,7 +253,7 @@ def _row_object(obj: Obj, include: str) -> Obj | None:
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": _meta(obj)}
 
 
-def table(rtype: model.ResourceType, body: Obj, printer: Printer, query: dict[str, str]) -> Obj:
+def table(body: Obj, printer: Printer, query: dict[str, str]) -> Obj:
     """The Table for a list or one object."""
     headers, cells = printer
     listed = body.get("kind", "").endswith("List") and isinstance(body.get("items"), list)
@@ -246,3 +277,13 @@ def table(rtype: model.ResourceType, body: Obj, printer: Printer, query: dict[st
     if query.get("noHeaders") != "true":
         result["columnDefinitions"] = headers
     return result
+
+
+def table_events(events: Iterator[Obj], printer: Printer, query: dict[str, str]) -> Iterator[Obj]:
+    """A watch's events with each object as a one-row Table, as kube-apiserver's watch encoder transforms them
+    (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go); BOOKMARK and ERROR events pass unchanged."""
+    for event in events:
+        if event.get("type") in ("BOOKMARK", "ERROR"):
+            yield event
+        else:
+            yield {**event, "object": table(event["object"], printer, query)}

@@ -51,6 +51,9 @@ class User:
 
 
 ADMIN = User("kubernetes-admin", ("system:masters", "system:authenticated"))
+# A request without credentials (kube-apiserver's --anonymous-auth defaults to true):
+# staging/src/k8s.io/apiserver/pkg/authentication/request/anonymous/anonymous.go
+ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
 
 
 def service_account_user(namespace: str, name: str, uid: str = "") -> User:
