@@ -1,9 +1,10 @@
 """The secret scans of `tests/reliability/test_secret_hygiene.py` extended to the fleet hub: after a relocation
 that reports to its Site, a Site with secret material inline, and another site's revoked credential, no secret
 appears in any Site's status, any Event, the controller's log, or the node's reports (the Site's `status.agent`
-and the signed report of `snoreloc status --output json`). The secrets: the pull secret's auth (base64, decoded,
-the password), the proxy password and inline auth a Site carried by mistake, every site's reporting token and
-report key, and the hub's admin token."""
+and the signed report of `snoreloc status --output json`), nor in the node's `collect-logs` bundle (its stick copy
+now holds the reporting kubeconfig). The secrets: the pull secret's auth (base64, decoded, the password), the proxy
+password and inline auth a Site carried by mistake, every site's reporting token and report key, and the hub's
+admin token."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile
 
 from reliability.test_secret_hygiene import _auth_forms, _hits
-from snoreloc.adapters import kube
+from snoreloc.adapters import command, kube
+from snoreloc.engine import bundle
 from snoreloc.siteconfig import medium
 from snoreloc_sim import simulator
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -81,6 +83,9 @@ def test_no_secret_reaches_site_status_events_controller_log_or_node_reports(
     outputs["controller-log"] = caplog.text.encode()
     outputs["node-report"] = json.dumps(report["hub"]).encode()
     outputs["node-log"] = (root.path("/var/lib/snoreloc") / "snoreloc.log").read_bytes()
+    journalctl = command.FakeRunner().on(["journalctl"], command.Result(0, "no entries\n"))
+    bundle_members = bundle.collect(root.path("/var/lib/snoreloc"), journalctl, root=root.path("/"))
+    outputs.update({f"collect-logs:{name}": data for name, data in bundle_members.items()})
     assert len([k for k in outputs if k.startswith("event:")]) >= 3
     assert "secret material is not accepted inline" in outputs["site:store-8:status"].decode()
     assert _hits(outputs, sorted(set(values))) == []
