@@ -150,15 +150,20 @@ def test_a_crds_cel_rules_are_enforced(kube: kubernetes.client.ApiClient, raw: C
     assert "size is at most 10" in refused.body["message"]
 
 
-def test_deployments_and_services_are_stored_for_a_controllers_manifests(raw: Call) -> None:
+def test_deployments_and_services_are_validated_and_stored_for_a_controllers_manifests(raw: Call) -> None:
     deployment = {
         "metadata": {"name": "controller"},
-        "spec": {"selector": {"matchLabels": {"app": "c"}}, "template": {"metadata": {"labels": {"app": "c"}}}},
+        "spec": {
+            "selector": {"matchLabels": {"app": "c"}},
+            "template": {"metadata": {"labels": {"app": "c"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        },
     }
     assert raw("POST", "/apis/apps/v1/namespaces/default/deployments", deployment).code == 201
-    assert raw("POST", "/api/v1/namespaces/default/services", {"metadata": {"name": "metrics"}}).code == 201
+    service = {"metadata": {"name": "metrics"}, "spec": {"ports": [{"port": 8080}]}}
+    assert raw("POST", "/api/v1/namespaces/default/services", service).code == 201
+    assert raw("POST", "/api/v1/namespaces/default/services", {"metadata": {"name": "bad"}}).code == 422
     resources = {r["name"] for r in raw("GET", "/apis/apps/v1").body["resources"]}
-    assert resources == {"deployments", "deployments/status"}
+    assert {"deployments", "deployments/status"} <= resources
 
 
 def test_events_are_stored_in_both_apis(raw: Call) -> None:

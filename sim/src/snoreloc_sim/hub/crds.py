@@ -164,7 +164,11 @@ class Catalog:
     API's `registry` (copy on write: a request in flight keeps the registry it started with)."""
 
     def __init__(
-        self, store: model.Store, validator: validation.Validator, publish: Callable[[registry.Registry], None]
+        self,
+        store: model.Store,
+        validator: validation.Validator,
+        publish: Callable[[registry.Registry], None],
+        base: registry.Registry,
     ) -> None:
         self._store = store
         self._validator = validator
@@ -172,7 +176,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._crd_types: dict[str, Served] = {}
         self._terminating: set[str] = set()
-        builtin = {t.key: t for t in kinds.BUILTIN_TYPES}
+        builtin = kinds.builtin_types(base)
         self.registry = registry.Registry(types=builtin, builtin=frozenset(builtin))
         publish(self.registry)
 

@@ -1,18 +1,19 @@
-"""The built-in kinds a plain kube-apiserver serves to the fleet hub's clients, and how discovery describes them.
+"""The built-in kinds the hub serves beyond the simulator's own, and how discovery describes them.
 
-Only what the hub's clients touch: namespaces, Secrets, ConfigMaps, ServiceAccounts (with the `token`
-subresource), Events (core and `events.k8s.io`), the four RBAC kinds, CustomResourceDefinitions and
-SelfSubjectAccessReviews; Services and Deployments are stored (so a controller's manifests apply) but nothing
-runs them: no Pods, no cluster IPs, no rollout status. Discovery entries carry the verbs, short names and
-categories kube-apiserver publishes for them (`pkg/registry/*/storage`, `ShortNames()`/`Categories()`; verbs
-from the REST storage's interfaces).
+The simulator's built-in kinds (`registry.BUILTIN_TYPES` and `snoreloc_sim.kinds`: namespaces, Secrets,
+ConfigMaps, Events, Services, ServiceAccounts, the four RBAC kinds, Deployments...) are the hub's too, validated
+and with `generation` as there; nothing runs them (no Pods scheduled, no cluster IPs, no rollouts). The hub adds
+what its clients need and an OpenShift node's agent does not: the ServiceAccount `token` subresource,
+`events.k8s.io` Events, CustomResourceDefinitions and SelfSubjectAccessReviews. Discovery entries carry the verbs,
+short names and categories kube-apiserver publishes for them (`pkg/registry/*/storage`,
+`ShortNames()`/`Categories()`; verbs from the REST storage's interfaces).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from snoreloc_sim import model
+from snoreloc_sim import model, registry
 
 # Verbs a REST storage with every interface publishes (staging/src/k8s.io/apiserver/pkg/endpoints/installer.go,
 # `registerResourceHandlers` adds a verb per interface the storage implements); CRDs get the same eight
@@ -36,35 +37,24 @@ class Extras:
     subresource_verbs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def _core(
-    plural: str, kind: str, namespaced: bool, short: tuple[str, ...] = (), subs: tuple[str, ...] = ()
-) -> model.ResourceType:
-    return model.ResourceType("", "v1", plural, kind, namespaced, "status" in subs, short, subs)
-
-
-BUILTIN_TYPES: tuple[model.ResourceType, ...] = (
-    _core(NAMESPACES, "Namespace", False, ("ns",), ("status", "finalize")),
-    _core(SECRETS, "Secret", True),
-    _core("configmaps", "ConfigMap", True, ("cm",)),
-    _core(SERVICE_ACCOUNTS, "ServiceAccount", True, ("sa",), ("token",)),
-    _core("events", "Event", True, ("ev",)),
-    _core("services", "Service", True, ("svc",), ("status",)),
-    model.ResourceType("events.k8s.io", "v1", "events", "Event", True, False, ("ev",), ()),
-    model.ResourceType("apps", "v1", "deployments", "Deployment", True, True, ("deploy",), ("status",)),
-    model.ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, False, (), ()),
-    model.ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, False, (), ()),
-    model.ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, False, (), ()),
-    model.ResourceType(
-        "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False, False, (), ()
-    ),
+HUB_TYPES: tuple[model.ResourceType, ...] = (
+    model.ResourceType("", "v1", SERVICE_ACCOUNTS, "ServiceAccount", True, False, ("sa",), ("token",), False),
+    model.ResourceType("events.k8s.io", "v1", "events", "Event", True, False, ("ev",), (), False),
     model.ResourceType(
         "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False, True,
         ("crd", "crds"), ("status",),
     ),
     model.ResourceType(
-        "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, False, (), ()
+        "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", False, False, (), (),
+        False,
     ),
 )  # fmt: skip
+
+
+def builtin_types(base: registry.Registry) -> dict[str, model.ResourceType]:
+    """The simulator's built-in types (`base`, from `registry.load` without CRDs) with the hub's added or replaced."""
+    return {**{key: base.types[key] for key in sorted(base.builtin)}, **{t.key: t for t in HUB_TYPES}}
+
 
 EXTRAS: dict[str, Extras] = {
     SERVICE_ACCOUNTS: Extras(subresource_verbs={"token": CREATE_ONLY}),

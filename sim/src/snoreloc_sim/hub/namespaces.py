@@ -5,11 +5,12 @@ Followed (kubernetes/kubernetes):
   `status.phase: Terminating` and stays until the namespace controller has emptied it
   (`pkg/controller/namespace/deletion/namespaced_resources_deleter.go`, `Delete`: every namespaced object is
   deleted, each as a DELETE would, so objects with finalizers hold the namespace until their controllers let go);
-- `plugin/pkg/admission/namespace/lifecycle/admission.go`: nothing new is created in a terminating namespace
-  ("unable to create new content in namespace X because it is being terminated", 403 with the cause
-  `NamespaceTerminating`), and `default`, `kube-system` and `kube-public` may not be deleted.
-Differences: the emptying happens inside the DELETE (and on each later deletion in it), not in a controller
-loop; the namespace's own `spec.finalizers` are not modelled.
+- `plugin/pkg/admission/namespace/lifecycle/admission.go`: `default`, `kube-system` and `kube-public` may not be
+  deleted. Its refusal of new content in a terminating namespace, the `kubernetes` finalizer and the name label
+  are the OpenShift simulator's own (`snoreloc_sim.namespaces`, applied by `server.Api` to the hub too).
+That module's namespace controller empties a namespace after a delay and without regard to finalizers; the hub's
+does it inside the DELETE (and on each later deletion in it), each object deleted as a DELETE would, so a
+controller's finalizers hold the namespace as on a real hub.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from snoreloc_sim import model
+from snoreloc_sim import namespaces as sim_namespaces
 from snoreloc_sim.hub import lifecycle
 
 Obj = dict[str, Any]
@@ -43,18 +45,6 @@ class Namespaces:
         self._lock = threading.Lock()
         self._terminating: set[str] = set()
 
-    def admit(self, rtype: model.ResourceType, new: Obj, old: Obj | None) -> None:
-        """The admission hook: no new content in a terminating namespace."""
-        namespace = (new.get("metadata") or {}).get("namespace", "")
-        with self._lock:
-            terminating = namespace in self._terminating
-        if old is None and rtype.namespaced and terminating:
-            message = f"unable to create new content in namespace {namespace} because it is being terminated"
-            name = (new.get("metadata") or {}).get("name", "")
-            cause = {"reason": "NamespaceTerminating", "message": message, "field": "metadata.namespace"}
-            details = {"name": name, "group": rtype.group, "kind": rtype.plural, "causes": [cause]}
-            raise model.ApiError(403, "Forbidden", f'{rtype.key} "{name}" is forbidden: {message}', details=details)
-
     def delete(self, namespace: Obj) -> Obj | None:
         """Start (or go on) terminating a namespace: the namespace while content remains, None once it is gone."""
         name = namespace["metadata"]["name"]
@@ -65,7 +55,7 @@ class Namespaces:
             marked = model.clone(namespace)
             marked["metadata"].update(deletionTimestamp=model.now_rfc3339())
             marked = self._store.update(self._namespaces(), marked, check_rv=False)
-            marked["status"] = {**(marked.get("status") or {}), "phase": "Terminating"}
+            marked["status"] = {**(marked.get("status") or {}), "phase": sim_namespaces.TERMINATING}
             self._store.update(self._namespaces(), marked, status_only=True, check_rv=False)
         with self._lock:
             self._terminating.add(name)

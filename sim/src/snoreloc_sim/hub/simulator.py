@@ -20,8 +20,10 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from snoreloc_sim import model, registry, server, simulator, tls, validation
+from snoreloc_sim import namespaces as sim_namespaces
 from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, namespaces, rbac, tokens
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -121,7 +123,8 @@ class _Running:
             history_window=owner.history_window,
             bookmark_seconds=owner.bookmark_seconds,
         )
-        self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish)
+        base = registry.load(Path(self._crd_dir.name))  # the simulator's built-in kinds, no OpenShift CRD
+        self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish, base)
         self.api.catalog = self.catalog
         self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
         self.api.lifecycle = self.lifecycle
@@ -129,7 +132,7 @@ class _Running:
             self.cluster.store, self.lifecycle, lambda: self._type(kinds.NAMESPACES), self._served_types
         )
         self.api.namespaces = self.namespaces
-        self.cluster.admission += [self.catalog.admit, self.lifecycle.admit, self.namespaces.admit]
+        self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
         self.cluster.store.subscribe(self.lifecycle.on_change)
         self.cluster.store.subscribe(self.namespaces.on_change)
@@ -158,7 +161,9 @@ class _Running:
     def start(self, port: int) -> None:
         store = self.cluster.store
         for name in SYSTEM_NAMESPACES:
-            store.create(self._type(kinds.NAMESPACES), {"metadata": {"name": name}, "status": {"phase": "Active"}})
+            namespace: dict[str, Any] = {"metadata": {"name": name}, "status": dict(sim_namespaces.ACTIVE)}
+            sim_namespaces.prepare_create(namespace)
+            store.create(self._type(kinds.NAMESPACES), namespace)
         for role in rbac.BOOTSTRAP_CLUSTER_ROLES:
             store.create(self._type(f"clusterroles.{rbac.RBAC_GROUP}"), model.clone(role))
         for binding in rbac.BOOTSTRAP_CLUSTER_ROLE_BINDINGS:
