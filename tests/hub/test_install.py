@@ -17,21 +17,6 @@ from snoreloc_sim.hub.simulator import HubSimulator
 
 from .conftest import NS, Running, ready_site
 
-# The hub simulator serves no apps/v1 Deployments (it is a kube-apiserver without kube-controller-manager); a
-# stand-in CRD lets the apply go through. (A real kube-apiserver would refuse a CRD group without a dot.)
-DEPLOYMENTS_STAND_IN: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "deployments.apps"},
-    "spec": {
-        "group": "apps",
-        "scope": "Namespaced",
-        "names": {"plural": "deployments", "singular": "deployment", "kind": "Deployment"},
-        "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
-    },
-}  # fmt: skip
-
 
 def _install(hub: HubSimulator, *extra: str) -> int:
     argv = ["fleet", "install", "--kubeconfig", str(hub.kubeconfig_path), "--hub-url", "https://hub.example:6443"]
@@ -55,7 +40,6 @@ def test_install_sets_up_the_hub_once_and_its_rbac_suffices(
     tmp_path: pathlib.Path,
     capsys: Any,
 ) -> None:
-    admin.create(install.KINDS[("apiextensions.k8s.io/v1", "CustomResourceDefinition")], DEPLOYMENTS_STAND_IN)
     assert _install(hub, "--dry-run") == 0
     assert admin.find(kube.Ref(install.KINDS[("v1", "Namespace")], "snoreloc-fleet")) is None, "a dry run stores none"
     checked = capsys.readouterr().out.splitlines()

@@ -1,7 +1,7 @@
-"""Debian's kubectl (1.20, `make kubectl-debian`) as a fleet owner uses it on the hub: the Site CRD applied from
-deploy/, Sites applied (client-side and `--server-side`), `kubectl get sites` with the printer columns once the
-controller has reconciled them, an invalid Site read back with its Validated=False findings, and `kubectl
-kustomize deploy/` rendering what `snoreloc fleet install` applies."""
+"""Debian's kubectl (1.20, `make kubectl-debian`) as a fleet owner uses it on the hub: `kubectl apply -k deploy/`
+(created, then unchanged), Sites applied (client-side and `--server-side`), `kubectl get sites` with the printer
+columns once the controller has reconciled them, an invalid Site read back with its Validated=False findings, and
+`kubectl kustomize deploy/` rendering what `snoreloc fleet install` applies."""
 
 from __future__ import annotations
 
@@ -75,3 +75,13 @@ def test_kubectl_kustomize_renders_what_install_applies(kubectl: Any, tmp_path: 
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered.out)}
     shipped = {(o["kind"], o["metadata"]["name"]): o for o in install.manifests()}
     assert by_kind == shipped
+
+
+def test_kubectl_apply_k_sets_up_the_hub(kubectl: Any) -> None:
+    first = kubectl("apply", "-k", str(DEPLOY))
+    assert first.code == 0, first.err
+    assert len(first.out.splitlines()) == len(list(install.manifests()))
+    assert "deployment.apps/snoreloc-fleet-controller created" in first.out
+    again = kubectl("apply", "-k", str(DEPLOY))
+    assert again.code == 0, again.err
+    assert all(line.endswith("unchanged") for line in again.out.splitlines()), again.out
