@@ -87,3 +87,10 @@ def test_a_missing_secret_is_named_with_the_fix(
     first = status["validation"]["errors"][0]
     assert first["path"] == "spec.files.pull-secret.json"
     assert "Secret fleet/no-such-secret does not exist" in first["message"]
+
+
+def test_the_hub_refuses_a_file_with_two_sources(hub: HubSimulator, admin: kube.Client) -> None:
+    obj = site_object("store-6")
+    obj["spec"]["files"]["pull-secret.json"]["configMapKeyRef"] = {"name": "x", "key": "y"}
+    with pytest.raises(kube.Invalid, match="give exactly one of secretKeyRef and configMapKeyRef"):
+        admin.create(SITES, obj)

@@ -17,9 +17,12 @@ import argparse
 import json
 import pathlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snoreloc import errors
+
+if TYPE_CHECKING:
+    from snoreloc.adapters import kube
 
 HELP = "apply a node's `snoreloc status --output json`, carried back by hand, to its Site (signature checked)"
 MAX_BYTES = 4 * 1024 * 1024
@@ -52,7 +55,7 @@ def _hub_block(path: pathlib.Path) -> dict[str, Any]:
     return hub
 
 
-def apply(client: Any, path: pathlib.Path) -> str:
+def apply(client: kube.Client, path: pathlib.Path) -> str:
     """Prove and apply one report; returns a line saying what was done."""
     from snoreloc.adapters import kube  # noqa: PLC0415
     from snoreloc.engine import hubreport  # noqa: PLC0415
