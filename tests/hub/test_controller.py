@@ -45,6 +45,7 @@ def test_a_valid_site_gets_ready_with_a_credential_scoped_to_its_own_status(
     assert status["media"]["files"] == ["site-config.yaml", "pull-secret.json"]
     assert status["credential"]["expiresAt"] > status["credential"]["issuedAt"]
     assert obj["metadata"]["labels"][site.PHASE_LABEL] == "Ready"
+    assert not obj["metadata"].get("annotations") and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
     role = admin.get(kube.Ref(credentials.ROLES, "site-store-1", NS))
     assert role["rules"] == credentials.role_rules("store-1")
     for resource, name in ((credentials.SERVICEACCOUNTS, "site-store-1"), (kube.SECRETS, "store-1-report")):
