@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet.controller import operator, reconcile  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # not a line per event: the reconcile says what changed
     configuration = operator.configuration_for(args.kubeconfig)
     own_ca = pathlib.Path(configuration.ssl_ca_cert).read_bytes() if configuration.ssl_ca_cert else b""
     url, ca = hub_address(args, configuration.host, own_ca)

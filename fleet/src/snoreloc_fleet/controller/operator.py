@@ -212,7 +212,7 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection(controller.configuration)
 
-    @kopf.on.event(site.GROUP, site.VERSION, site.PLURAL, registry=registry)  # type: ignore[arg-type]
+    @kopf.on.event(site.GROUP, site.VERSION, site.PLURAL, id="reconcile", registry=registry)  # type: ignore[arg-type]
     def on_site(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
         controller.on_event(event, namespace, name)
 
