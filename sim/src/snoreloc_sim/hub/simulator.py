@@ -136,8 +136,7 @@ class _Running:
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
         self.cluster.store.subscribe(self.lifecycle.on_change)
         self.cluster.store.subscribe(self.namespaces.on_change)
-        lookup = self._type
-        self.tokens = tokens.Tokens(self.cluster.store, lookup)
+        self.tokens = tokens.Tokens(self.cluster.store, self._type)
         self.api.tokens = self.tokens
         authorizer = rbac.Authorizer()
         self.cluster.store.subscribe(authorizer.on_change)
