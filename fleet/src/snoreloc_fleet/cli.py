@@ -15,7 +15,10 @@ from typing import Protocol, cast
 HELP = "the fleet: render and validate site-configs in bulk, run the hub controller, read the fleet's state"
 
 # (verb, module): one line per fleet verb.
-SUBCOMMANDS: tuple[tuple[str, str], ...] = ()
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("render", "snoreloc_fleet.ops.cli_render"),
+    ("validate", "snoreloc_fleet.ops.cli_validate"),
+)
 
 
 class _Verb(Protocol):
