@@ -1,7 +1,7 @@
-"""The one place the fleet tooling calls into the agent's site-config package.
+"""The one place the fleet tooling calls into the agent: its site-config rules, its redaction, its timeline drawer.
 
 The fleet never re-implements a site-config rule: it asks the agent, here. Keeping every such call in this module
-means a refactor of the agent's package (issue 21 moves modules around) changes these few lines and nothing else.
+means a refactor of the agent's packages (issue 21 moves modules around) changes these few lines and nothing else.
 """
 
 from __future__ import annotations
@@ -76,3 +76,20 @@ def positioned(raw: bytes, source: str) -> tuple[object, dict[tuple[str | int, .
         problems = [errors.Problem(dotted(f.path), f.message, m.line, m.column) for f, m in document.issues]
         raise errors.ConfigError(f"{source} is not a usable template", problems=problems)
     return document.data, {path: mark.line for path, mark in document.marks.items()}
+
+
+def timeline_svg(title: str, steps: list[tuple[str, float, bool]], *, finished: bool, wait: str | None = None) -> str:
+    """The agent's timeline picture (`snoreloc analyze --svg`'s drawer) of steps laid end to end.
+
+    `steps`: (name, seconds, failed) in run order; `wait`: what the last step is waiting for, drawn hatched over it.
+    """
+    from snoreloc.engine import timeline  # noqa: PLC0415 (only `fleet report` draws)
+
+    bars, waits, start = [], [], 0.0
+    for name, seconds, failed in steps:
+        bars.append(timeline.Bar(name, start, start + seconds, failed=failed))
+        start += seconds
+    if wait and bars:
+        last = bars[-1]
+        waits.append(timeline.WaitMark(last.label, wait, last.start, last.end))
+    return timeline.svg(timeline.Timeline(title, tuple(bars), tuple(waits), end=start if finished else None))
