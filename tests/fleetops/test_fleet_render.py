@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 import yaml
+from fleetinputs import CERTIFICATES_BLOCK, serving_pair, site_row, write_site_files, write_template
 
-from conftest import CERTIFICATES_BLOCK, serving_pair, site_row, write_site_files, write_template
 from snoreloc.cli import main as cli
 
 Inventory = Callable[[Sequence[str]], pathlib.Path]

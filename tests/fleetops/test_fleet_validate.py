@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from fleetinputs import CERTIFICATES_BLOCK, serving_pair, site_row, write_site_files, write_template
 
-from conftest import CERTIFICATES_BLOCK, serving_pair, site_row, write_site_files, write_template
 from snoreloc.cli import main as cli
 from snoreloc.pki import certs
 
