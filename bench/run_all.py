@@ -24,6 +24,7 @@ import baselines
 import certificates
 import common
 import fleet_validate
+import hub_sites
 import relocation
 import routes_memory
 import routes_scale
@@ -72,6 +73,7 @@ BENCHMARKS: dict[str, Main] = {
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
     "fleet_validate": fleet_validate.main,
+    "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -87,6 +89,7 @@ QUICK: dict[str, list[str]] = {
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
     "fleet_validate": ["--sites", "200", "--repetitions", "1"],
+    "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 
 

@@ -16,6 +16,10 @@ HELP = "the fleet: render and validate site-configs in bulk, run the hub control
 
 # (verb, module): one line per fleet verb.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("install", "snoreloc_fleet.install"),
+    ("controller", "snoreloc_fleet.controller.command"),
+    ("make-media", "snoreloc_fleet.makemedia"),
+    ("import-report", "snoreloc_fleet.importreport"),
     ("render", "snoreloc_fleet.ops.cli_render"),
     ("validate", "snoreloc_fleet.ops.cli_validate"),
 )
