@@ -23,6 +23,7 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_status
 import fleet_validate
 import hub_sites
 import relocation
@@ -73,6 +74,7 @@ BENCHMARKS: dict[str, Main] = {
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
     "fleet_validate": fleet_validate.main,
+    "fleet_status": fleet_status.main,
     "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
@@ -89,6 +91,7 @@ QUICK: dict[str, list[str]] = {
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
     "fleet_validate": ["--sites", "200", "--repetitions", "1"],
+    "fleet_status": ["--sites", "200", "--repetitions", "1"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 
