@@ -34,7 +34,7 @@ STYLE = """
 body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}
-th{background:#f4f4f4}td.n{text-align:right}.muted{color:#777}
+th{background:#f4f4f4}td.n{text-align:right}td:first-child{white-space:nowrap}.muted{color:#777}
 details{margin:6px 0}summary{cursor:pointer;font-weight:bold}
 .phase{display:inline-block;padding:0 6px;border-radius:3px;color:white;font-size:12px}
 """
@@ -94,7 +94,7 @@ def histogram(durations: Sequence[float], budget: float = fleetstate.BUDGET_SECO
     if not durations:
         return '<p class="muted">No relocation has finished yet.</p>'
     width, counts = _bins(durations)
-    span = max(len(counts) * width, budget / 60 * 1.05)
+    span = max(len(counts) * width, budget / 60 * 1.25)  # room for the budget's label right of its line
     plot_w, plot_h, left, top = WIDTH - 60, 180, 50, 10
     tallest = max(counts) or 1
 
