@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import promrules
 import pytest
+import yaml
 from fleetsites import NOW, fleet, report, site_obj
 from snoreloc_fleet import site
 from snoreloc_fleet.ops import metrics
@@ -154,3 +155,16 @@ def test_a_healthy_fleet_raises_no_alert(
     promrules.promtool_test(
         tmp_path, promrules.series(samples, samples, 10, 30), [promrules.alert(n, "25m", []) for n in names]
     )
+
+
+def test_the_deployment_serves_metrics_where_the_pod_monitor_scrapes() -> None:
+    deploy = promrules.RULES.parent
+    deployment = yaml.safe_load((deploy / "deployment.yaml").read_text())
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    port = next(p for p in container["ports"] if p["name"] == "metrics")
+    command = container["command"]
+    assert command[command.index("--metrics-port") + 1] == str(port["containerPort"])
+    monitor = yaml.safe_load((deploy / "podmonitor.yaml").read_text())
+    assert monitor["kind"] == "PodMonitor" and monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]] == ["metrics"]
