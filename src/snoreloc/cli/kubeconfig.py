@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.cli import common
 
 if TYPE_CHECKING:
@@ -88,9 +88,17 @@ def _read_ca(path: str | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return Path(path).read_bytes()
+        return safefile.read(path, safefile.CA_BUNDLE, follow=True)
     except OSError as exc:
         raise errors.UsageError(f"--ca-file {path}: {exc.strerror}", hint="Give a readable PEM file.") from None
+    except safefile.Unfit as exc:
+        raise errors.UsageError(f"--ca-file {path}: {exc}", hint="Give a readable PEM file.") from None
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files this verb reads, which `--output` may not overwrite."""
+    named = (args.from_kubeconfig, args.kubeconfig, args.site_config, args.ca_file)
+    return [path for path in named if path]
 
 
 def _trust_and_address(args: argparse.Namespace, site: model.SiteConfig) -> tuple[access.Trust, tuple[str, int]]:
@@ -109,7 +117,7 @@ def _trust_and_address(args: argparse.Namespace, site: model.SiteConfig) -> tupl
 
 
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import access, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.engine import access  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
     if args.ca_file and args.system_trust:
         raise errors.UsageError("--ca-file and --system-trust exclude each other")
@@ -120,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     access.check_served(address, site, found)
     text = access.render(access.kubeconfig(site, found, creds, args.address))
     if args.output:
-        journal.write_atomic(Path(args.output), text, mode=0o600)
+        safefile.write(args.output, text, inputs=_inputs(args), shared_dir=safefile.NAMED_OUTPUT)
     else:
         sys.stdout.write(text)
     _say(args, site, found, creds)

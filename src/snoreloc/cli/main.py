@@ -17,10 +17,10 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn, Protocol, cast
+from typing import NoReturn, Protocol, TextIO, cast
 
 import snoreloc
-from snoreloc import errors, logs, redact
+from snoreloc import errors, logs, redact, sanitize
 
 LOG = logging.getLogger(__name__)
 
@@ -149,7 +149,21 @@ def _missing_optional(argv: Sequence[str]) -> str | None:
     return None if verb in {name for name, _module in _plugin_commands()} else verb
 
 
+def _screened(stream: TextIO) -> TextIO:
+    return stream if isinstance(stream, sanitize.TerminalStream) else cast(TextIO, sanitize.TerminalStream(stream))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; everything it prints passes through `sanitize.TerminalStream` (docs/reliability.md)."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _screened(sys.stdout), _screened(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     missing = _missing_optional(argv)
     if missing is not None:

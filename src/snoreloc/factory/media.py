@@ -6,7 +6,9 @@ label `relocation-config` (ISO9660 carries it; FAT labels hold 11 characters, so
 writes exactly that: the site-config is validated first (nothing is written for a bad one), then it and each file it
 references are laid out at the same relative paths, and the image is made by the standard tools: `genisoimage`
 (or `xorriso -as mkisofs`, or `mkisofs`) with Joliet and Rock Ridge names for the ISO, `mkfs.vfat` and `mcopy`
-(mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is.
+(mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is. The tools write into a private
+temporary directory; each image then reaches its path through `safefile.write`: 0600 (it holds the pull secret),
+never through a symlink, never over the site-config or a file it references.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.adapters import command
 from snoreloc.siteconfig import discovery, files, loader
 
@@ -35,6 +37,14 @@ class Written:
     contents: tuple[str, ...]
 
 
+def _read_site_config(site_config: pathlib.Path) -> bytes:
+    try:
+        return safefile.read(site_config, safefile.SITE_FILE, follow=True)
+    except (OSError, safefile.Unfit) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise errors.UsageError(f"cannot read {site_config}: {reason}") from None
+
+
 def gather(site_config: pathlib.Path) -> dict[str, bytes]:
     """The site-config (as `site-config.yaml`) and every file it references (extra manifests too); ConfigError when
     it is not valid."""
@@ -44,7 +54,7 @@ def gather(site_config: pathlib.Path) -> dict[str, bytes]:
         raise errors.ConfigError(
             f"{site_config}: {count} problem{'s' if count != 1 else ''}; no medium written", problems=report.problems
         )
-    data = site_config.read_bytes()
+    data = _read_site_config(site_config)
     contents = {SITE_CONFIG_NAME: data}
     base = str(site_config.resolve().parent)
     for reference in discovery.references(data, pathlib.Path(base)):
@@ -57,24 +67,36 @@ def write(
 ) -> Written:
     """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid."""
     contents = gather(site_config)
+    inputs = _inputs(site_config, contents)
     written = []
     with tempfile.TemporaryDirectory(prefix="snoreloc-media.") as tmp:
         tree = _lay_out(pathlib.Path(tmp) / "tree", contents)
+        made = pathlib.Path(tmp) / "image"
         if iso is not None:
-            write_iso(runner, tree, iso)
+            write_iso(runner, tree, made)
+            _place(made, iso, inputs)
             written.append(iso)
         if fat is not None:
-            write_fat(runner, tree, fat, sum(map(len, contents.values())))
+            write_fat(runner, tree, made, sum(map(len, contents.values())))
+            _place(made, fat, inputs)
             written.append(fat)
     return Written(tuple(written), tuple(contents))
 
 
+def _inputs(site_config: pathlib.Path, contents: dict[str, bytes]) -> list[pathlib.Path]:
+    """The files an image may not be written over: the site-config and every file it references."""
+    base = site_config.resolve().parent
+    return [site_config, *(base / name for name in contents if name != SITE_CONFIG_NAME)]
+
+
+def _place(made: pathlib.Path, out: pathlib.Path, inputs: list[pathlib.Path]) -> None:
+    """The image the tool made in the private directory, written to `out` by the safe writer (0600)."""
+    safefile.write(out, safefile.read(made, safefile.IMAGE), inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
+
+
 def _lay_out(tree: pathlib.Path, contents: dict[str, bytes]) -> pathlib.Path:
     for name, data in contents.items():
-        target = tree / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o600)
+        safefile.write(tree / name, data, make_parents=True)
     return tree
 
 
