@@ -35,6 +35,7 @@ from snoreloc import errors
 __all__ = [
     "BACKUP",
     "CA_BUNDLE",
+    "CREDENTIAL",
     "HOST_FILE",
     "IMAGE",
     "KUBECONFIG",
@@ -46,6 +47,7 @@ __all__ = [
     "TABLE",
     "Kind",
     "Unfit",
+    "check",
     "open_atomic",
     "read",
     "read_head",
@@ -77,6 +79,7 @@ BACKUP = Kind("backup", 64 * _MIB)  # the saved originals of one run; the larges
 TABLE = Kind("step table", 64 * _MIB)  # 20,000 routes are about 6 MiB of JSON lines
 LOG = Kind("log", 64 * _MIB)  # snoreloc.log of a -vv run of 20,000 routes is about 30 MiB
 KUBECONFIG = Kind("kubeconfig", 16 * _MIB)  # a kubeconfig with its embedded CAs is tens of KiB
+CREDENTIAL = Kind("credential file", _MIB)  # a client certificate or key a kubeconfig names (a few KiB)
 CA_BUNDLE = Kind("CA bundle", 4 * _MIB)  # a distribution's whole trust store is about 250 KiB
 SITE_FILE = Kind("site-config file", _MIB)  # the site-config and each file it references (site-config.md)
 HOST_FILE = Kind("host file", 16 * _MIB)  # node configuration files the agent reads (/etc, the seal marker)
@@ -225,7 +228,10 @@ def _check_target(path: Path, inputs: Iterable[str | os.PathLike[str]]) -> None:
 
 
 def _check_directory(directory: Path, shared_dir: str | None) -> None:
-    info = os.stat(directory)
+    try:
+        info = os.stat(directory)
+    except FileNotFoundError:
+        raise errors.UsageError(f"cannot write into {directory}: no such directory") from None
     if not stat.S_ISDIR(info.st_mode):
         raise errors.UsageError(f"cannot write into {directory}: it is not a directory")
     if not info.st_mode & _WRITABLE_BY_OTHERS:
@@ -247,6 +253,15 @@ def _fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def check(
+    path: str | os.PathLike[str], *, inputs: Iterable[str | os.PathLike[str]] = (), shared_dir: str | None = None
+) -> None:
+    """Refuse now, before a verb does any work, what `open_atomic` would refuse at the end (it checks again)."""
+    target = Path(path)
+    _check_directory(target.parent, shared_dir)
+    _check_target(target, tuple(inputs))
 
 
 @contextlib.contextmanager

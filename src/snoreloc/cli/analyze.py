@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from snoreloc.engine import journal
 
 HELP = "per-step timings of the last run, from status.json"
+OUTPUTS = ("svg",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,21 +16,22 @@ import argparse
 import base64
 import io
 import json
-import os
 import pathlib
 import socket
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import yaml
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, safefile
 from snoreloc.cli import common
 from snoreloc.siteconfig import discovery
 
 HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
+OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 JOURNAL_UNITS: tuple[tuple[str, int], ...] = (("snoreloc", 5000), ("kubelet", 2000))
 JOURNAL_TIMEOUT = 60.0
 _SECRET_NAMES = frozenset({"key", "pullsecret", "auth", "auths", "dockerconfigjson", "data", "stringdata"})
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         args.output or f"snoreloc-logs-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz"
     )
     runner = command.SubprocessRunner(enter_host=command.in_container())
-    write_tarball(output, collect(state, runner, root=pathlib.Path(args.root)))
+    inputs = [state / name for name in ("status.json", "report.json", "snoreloc.log")]
+    write_tarball(output, collect(state, runner, root=pathlib.Path(args.root)), inputs=inputs)
     print(output)
     return 0
 
@@ -314,10 +316,13 @@ def journal(runner: Any, unit: str, lines: int) -> bytes:
     return redact.redact(result.stdout or result.stderr).encode("utf-8")
 
 
-def write_tarball(output: pathlib.Path, members: dict[str, bytes]) -> None:
-    """A gzip tarball, 0600 from creation (it holds logs), members 0600 under one top directory."""
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle, tarfile.open(fileobj=handle, mode="w:gz") as tar:
+def write_tarball(output: pathlib.Path, members: dict[str, bytes], inputs: Sequence[pathlib.Path] = ()) -> None:
+    """A gzip tarball, 0600 from creation (it holds logs), members 0600 under one top directory; written by the
+    safe writer, so never through a link at `output` nor over one of `inputs`."""
+    with (
+        safefile.open_atomic(output, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT) as handle,
+        tarfile.open(fileobj=handle, mode="w:gz") as tar,
+    ):
         for name, data in sorted(members.items()):
             info = tarfile.TarInfo(f"snoreloc-logs/{name}")
             info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())

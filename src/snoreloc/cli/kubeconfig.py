@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from snoreloc.siteconfig import model
 
 HELP = "write a kubeconfig for the API under its new name (api.<domain>:6443) with the CA that verifies it"
+OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS = ("from_kubeconfig", "kubeconfig", "site_config", "ca_file")  # the files it reads, which no output may be
 
 
 def _address(text: str) -> tuple[str, int]:

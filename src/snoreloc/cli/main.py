@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import NoReturn, Protocol, TextIO, cast
 
 import snoreloc
-from snoreloc import errors, logs, redact, sanitize
+from snoreloc import errors, logs, redact, safefile, sanitize
 
 LOG = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         )
         if name == verb or not argv:
             module.add_arguments(child)
-        child.set_defaults(handler=module.run)
+        child.set_defaults(handler=module.run, files=module)
     return parser
 
 
@@ -147,6 +147,21 @@ def _missing_optional(argv: Sequence[str]) -> str | None:
     if verb not in OPTIONAL_COMMANDS:
         return None
     return None if verb in {name for name, _module in _plugin_commands()} else verb
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse at once an output path the safe writer would refuse at the end: a verb declares its output options in
+    `OUTPUTS` and the files it reads in `INPUTS` (argument names; docs/reliability.md, "Files")."""
+    module = args.files
+    inputs = [value for name in getattr(module, "INPUTS", ()) if (value := getattr(args, name, None))]
+    if hasattr(args, "state_dir"):  # a verb that reads the state directory reads these
+        from snoreloc.engine import paths  # noqa: PLC0415 (lazy: `--version` loads no engine module)
+
+        state = paths.Paths.under(args.root, args.state_dir)
+        inputs += [state.status, state.report, state.log]
+    for name in getattr(module, "OUTPUTS", ()):
+        if path := getattr(args, name, None):
+            safefile.check(path, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
 
 
 def _screened(stream: TextIO) -> TextIO:
@@ -180,6 +195,7 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help(sys.stderr)
         return int(errors.ExitCode.USAGE)
     try:
+        _check_outputs(args)
         return int(args.handler(args))
     except errors.SnorelocError as exc:
         _report(exc)

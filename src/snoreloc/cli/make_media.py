@@ -9,6 +9,8 @@ import sys
 from snoreloc import errors
 
 HELP = "validate a site-config and write it, with the files it references, as a labelled ISO and/or FAT image"
+OUTPUTS = ("iso", "fat")  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS = ("site_config",)  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,8 @@ from snoreloc.cli import common
 from snoreloc.cli import plan as plan_cmd
 
 HELP = "relocate the cluster to the site described by the site-config (resumes where a previous run stopped)"
+OUTPUTS: tuple[str, ...] = ()  # writes only the state directory and host files under --root, through safefile
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

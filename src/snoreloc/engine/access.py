@@ -172,10 +172,11 @@ def _inline_files(user: dict[str, Any], base: Path, origin: Path) -> dict[str, A
             continue
         target = base / str(user.pop(file_key))
         try:
-            raw = target.read_bytes()
-        except OSError as exc:
+            raw = safefile.read(target, safefile.CREDENTIAL, follow=True)
+        except (OSError, safefile.Unfit) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise errors.UnavailableError(
-                f"kubeconfig {origin}: cannot read its {file_key} file {target}: {exc.strerror}", hint=_FROM_HINT
+                f"kubeconfig {origin}: cannot read its {file_key} file {target}: {reason}", hint=_FROM_HINT
             ) from None
         redact.register_secret(raw)
         user[data_key] = base64.b64encode(raw).decode() if encode else raw.decode("utf-8", "replace").strip()
