@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings, manifests, model, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import claims, files, findings, manifests, model, nmstate_check, schema, structural, yamlpos
 
 SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -503,7 +503,19 @@ def _extra_manifests(run: _Run, spec: Mapping[str, Any]) -> None:
     found, problems = manifests.check(value, run.base_dir, path)
     for problem in problems:
         run.error(problem.path, problem.message)
+    for manifest, message in claims.collisions(spec, found):
+        run.error(_manifest_at(path, value, manifest), message)
+    for manifest, message in claims.broad_grants(found):
+        run.warn(_manifest_at(path, value, manifest), message)
     run.manifests = tuple(found)
+
+
+def _manifest_at(path: findings.Path, value: Mapping[str, Any], manifest: model.Manifest) -> findings.Path:
+    """The site-config field that names the manifest's file: its `files` entry, else `directory`."""
+    listed = value.get("files")
+    if isinstance(listed, list) and manifest.source in listed:
+        return (*path, "files", listed.index(manifest.source))
+    return (*path, "directory")
 
 
 _NTP_SOURCE = re.compile(schema.NTP_SOURCE_PATTERN)
