@@ -428,7 +428,9 @@ def _ssh_authorized_keys() -> dict[str, Any]:
                         "type": "string",
                         "maxLength": 16384,
                         "pattern": rf"^\s*(?:{key_types}) [A-Za-z0-9+/]+=*(?: [^\n]*)?\s*$",
-                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment",
+                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment; the "
+                        "type one OpenSSH accepts (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp*, sk-*): DSA (ssh-dss) is "
+                        "refused, OpenSSH 9.5 turned it off and 10.0 removed it",
                     },
                 ),
                 "mode": _prop(

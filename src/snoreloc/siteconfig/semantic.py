@@ -27,7 +27,18 @@ from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import claims, files, findings, manifests, model, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import (
+    claims,
+    files,
+    findings,
+    manifests,
+    model,
+    nmstate_check,
+    schema,
+    structural,
+    values,
+    yamlpos,
+)
 
 SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -397,10 +408,10 @@ def ssh_key_problem(line: str) -> str | None:
     kind, blob = line.split()[:2]
     if not kind.startswith("sk-"):
         try:
-            serialization.load_ssh_public_key(f"{kind} {blob}".encode())
+            key = serialization.load_ssh_public_key(f"{kind} {blob}".encode())
         except (ValueError, UnsupportedAlgorithm):
             return f"is not a valid {kind} public key (the base64 part does not decode to one)"
-        return None
+        return values.ssh_key_size_problem(key)
     try:
         raw = base64.b64decode(blob, validate=True)
     except binascii.Error:
@@ -472,12 +483,24 @@ def _proxy(run: _Run, spec: Mapping[str, Any]) -> None:
         problem = proxy_url_problem(name, url) if run.sound((*path, name)) else None
         if problem:
             run.error((*path, name), problem)
+    _no_proxy(run, (*path, "noProxy"), proxy.get("noProxy"))
     if "trustedCA" in proxy and run.sound((*path, "trustedCA")):
         where = (*path, "trustedCA")
         bundle = run.source(where, proxy["trustedCA"], secret=False)
         chain = _bundle(run, origin(where, proxy["trustedCA"]), bundle) if bundle else None
         if chain:
             run.sources[where] = certs.pem_bundle(chain)
+
+
+def _no_proxy(run: _Run, path: findings.Path, entries: Any) -> None:
+    """CIDRs in `noProxy` with a prefix their family has (the schema's pattern allows any 1-3 digits)."""
+    if not isinstance(entries, list) or not run.sound(path):
+        return
+    for index, entry in enumerate(entries):
+        found = values.cidr_problem(entry) if isinstance(entry, str) and "/" in entry else None
+        if found is not None:
+            message, fatal = found
+            (run.error if fatal else run.warn)((*path, index), message)
 
 
 def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
@@ -489,6 +512,8 @@ def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
         if not isinstance(entry, Mapping) or not run.sound(path):
             continue
         _port(run, (*path, "image"), str(entry["image"]).split("/", 1)[0])
+        if problem := values.catalog_name_problem(entry["name"]):
+            run.error((*path, "name"), problem)
         if seen.setdefault(entry["name"], index) != index:
             run.error(
                 (*path, "name"), f"already used by sources[{seen[entry['name']]}]; each catalog needs its own name"

@@ -3,7 +3,7 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "e8d040e09e5ec51aa99d5f45e66c0b1171153b0bc084bdb0682e32a74265ddef"
+SCHEMA_DIGEST = "93fe3922aae3afc917afee907aaafc9db7fd2276b646c19d237d56973de37024"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
