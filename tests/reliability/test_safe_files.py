@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import pytest
 
 from snoreloc import errors, safefile
-from snoreloc.adapters import clock, fs
-from snoreloc.cli import main
+from snoreloc.adapters import clock, command, fs
+from snoreloc.cli import collect_logs, main
 from snoreloc.engine import access, backups, journal, report, view
 from snoreloc.siteconfig import files, loader
 
@@ -90,8 +90,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     "the trusted state directory",
     ("snoreloc.cli.collect_logs", "open"): "tarfile.open over a safefile.open_atomic handle (fileobj=)",
     ("snoreloc.cli.collect_logs", "addfile"): "a member from memory into that tarball",
-    # TEMPORARY: collect-logs' gathering moves below the CLI with issue 21; its reads move onto safefile.read there.
-    ("snoreloc.cli.collect_logs", "read_text"): "not yet moved onto safefile.read (issue 21 is moving this module)",
 }
 
 
@@ -517,3 +515,44 @@ def test_readers_of_state_do_not_follow_a_symlink(reader: Reader, tmp_path: path
     path.symlink_to(elsewhere)
     raised = _bounded(lambda: reader.read(path))
     assert raised is not None and ("symlink" in str(raised) or "not read" in str(raised)), repr(raised)
+
+
+# --- collect-logs: what the journal names, and a log of any shape ---------------------------------------------------
+
+CLIENT_KEY = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCmNsaWVudC1rZXktYnl0ZXMK"
+
+
+def _state_naming(tmp_path: pathlib.Path, named: pathlib.Path) -> pathlib.Path:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    run = journal.Journal(state / "status.json", clock.SystemClock())
+    run.begin_run(site_name="s", site_fingerprint="f", order=["preflight"], mode="cluster", site_path=str(named))
+    return state
+
+
+def test_collect_logs_takes_from_the_journal_only_a_site_config(tmp_path: pathlib.Path) -> None:
+    """status.json edited to name a kubeconfig: its client key must not reach the bundle, masked or not."""
+    kubeconfig = tmp_path / "admin.kubeconfig"
+    kubeconfig.write_text(KUBECONFIG.replace("token: not-used-here", f"client-key-data: {CLIENT_KEY}"))
+    state = _state_naming(tmp_path, kubeconfig)
+    members = collect_logs.collect(state, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
+    assert not [name for name in members if name.startswith("site-config/used")]
+    assert not any(CLIENT_KEY.encode() in data for data in members.values())
+
+
+@pytest.mark.parametrize("attack", ["fifo", "dev-zero-link", "past-the-limit"])
+def test_collect_logs_reads_a_log_of_any_shape_in_bounds(attack: str, tmp_path: pathlib.Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    log = state / "snoreloc.log"
+    {"fifo": _fifo_at, "dev-zero-link": _zero_at, "past-the-limit": _huge_at(safefile.LOG.limit + 4096)}[attack](log)
+    runner = command.FakeRunner().on(["journalctl"], command.Result(0, ""))
+    members: dict[str, bytes] = {}
+    raised = _bounded(lambda: members.update(collect_logs.collect(state, runner)), seconds=30.0)
+    assert raised is None, repr(raised)
+    shown = members.get("snoreloc.log", b"")
+    assert len(shown) <= safefile.LOG.limit + 100
+    if attack == "past-the-limit":
+        assert shown.startswith(b"# the first 4097 bytes are left out")  # limit + 4096, + the 1 `_huge_at` adds
+    else:
+        assert shown.startswith(b"# not included: it is")

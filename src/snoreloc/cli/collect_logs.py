@@ -16,6 +16,7 @@ import argparse
 import base64
 import io
 import json
+import logging
 import pathlib
 import socket
 import tarfile
@@ -29,6 +30,7 @@ from snoreloc import errors, redact, safefile
 from snoreloc.cli import common
 from snoreloc.siteconfig import discovery
 
+LOG = logging.getLogger(__name__)
 HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
 OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
 INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
@@ -147,7 +149,9 @@ def _secret_leaves(value: Any, base: pathlib.Path) -> Iterator[str]:
         if key == "file" and isinstance(inner, str):
             referenced = base / inner
             if referenced.is_file() and referenced.resolve().is_relative_to(base.resolve()):
-                yield referenced.read_text("utf-8", "replace")
+                text = _text(referenced, safefile.SITE_FILE)
+                if text:
+                    yield text
         elif key != "mode":
             yield from _leaves(inner)
 
@@ -169,10 +173,28 @@ def register_known_secrets(state: pathlib.Path, used: pathlib.Path | None = None
 # --- members --------------------------------------------------------------------------------------------------------
 
 
-def _redacted_file(path: pathlib.Path) -> bytes | None:
-    if not path.is_file():
+def _text(path: pathlib.Path, kind: safefile.Kind) -> str | None:
+    """A file's text through the bounded reader; None (and the reason in the log) when it is not fit to read."""
+    try:
+        return safefile.read_text(path, kind)
+    except (OSError, safefile.Unfit) as exc:
+        LOG.warning("not read for the bundle: %s: %s", path, exc)
         return None
-    return redact.redact(path.read_text("utf-8", "replace")).encode("utf-8")
+
+
+def _redacted_file(path: pathlib.Path) -> bytes | None:
+    """A state file or the log, redacted; a log larger than its limit is sent as its last part."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.name == "snoreloc.log":
+        try:
+            data, skipped = safefile.read_tail(path, safefile.LOG)
+        except (OSError, safefile.Unfit) as exc:
+            return f"# not included: {exc}\n".encode()
+        head = f"# the first {skipped} bytes are left out\n" if skipped else ""
+        return redact.redact(head + data.decode("utf-8", "replace")).encode("utf-8")
+    text = _text(path, safefile.STATE)
+    return None if text is None else redact.redact(text).encode("utf-8")
 
 
 def timeline_svg(status: pathlib.Path) -> bytes | None:
@@ -195,7 +217,8 @@ def _json(value: Any) -> bytes:
 def _yaml_or_none(path: pathlib.Path) -> list[Any]:
     """The document in a YAML file, as a one-item list; empty when it does not parse."""
     try:
-        return [yaml.safe_load(path.read_text("utf-8", "replace"))]
+        text = _text(path, safefile.SITE_FILE)
+        return [] if text is None else [yaml.safe_load(text)]
     except yaml.YAMLError:
         return []
 
@@ -224,7 +247,18 @@ def used_site_config(state: pathlib.Path, root: pathlib.Path) -> pathlib.Path | 
     copies = state / "site-config"
     if not candidate.is_file() or (copies.is_dir() and candidate.resolve().parent == copies.resolve()):
         return None
-    return candidate
+    return candidate if _is_site_config(candidate) else None
+
+
+def _is_site_config(path: pathlib.Path) -> bool:
+    """Whether the file a journal names is what it claims: a SiteConfig. A journal edited to name a kubeconfig or
+    another file must not pull it (or the secret files it names) into the bundle."""
+    documents = _yaml_or_none(path)
+    document = documents[0] if documents else None
+    if not isinstance(document, dict) or document.get("kind") != "SiteConfig":
+        LOG.warning("%s, named in status.json, is not a site-config: left out of the bundle", path)
+        return False
+    return str(document.get("apiVersion", "")).startswith("snoreloc.io/")
 
 
 def used_site_config_members(path: pathlib.Path) -> dict[str, bytes]:
@@ -248,7 +282,7 @@ def site_config_members(directory: pathlib.Path) -> dict[str, bytes]:
     members: dict[str, bytes] = {}
     for path in sorted(directory.glob("*.y*ml")):
         try:
-            document = yaml.safe_load(path.read_text("utf-8", "replace"))
+            document = yaml.safe_load(_text(path, safefile.SITE_FILE) or "")
         except yaml.YAMLError:
             members[f"site-config/{path.name}"] = b"# did not parse as YAML; contents omitted (they may hold secrets)\n"
             continue
@@ -265,7 +299,7 @@ def _backup_documents(directory: pathlib.Path) -> Iterator[Any]:
     for path in sorted(directory.rglob("*")) if directory.is_dir() else []:
         if path.is_file():
             try:
-                yield json.loads(path.read_text("utf-8", "replace"))
+                yield json.loads(_text(path, safefile.BACKUP) or "")
             except ValueError:
                 continue
 
@@ -292,7 +326,7 @@ def backup_metadata(directory: pathlib.Path) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"file": str(path.relative_to(directory)), "bytes": path.stat().st_size}
         entry["modified"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
         try:
-            document = json.loads(path.read_text("utf-8", "replace"))
+            document = json.loads(_text(path, safefile.BACKUP) or "")
         except ValueError:
             document = None
         entry["objects"] = [_identity(obj) for obj in _objects(document)]
