@@ -166,3 +166,26 @@ def test_narrow_rbac_is_not_warned(site: pathlib.Path) -> None:
     admin_to_one = _binding("ClusterRoleBinding", "ClusterRole", "cluster-admin", "site-admins")
     report = _validate(site, binding, admin_to_one)
     assert report.valid and not [w for w in report.warnings if "grants" in w.message]
+
+
+def test_the_claimed_names_are_the_ones_the_steps_write() -> None:
+    """The steps sit above the site-config layer, so `claims` spells their names; this keeps the two the same."""
+    from snoreloc.steps.cluster import catalogs, cluster_config, ntp, proxy, ssh_keys  # noqa: PLC0415
+    from snoreloc.steps.openshift import serving  # noqa: PLC0415
+
+    names = {(c.kind, c.namespace, c.name) for c in CLAIMS}
+    assert ("MachineConfig", "", ntp.CHRONY_CONFIG.name) in names
+    assert ("MachineConfig", "", ssh_keys.SSH_CONFIG.name) in names
+    for namespace, name in (
+        ("openshift-config", serving.API_SECRET),
+        ("openshift-config", serving.INGRESS_SECRET),
+        ("openshift-ingress", serving.INGRESS_SECRET),
+        (cluster_config.PULL_SECRET.namespace, cluster_config.PULL_SECRET.name),
+    ):
+        assert ("Secret", namespace, name) in names
+    assert ("ConfigMap", "openshift-config", cluster_config.REGISTRY_CA) in names
+    assert ("ConfigMap", "openshift-config", proxy.TRUSTED_CA) in names
+    assert ("ImageDigestMirrorSet", "", cluster_config.DIGEST_MIRRORS) in names
+    assert ("ImageTagMirrorSet", "", cluster_config.TAG_MIRRORS) in names
+    assert ("Proxy", "", proxy.PROXY_CLUSTER.name) in names and ("OperatorHub", "", catalogs.OPERATORHUB.name) in names
+    assert all(c.namespace == catalogs.NAMESPACE for c in CLAIMS if c.kind == "CatalogSource")

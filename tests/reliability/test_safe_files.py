@@ -33,8 +33,8 @@ import pytest
 
 from snoreloc import errors, safefile
 from snoreloc.adapters import clock, command, fs
-from snoreloc.cli import collect_logs, main
-from snoreloc.engine import access, backups, journal, report, view
+from snoreloc.cli import main
+from snoreloc.engine import admin_kubeconfig, backups, bundle, journal, report, view
 from snoreloc.siteconfig import files, loader
 
 SOURCE = pathlib.Path(main.__file__).resolve().parents[1]
@@ -88,8 +88,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("snoreloc.siteconfig.discovery", "mkdtemp"): "a private 0700 mount point under /run/snoreloc",
     ("snoreloc.siteconfig.discovery", "rename"): "the staged copy directory becomes the saved copy, both inside "
     "the trusted state directory",
-    ("snoreloc.cli.collect_logs", "open"): "tarfile.open over a safefile.open_atomic handle (fileobj=)",
-    ("snoreloc.cli.collect_logs", "addfile"): "a member from memory into that tarball",
+    ("snoreloc.engine.bundle", "open"): "tarfile.open over a safefile.open_atomic handle (fileobj=)",
+    ("snoreloc.engine.bundle", "addfile"): "a member from memory into that tarball",
 }
 
 
@@ -423,7 +423,7 @@ def _read_table(path: pathlib.Path) -> object:
 
 
 def _read_kubeconfig(path: pathlib.Path) -> object:
-    return access._read_kubeconfig(path)
+    return admin_kubeconfig._read_kubeconfig(path)
 
 
 def _read_site_config(path: pathlib.Path) -> object:
@@ -535,7 +535,7 @@ def test_collect_logs_takes_from_the_journal_only_a_site_config(tmp_path: pathli
     kubeconfig = tmp_path / "admin.kubeconfig"
     kubeconfig.write_text(KUBECONFIG.replace("token: not-used-here", f"client-key-data: {CLIENT_KEY}"))
     state = _state_naming(tmp_path, kubeconfig)
-    members = collect_logs.collect(state, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
+    members = bundle.collect(state, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
     assert not [name for name in members if name.startswith("site-config/used")]
     assert not any(CLIENT_KEY.encode() in data for data in members.values())
 
@@ -548,7 +548,7 @@ def test_collect_logs_reads_a_log_of_any_shape_in_bounds(attack: str, tmp_path: 
     {"fifo": _fifo_at, "dev-zero-link": _zero_at, "past-the-limit": _huge_at(safefile.LOG.limit + 4096)}[attack](log)
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, ""))
     members: dict[str, bytes] = {}
-    raised = _bounded(lambda: members.update(collect_logs.collect(state, runner)), seconds=30.0)
+    raised = _bounded(lambda: members.update(bundle.collect(state, runner)), seconds=30.0)
     assert raised is None, repr(raised)
     shown = members.get("snoreloc.log", b"")
     assert len(shown) <= safefile.LOG.limit + 100

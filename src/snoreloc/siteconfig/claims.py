@@ -28,9 +28,9 @@ SPEC = ("spec",)
 CONFIG = "config.openshift.io"
 MCO = "machineconfiguration.openshift.io"
 CHRONY_FILE = "/etc/chrony.conf"
-CHRONY_MACHINECONFIG = "99-master-snoreloc-chrony"  # steps.ntp.CHRONY_CONFIG
-SSH_MACHINECONFIG = "99-master-ssh"  # steps.ssh_keys.SSH_CONFIG
-SERVING_SECRETS = (  # steps.certificates.API_SECRET, INGRESS_SECRET
+CHRONY_MACHINECONFIG = "99-master-snoreloc-chrony"  # steps.cluster.ntp.CHRONY_CONFIG (a test keeps them equal)
+SSH_MACHINECONFIG = "99-master-ssh"  # steps.cluster.ssh_keys.SSH_CONFIG
+SERVING_SECRETS = (  # steps.openshift.serving.API_SECRET, INGRESS_SECRET
     ("openshift-config", "snoreloc-api-cert"),
     ("openshift-config", "snoreloc-ingress-cert"),
     ("openshift-ingress", "snoreloc-ingress-cert"),
