@@ -37,6 +37,8 @@ from snoreloc.cli import main
 from snoreloc.engine import admin_kubeconfig, backups, bundle, journal, report, view
 from snoreloc.siteconfig import files, loader
 
+from . import harness
+
 SOURCE = pathlib.Path(main.__file__).resolve().parents[1]
 
 # --- the source: no file access outside safefile --------------------------------------------------------------------
@@ -145,20 +147,8 @@ def test_the_scan_catches_a_new_bypass(tmp_path: pathlib.Path) -> None:
 
 # --- every verb that writes: the output path's variants -------------------------------------------------------------
 
-SITE = """\
-apiVersion: snoreloc.io/v1alpha1
-kind: SiteConfig
-metadata: {name: store-042}
-spec:
-  domain: store042.example.com
-"""
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: not-used-here}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
+SITE = (SOURCE.parents[1] / "examples" / "minimal.yaml").read_text()  # the smallest valid site-config
+KUBECONFIG = harness.UNREACHABLE_KUBECONFIG
 OUTPUT_WORDS = ("output", "svg", "iso", "fat", "out")
 
 
