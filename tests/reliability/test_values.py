@@ -155,3 +155,14 @@ def test_a_default_catalog_source_name_is_refused(name: str, tmp_path: pathlib.P
     report = _validate(tmp_path, body)
     assert any(p.startswith("spec.catalogSources.sources[0].name:") and "(line 9," in p for p in _found(report))
     assert _validate(tmp_path, body.replace(f"name: {name}", f"name: site-{name}")).valid
+
+
+def test_the_network_file_is_read_by_the_same_rules(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "net.yaml").write_text(
+        "interfaces:\n  - name: eth0\n    type: ethernet\n    state: up\n    mtu: 1500.0\n"
+        "    ipv4: {enabled: true, dhcp: on}\n"
+    )
+    report = _validate(tmp_path, "  network: {file: net.yaml}\n")
+    assert any("interfaces[0].mtu: must be a whole number" in p and "(line 5 of net.yaml)" in p for p in _found(report))
+    warned = _found(report, "warning")
+    assert any("interfaces[0].ipv4.dhcp: `on` was read as true" in w and "(line 6 of net.yaml)" in w for w in warned)
