@@ -4,7 +4,9 @@ That person often holds only a phone on the site network and has no shell on the
 that reloads itself every few seconds (no JavaScript), fits a narrow screen, and shows what the console banner
 shows plus the steps, the current wait and the timeline picture. It answers GET and HEAD only (405 otherwise),
 never carries a secret (every text in it went through `snoreloc.redact`, and the response is redacted once more as
-a whole), and stops by itself `keep` seconds after the run ends.
+a whole), shows every text through `snoreloc.sanitize` (controls visible, markup escaped), bounds each request as a
+whole (`REQUEST_DEADLINE`) and the connections served at once (`MAX_CONNECTIONS`), and stops by itself `keep`
+seconds after the run ends.
 
 The default port, 8090, is none of the ports OpenShift uses on a control-plane node's host network (the router's
 80/443/1936, the API's 6443, etcd, kubelet and the 9000-9999 and 10250-10260 service ranges: openshift/openshift-docs
