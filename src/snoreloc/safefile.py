@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,6 +280,8 @@ def open_atomic(
     second name is caught). `shared_dir` is the documented reason a sticky directory others may write (like /tmp)
     is acceptable; without one such a directory is refused. `make_parents` creates missing parents with mode 0700.
     """
+    import tempfile  # noqa: PLC0415 (lazy: `--version` and `--help` write nothing, and tempfile costs ~4 ms)
+
     target = Path(path)
     inputs = tuple(inputs)
     if make_parents:
