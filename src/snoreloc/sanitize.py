@@ -16,7 +16,7 @@ JSON and YAML that snoreloc prints are already escaped by their encoders, so the
 
 from __future__ import annotations
 
-import html as html_mod
+import functools
 import re
 from typing import TextIO
 
@@ -25,8 +25,14 @@ __all__ = ["TerminalStream", "html", "visible"]
 # C0 controls but tab and line feed, DEL, C1 controls, bidi embeddings/overrides/isolates/marks, the line and
 # paragraph separators, and the non-characters XML 1.0 forbids (U+FFFE, U+FFFF) plus lone surrogates.
 _OTHERS = "\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffe\uffff\ud800-\udfff"
-_UNSAFE = re.compile(f"[\x00-\x08{_OTHERS}]")
-_UNSAFE_ALSO_LINES = re.compile(f"[\x00-\x0a{_OTHERS}]")
+
+
+@functools.cache
+def _pattern(keep_lines: bool) -> re.Pattern[str]:
+    """Compiled at the first use rather than at import, as `redact` does its patterns."""
+    return re.compile(f"[\x00-\x08{_OTHERS}]" if keep_lines else f"[\x00-\x0a{_OTHERS}]")
+
+
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t", "\x1b": "\\x1b"}
 
 
@@ -40,12 +46,13 @@ def _shown(match: re.Match[str]) -> str:
 
 def visible(text: object, *, keep_lines: bool = True) -> str:
     """`text` with every control character shown as a readable escape (line feed and tab kept if `keep_lines`)."""
-    pattern = _UNSAFE if keep_lines else _UNSAFE_ALSO_LINES
-    return pattern.sub(_shown, str(text))
+    return _pattern(keep_lines).sub(_shown, str(text))
 
 
 def html(text: object) -> str:
     """`text` for HTML or SVG, as element text or a quoted attribute: controls visible, markup escaped."""
+    import html as html_mod  # noqa: PLC0415 (lazy: only the page and the SVG need it)
+
     return html_mod.escape(visible(text), quote=True)
 
 
