@@ -15,7 +15,9 @@ A real cluster is configured through the environment:
 - `SNORELOC_TEST_TIME_SCALE`: how much faster than real time the cluster runs (default 1; only a simulator
   served on its own with `snoreloc sim serve --speed X` runs faster, which is how the switch itself is tested).
 
-Tests marked `simonly` (they assert simulator internals, or need its faults or seeds) are skipped then.
+Tests marked `simonly` (they assert simulator internals, or need its faults, seeds or clock) are skipped then.
+Every other test that uses `cluster_target` or `cluster_kubeconfig` is marked `realcluster` at collection, so
+`pytest -m realcluster` selects what runs against a real cluster.
 """
 
 from __future__ import annotations
@@ -85,7 +87,11 @@ def real_target(kubeconfig: str) -> ClusterTarget:
     return ClusterTarget(kubeconfig, router, node, float(os.environ.get(TIME_SCALE_ENV) or 1.0), None)
 
 
+CLUSTER_FIXTURES = frozenset({"cluster_target", "cluster_kubeconfig"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_realcluster(items)
     if real_kubeconfig() is None:
         return
     skip = pytest.mark.skip(reason=f"simonly: asserts simulator internals, and {REAL_CLUSTER_ENV} is set")
@@ -100,6 +106,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "these tests take the `sim` fixture, which is None against a real cluster; mark them simonly or use "
             "`cluster_target`: " + ", ".join(unmarked)
         )
+
+
+def mark_realcluster(items: list[pytest.Item]) -> None:
+    """Mark `realcluster` every test that talks to the cluster under test (`cluster_target`, `cluster_kubeconfig`)
+    and is not `simonly`: what `pytest -m realcluster` runs against a real cluster."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & CLUSTER_FIXTURES and item.get_closest_marker("simonly") is None:
+            item.add_marker(pytest.mark.realcluster)
 
 
 @pytest.fixture

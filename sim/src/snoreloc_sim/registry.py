@@ -9,12 +9,13 @@ with no code change.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim import kinds, model
 
 Obj = dict[str, Any]
 
@@ -95,12 +96,14 @@ def crd_type(spec: Obj) -> model.ResourceType:
 def load(crd_dir: Path | None = None) -> Registry:
     """The built-in types plus one type per `*.json` CRD file in `crd_dir` (missing dir: built-ins only)."""
     directory = DEFAULT_CRD_DIR if crd_dir is None else crd_dir
-    types = {t.key: t for t in BUILTIN_TYPES}
+    builtins = (*BUILTIN_TYPES, *(t for t in kinds.resource_types() if t.key not in {b.key for b in BUILTIN_TYPES}))
+    builtins = tuple(dataclasses.replace(t, generation=t.key in kinds.WITH_GENERATION) for t in builtins)
+    types = {t.key: t for t in builtins}
     if directory.is_dir():
         for path in sorted(directory.glob("*.json")):
             rtype = crd_type(json.loads(path.read_text(encoding="utf-8")))
             types[rtype.key] = rtype
-    return Registry(types=types, builtin=frozenset(t.key for t in BUILTIN_TYPES))
+    return Registry(types=types, builtin=frozenset(t.key for t in builtins))
 
 
 def api_versions(server_address: str) -> Obj:

@@ -28,9 +28,11 @@ def run(args: argparse.Namespace) -> int:
         client.close()
     doc = {"restored": result.restored, "deleted": result.deleted, "recreated": result.recreated}
     if args.output == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        gone = [str(ref) for ref in result.namespaces]  # waited for: deleted namespaces that are gone now
+        sys.stdout.write(json.dumps({**doc, "gone": gone}, indent=2) + "\n")
     else:
         for what, items in doc.items():
             sys.stdout.writelines(f"{what}: {item}\n" for item in items)
+        sys.stdout.writelines(f"gone: {ref} (its content removed by the cluster)\n" for ref in result.namespaces)
         sys.stdout.write(f"rolled back {sum(len(v) for v in doc.values())} object(s)\n")
     return 0

@@ -108,5 +108,6 @@ def rollback(paths_: paths.Paths, client: kube.Client, clock: clock_mod.Clock) -
     paths_.ensure()
     with lock.RunLock(paths_.lock):
         result = backups.rollback(client, backups.Store(paths_.backups, clock))
+        backups.await_gone(client, clock, result.namespaces)
         journal.Journal(paths_.status, clock).reset(journal.RunState.ROLLED_BACK)
         return result
