@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from snoreloc.siteconfig import loader, schema, values
+from snoreloc.siteconfig import loader, schema
+from snoreloc.siteconfig.settings import catalog_sources, proxy
 
 HEAD = "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: site-1\nspec:\n"
 DOMAIN = "  domain: sno1.site.example.com\n"
@@ -127,7 +128,7 @@ def test_no_proxy_cidr_prefixes_are_their_familys(cidr: str, fatal: bool, tmp_pa
     found = _found(report, "error" if fatal else "warning")
     assert any(p.startswith("spec.proxy.noProxy[0]:") and "(line 9," in p for p in found), found
     for good in ("10.0.0.0/32", "0.0.0.0/0", "fd00::/128", "10.0.0.0/8"):
-        assert values.cidr_problem(good) is None
+        assert proxy.cidr_problem(good) is None
 
 
 def _rsa_line(bits: int) -> str:
@@ -149,7 +150,7 @@ def test_rsa_keys_follow_openssh_minimum(bits: int, refused: bool, tmp_path: pat
         assert size_errors[0].startswith("spec.sshAuthorizedKeys.keys[0]:") and f"{bits}-bit" in size_errors[0]
 
 
-@pytest.mark.parametrize("name", sorted(values.DEFAULT_CATALOG_SOURCES))
+@pytest.mark.parametrize("name", sorted(catalog_sources.DEFAULT_CATALOG_SOURCES))
 def test_a_default_catalog_source_name_is_refused(name: str, tmp_path: pathlib.Path) -> None:
     body = f"  catalogSources:\n    sources:\n      - name: {name}\n        image: r.site.example.com/i:v1\n"
     report = _validate(tmp_path, body)

@@ -8,6 +8,8 @@ Registered suite-wide from `tests/conftest.py`. Fixtures:
   When a real cluster is configured, `sim` is None: tests that need the simulator itself are marked `simonly`.
 - `cluster_target`: what a cluster test talks to, the simulator or the real cluster, as a `ClusterTarget`.
 - `cluster_kubeconfig`: the path of that target's kubeconfig.
+- `hub_sim`: a fresh, started plain Kubernetes hub (`snoreloc_sim.hub.simulator.HubSimulator`) per test, with
+  options from the `hub_options` fixture (e.g. `{"history_window": 5, "bookmark_seconds": 0.2}`).
 
 A real cluster is configured through the environment:
 - `SNORELOC_TEST_KUBECONFIG`: its kubeconfig (cluster-admin). Tests change the cluster and roll back after.
@@ -34,6 +36,7 @@ import pytest
 import yaml
 
 from snoreloc_sim import simulator
+from snoreloc_sim.hub import simulator as hub_simulator
 
 REAL_CLUSTER_ENV = "SNORELOC_TEST_KUBECONFIG"
 INGRESS_ENV = "SNORELOC_TEST_INGRESS"
@@ -145,3 +148,15 @@ def cluster_target(sim: simulator.Simulator | None) -> ClusterTarget:
 @pytest.fixture
 def cluster_kubeconfig(cluster_target: ClusterTarget) -> str:
     return cluster_target.kubeconfig
+
+
+@pytest.fixture
+def hub_options() -> dict[str, Any]:
+    """Override in a test module or class to start `hub_sim` with other HubSimulator arguments."""
+    return {}
+
+
+@pytest.fixture
+def hub_sim(hub_options: dict[str, Any]) -> Iterator[hub_simulator.HubSimulator]:
+    with hub_simulator.HubSimulator(**hub_options) as running:
+        yield running

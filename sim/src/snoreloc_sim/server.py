@@ -73,6 +73,8 @@ class Request:
     body: bytes
     authorization: str = ""
     user_agent: str = ""
+    accept: str = ""
+    impersonate_user: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -86,6 +88,8 @@ class Request:
             body=body,
             authorization=headers.get("authorization", ""),
             user_agent=headers.get("user-agent", ""),
+            accept=headers.get("accept", ""),
+            impersonate_user=headers.get("impersonate-user", ""),
         )
 
 
@@ -234,7 +238,11 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "secrets": ("type",),
     "pods": ("spec.nodeName", "status.phase"),
     "namespaces": ("status.phase",),
-    "events": ("involvedObject.name", "involvedObject.namespace", "involvedObject.kind", "reason"),
+    # pkg/registry/core/event/strategy.go, ToSelectableFields (`kubectl describe` selects by involvedObject.uid)
+    "events": (
+        *(f"involvedObject.{name}" for name in ("name", "namespace", "kind", "uid", "apiVersion", "resourceVersion")),
+        *("involvedObject.fieldPath", "reason", "type", "reportingComponent"),
+    ),
     "certificatesigningrequests.certificates.k8s.io": ("spec.signerName",),
 }
 
@@ -929,6 +937,7 @@ class _HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
             connection.close()
 
     def drop_all(self) -> None:
+        """Shut down every open connection (a restarting kube-apiserver drops its watches)."""
         with self._live_lock:
             live = list(self._live)
         for connection in live:
@@ -1077,6 +1086,10 @@ class Listener:
 
     def start(self) -> None:
         self._thread.start()
+
+    def drop_connections(self) -> None:
+        """Close every open connection, watches included, and keep listening."""
+        self._server.drop_all()
 
     def stop(self) -> None:
         self._server.shutdown()

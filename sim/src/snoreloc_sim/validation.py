@@ -745,6 +745,18 @@ class Validator:
     def _info(self, rtype: model.ResourceType) -> CrdInfo | None:
         return self.crds.get(rtype.key) or self.builtin_infos.get(rtype.key)
 
+    def register(self, info: CrdInfo) -> None:
+        """Admit a CRD created at run time (the hub simulator); it replaces any earlier schema for its type."""
+        with self._lock:
+            self.crds = {**self.crds, info.key: info}
+            self._rule_presence.pop(info.key, None)
+
+    def forget(self, key: str) -> None:
+        """Stop admitting a deleted CRD's type by its schema."""
+        with self._lock:
+            self.crds = {name: info for name, info in self.crds.items() if name != key}
+            self._rule_presence.pop(key, None)
+
     def admit(
         self, rtype: model.ResourceType, new: Obj, old: Obj | None, *, subresource: str = ""
     ) -> tuple[Obj, list[str]]:

@@ -22,7 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc.siteconfig import findings, model
+from snoreloc.siteconfig import findings
+from snoreloc.siteconfig import manifests as manifests_mod
 
 SPEC = ("spec",)
 CONFIG = "config.openshift.io"
@@ -55,7 +56,7 @@ class Claim:
     why: str
     fields: tuple[tuple[str, ...], ...] = ()  # empty: the whole object
 
-    def takes(self, manifest: model.Manifest) -> bool:
+    def takes(self, manifest: manifests_mod.Manifest) -> bool:
         obj = manifest.obj
         group = str(obj.get("apiVersion", "")).rpartition("/")[0]
         meta = obj.get("metadata") or {}
@@ -135,20 +136,20 @@ def _catalog_claims(catalogs: Mapping[str, Any]) -> Iterator[Claim]:
         yield Claim(CONFIG, "OperatorHub", "", "cluster", (*at, "disableDefaultSources"), "default sources", fields)
 
 
-def _role(manifest: model.Manifest) -> str:
+def _role(manifest: manifests_mod.Manifest) -> str:
     if manifest.kind != "MachineConfig":
         return ""
     labels = (manifest.obj.get("metadata") or {}).get("labels") or {}
     return str(labels.get("machineconfiguration.openshift.io/role", ""))
 
 
-def _writes(manifest: model.Manifest, path: str) -> bool:
+def _writes(manifest: manifests_mod.Manifest, path: str) -> bool:
     storage = ((manifest.obj.get("spec") or {}).get("config") or {}).get("storage") or {}
     entries = storage.get("files") if isinstance(storage, Mapping) else None
     return isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("path") == path for e in entries)
 
 
-def _beats_chrony(manifest: model.Manifest) -> bool:
+def _beats_chrony(manifest: manifests_mod.Manifest) -> bool:
     """A master MachineConfig writing chrony.conf, merged after snoreloc's (the last in name order wins)."""
     return _role(manifest) == "master" and _writes(manifest, CHRONY_FILE) and manifest.name > CHRONY_MACHINECONFIG
 
@@ -158,7 +159,9 @@ def _setting_words(claim: Claim) -> str:
     return f"{findings.render_path(claim.setting)} manages it{why}"
 
 
-def collisions(spec: Mapping[str, Any], manifests: Sequence[model.Manifest]) -> list[tuple[model.Manifest, str]]:
+def collisions(
+    spec: Mapping[str, Any], manifests: Sequence[manifests_mod.Manifest]
+) -> list[tuple[manifests_mod.Manifest, str]]:
     """The manifests that would overwrite what snoreloc writes, each with why (the object and the setting)."""
     wanted = claims(spec)
     found = []
@@ -179,7 +182,7 @@ def collisions(spec: Mapping[str, Any], manifests: Sequence[model.Manifest]) -> 
     return found
 
 
-def _named(manifest: model.Manifest) -> str:
+def _named(manifest: manifests_mod.Manifest) -> str:
     namespace = (manifest.obj.get("metadata") or {}).get("namespace")
     return f"{namespace}/{manifest.name}" if namespace else manifest.name
 
@@ -187,7 +190,7 @@ def _named(manifest: model.Manifest) -> str:
 # --- RBAC that grants nearly everyone nearly everything --------------------------------------------------------------
 
 
-def _all_verbs_roles(manifests: Sequence[model.Manifest]) -> set[tuple[str, str]]:
+def _all_verbs_roles(manifests: Sequence[manifests_mod.Manifest]) -> set[tuple[str, str]]:
     """(kind, name) of the roles among the manifests whose rules allow every verb."""
     found = set()
     for manifest in manifests:
@@ -209,7 +212,7 @@ def _broad(subject: Mapping[str, Any]) -> str | None:
     return None
 
 
-def broad_grants(manifests: Sequence[model.Manifest]) -> list[tuple[model.Manifest, str]]:
+def broad_grants(manifests: Sequence[manifests_mod.Manifest]) -> list[tuple[manifests_mod.Manifest, str]]:
     """Bindings that give cluster-admin or an every-verb role to a subject that is nearly everyone, with why."""
     sweeping = _all_verbs_roles(manifests)
     found = []

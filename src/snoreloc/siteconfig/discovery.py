@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from snoreloc import errors, safefile, waits
 from snoreloc.adapters import blockdev, clock, fs
 from snoreloc.siteconfig import loader, manifests, yamlpos
+from snoreloc.siteconfig.settings import extra_manifests
 
 LOG = logging.getLogger(__name__)
 
@@ -255,7 +256,7 @@ def references(data: bytes, base: pathlib.Path | None = None) -> list[str]:
     found = list(dict.fromkeys(_walk_files(document, set())))
     if base is not None:
         spec = document.get("spec") if isinstance(document, dict) else None
-        found += manifests.references(spec.get("extraManifests") if isinstance(spec, dict) else None, str(base))
+        found += manifests.references(spec.get(extra_manifests.KEY) if isinstance(spec, dict) else None, str(base))
     return found
 
 
