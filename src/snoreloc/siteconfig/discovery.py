@@ -38,6 +38,7 @@ COPY_DIR = f"{STATE_DIR}/site-config"
 STAGING_DIR = f"{STATE_DIR}/site-config.new"
 MOUNT_PARENT = "/run/snoreloc"
 FILE_NAMES: tuple[str, ...] = ("site-config.yaml", "site-config.yml")
+HUB_FILE = "hub-report.kubeconfig"  # optional: the fleet hub's reporting credential, copied beside the site-config
 MAX_FILE_BYTES = safefile.SITE_FILE.limit
 
 INSERT_MESSAGE = (
@@ -202,6 +203,10 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
             continue
         _write_copy(host, reference, content)
         copied.append(reference)
+    hub = _read_safe(mount, HUB_FILE)
+    if hub is not None:
+        _write_copy(host, HUB_FILE, hub)
+        copied.append(HUB_FILE)
     if skipped:
         LOG.warning("not copied from %s (missing, unsafe or too large): %s", device, ", ".join(skipped))
     return Discovered(host.path(f"{STAGING_DIR}/{name}"), Source.DEVICE, device, tuple(copied), tuple(skipped))
