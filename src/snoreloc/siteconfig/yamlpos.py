@@ -255,7 +255,7 @@ class _Walker:
             self._issue(path, f"a number longer than {MAX_NUMBER_CHARS} characters", node)
             return None
         value = self._loader.construct_object(node)
-        if isinstance(node, yaml.ScalarNode) and node.style is None:
+        if isinstance(node, yaml.ScalarNode) and not node.style:  # plain: None from PyYAML, "" from libyaml
             self._judge_reading(node, path, value)
         return value
 
