@@ -64,7 +64,9 @@ class RunState(enum.Enum):
     DONE_WITH_WARNINGS = "done-with-warnings"
     FAILED = "failed"
     PARTIAL = "partial"
+    ROLLING_BACK = "rolling-back"
     ROLLED_BACK = "rolled-back"
+    ROLLBACK_FAILED = "rollback-failed"
 
 
 class StepState(enum.Enum):
@@ -480,7 +482,34 @@ class Journal:
         """Forget every step (after a rollback): the next run starts from the beginning."""
         with self._lock:
             self._doc.state, self._doc.steps, self._doc.rollouts, self._doc.waiting = state, {}, {}, None
-            self._doc.rollout_log, self._doc.wait_log = [], []
+            self._doc.order, self._doc.error = [], None
+            self._save()
+
+    def begin_rollback(self) -> None:
+        """A rollback starts: the steps stay as they were until it has restored everything (`end_rollback`)."""
+        with self._lock:
+            doc = self._doc
+            doc.state, doc.error, doc.waiting = RunState.ROLLING_BACK, None, None
+            doc.run = RunInfo(os.getpid(), self._clock.now(), None, "rollback")
+            doc.rollout_log, doc.wait_log = [], []
+            self._save()
+
+    def set_in_motion(self, rollouts: Mapping[str, datetime]) -> None:
+        """Rollouts a write outside the steps (a rollback's restores) set moving, for `settle`'s waits."""
+        with self._lock:
+            self._doc.rollouts.update(rollouts)
+            self._save()
+
+    def end_rollback(self, error: errors.SnorelocError | None) -> None:
+        """Rolled back (every step forgotten: the next run starts from the beginning), or failed with `error`."""
+        if error is None:
+            self.reset(RunState.ROLLED_BACK)
+        else:
+            self.end_run(RunState.ROLLBACK_FAILED, error)
+            return
+        with self._lock:
+            run = self._doc.run or RunInfo(os.getpid(), None, None, "rollback")
+            self._doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode)
             self._save()
 
     def on_wait(self, waiting: waits.Waiting | None) -> None:

@@ -75,15 +75,35 @@ class Progress:
     hint: str = ""
 
 
+ROLLBACK_INTERRUPTED = "rollback-interrupted"  # the journal says rolling-back, but no process holds the run lock
+_ADVICE = {
+    "new": "Nothing has run yet: the relocation starts when the node boots with the stick labelled "
+    "relocation-config (or with `snoreloc run`).",
+    "rolling-back": "Wait: the rollback is running (it may reboot the node). Keep the node powered on; nothing to do.",
+    ROLLBACK_INTERRUPTED: "The rollback was cut off: run `snoreloc rollback` again to finish it.",
+    "rolled-back": "Nothing to do: the cluster's objects are back as before the relocation (the host network stays "
+    "at the site). To relocate again, run `snoreloc run`.",
+}
+
+
 def todo(state: str, *, step: str = "", exit_code: int | None = None, console_url: str = "") -> str:
-    """One line for the technician: what to do now, given where the run is."""
+    """One line for the technician: what to do now, given where the run is (every journal state, plus
+    "interrupted" and "rollback-interrupted" as `snoreloc status` sees a run no process holds)."""
     if state in _FAILED:
         return _after_failure(step, exit_code)
+    if state == "rollback-failed":
+        return _after_rollback_failure(exit_code)
     if state == "done":
         return "Nothing to do: the relocation is done." + (f" Web console: {console_url}" if console_url else "")
     if state == "done-with-warnings":
         return f"Done with warnings: send them to support with the bundle (`snoreloc collect-logs --output {BUNDLE}`)."
-    return "Wait: the relocation is running. Keep the node powered on; nothing to do."
+    return _ADVICE.get(state, "Wait: the relocation is running. Keep the node powered on; nothing to do.")
+
+
+def _after_rollback_failure(exit_code: int | None) -> str:
+    if exit_code in (None, errors.ExitCode.TEMPORARY):
+        return "The rollback did not finish: run `snoreloc rollback` again (it resumes and waits again)."
+    return f"The rollback failed: follow the hint shown, or call support with the bundle at {BUNDLE}."
 
 
 def _after_failure(step: str, exit_code: int | None) -> str:
@@ -97,6 +117,8 @@ def _after_failure(step: str, exit_code: int | None) -> str:
 
 def todo_of(run: RunFacts, state: str = "", console_url: str = "") -> str:
     """`todo` for a run (`state`, when given, as `snoreloc status` sees it: a dead run is "interrupted")."""
+    if run.state == "rolling-back" and state == "interrupted":
+        state = ROLLBACK_INTERRUPTED
     failed = next((step.name for step in run.steps if step.state == "failed"), "")
     return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url)
 
@@ -232,7 +254,7 @@ def progress(
     now: datetime | None = None,
 ) -> Progress:
     """The page's model from the run's facts and the wait in progress."""
-    going = run.state in ("new", "running")
+    going = run.state in ("new", "running", "rolling-back")
     return Progress(
         site=redact.redact(site) or run.site,
         state=run.state,
