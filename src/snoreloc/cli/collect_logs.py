@@ -180,7 +180,7 @@ def timeline_svg(status: pathlib.Path) -> bytes | None:
     if not status.exists():
         return None
     try:
-        run = view.facts(journal.read(status))
+        run = view.facts(view.pick_run(journal.read(status))[1])  # the last run that did work, as `analyze` shows
     except errors.SnorelocError:
         return None
     return redact.redact(timeline.svg(view.timeline_of(run))).encode()

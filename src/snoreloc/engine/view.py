@@ -27,6 +27,7 @@ __all__ = [
     "StepRow",
     "facts",
     "page_address",
+    "pick_run",
     "progress",
     "publish_page",
     "timeline_of",
@@ -221,6 +222,23 @@ def facts(doc: journal.Document) -> RunFacts:
         hint=redact.redact(error.hint or "") if error else "",
         exit_code=error.exit_code if error else None,
     )
+
+
+def pick_run(doc: journal.Document, number: int | None = None) -> tuple[int, journal.Document]:
+    """The run `analyze`, the bundle and the timeline show, with its number (1: the oldest kept): `number` when
+    given (negative counts back from the latest), else the last run that did work (a re-run that found nothing to
+    do would draw an empty axis), else the latest."""
+    runs = doc.runs()
+    if number is not None:
+        if not (1 <= number <= len(runs) or -len(runs) <= number <= -1):
+            raise errors.UsageError(
+                f"--run {number}: this journal keeps {len(runs)} run(s), numbered 1 (the oldest kept) to {len(runs)}"
+            )
+        index = number - 1 if number > 0 else len(runs) + number
+        return index + 1, runs[index]
+    worked = [i for i, run in enumerate(runs) if run.did_work()]
+    index = worked[-1] if worked else len(runs) - 1
+    return index + 1, runs[index]
 
 
 # --- the progress page ------------------------------------------------------------------------------------------
