@@ -1,0 +1,301 @@
+"""Every command line in the README and docs/ works as written: each one is run here, or named with the test that
+runs it, or listed as an exception with the reason. A command added to the docs without a line here fails
+`test_every_documented_command_is_accounted_for`, so the docs cannot drift from what the CLI accepts.
+
+Every `snoreloc ...` line is also parsed by the real command-line parser (placeholders such as FILE filled in), so a
+documented flag that does not exist, or a documented line that lacks a required one (the factory line once lacked
+`--image`: exit 64), fails here whatever else covers it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from snoreloc import errors
+from snoreloc.cli import main
+from snoreloc_sim import simulator
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+_ENV = r"(?:[A-Z_]+=(?:<[^>]*>\S*|\S+)\s+)*"
+_PROGRAM = r"(?:snoreloc|make|\.venv/bin/[\w.-]+|kubectl|oc)"
+COMMAND = re.compile(rf"^{_ENV}{_PROGRAM}\s+\S")
+
+
+def _spans(text: str) -> list[str]:
+    """Inline code spans of the prose (a span may wrap to the next line) and the lines of fenced blocks (with `\\`
+    continuations joined and trailing `  # comments` dropped)."""
+    found: list[str] = []
+    prose: list[str] = []
+    fenced = False
+    lines = iter(text.splitlines())
+    for line in lines:
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if not fenced:
+            prose.append(line)
+            continue
+        whole = line
+        while whole.endswith("\\"):
+            whole = whole[:-1].rstrip() + " " + next(lines, "").strip()
+        found.append(whole.split("  #")[0].strip())
+    found += [span.strip() for span in re.findall(r"`([^`]+)`", " ".join(prose))]
+    return found
+
+
+def documented() -> dict[str, str]:
+    """Each command line in the docs, with the first file that shows it."""
+    found: dict[str, str] = {}
+    for doc in DOCS:
+        for span in _spans(doc.read_text(encoding="utf-8")):
+            if COMMAND.match(span):
+                found.setdefault(span, doc.name)
+    return found
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Run by another test (checked to exist), or not runnable here (`test` empty) for `reason`."""
+
+    reason: str
+    test: str = ""  # "path::function"
+
+
+RUN_HERE_OFFLINE = {  # run below, in-process, against files in a temporary directory: the exit code expected
+    "snoreloc --help": 0,
+    "snoreloc --version": 0,
+    "snoreloc schema": 0,
+    ".venv/bin/snoreloc schema > docs/site-config.schema.json": 0,
+    "snoreloc validate examples/site-config.yaml": 0,
+    "snoreloc validate site-config.yaml": 0,
+    "snoreloc validate --annotate FILE": 0,
+    "snoreloc validate FILE [--annotate] [--output json]": 0,
+    "snoreloc render-machineconfig --internal-ip 192.168.127.10/24 --image REGISTRY/snoreloc:TAG > mc.yaml": 0,
+    "snoreloc render-machineconfig --internal-ip CIDR --image REF": 0,
+    "snoreloc status": 1,  # nothing has run yet
+    "snoreloc status --long": 1,
+    "snoreloc status --output json": 1,
+}
+RUN_HERE_ON_THE_SIMULATOR = (  # run below, in this order, against one simulated cluster
+    "snoreloc run --cluster-only",
+    "snoreloc status --long",
+    "snoreloc status",
+    "snoreloc analyze",
+    "snoreloc analyze --svg FILE",
+    "snoreloc rollback",
+)
+_REAL_CLUSTER_LINE = (
+    "SNORELOC_TEST_KUBECONFIG=/path/to/kubeconfig SNORELOC_TEST_INGRESS=<router host>:443 "
+    ".venv/bin/python -m pytest -p no:xdist tests/cluster"
+)
+_SUITE = "the test suite itself (CI's `.ci/run` runs it); running it from inside the suite would recurse"
+_NODE = "tests/node/test_node_flow.py::test_node_flow_relocates_and_disarms"
+_KUBECONFIG = (
+    "tests/cluster/test_kubeconfig.py::test_the_kubeconfig_names_the_new_api_and_trusts_the_signer_of_its_certificate"
+)
+ELSEWHERE: dict[str, Elsewhere] = {
+    "make demo": Elsewhere(
+        "`snoreloc demo` in a fresh .venv", "tests/node/test_node_flow.py::test_demo_command_runs_end_to_end"
+    ),
+    "snoreloc demo": Elsewhere(
+        "the demo end to end", "tests/node/test_node_flow.py::test_demo_command_runs_end_to_end"
+    ),
+    "make test": Elsewhere(_SUITE),
+    "make realhost": Elsewhere(_SUITE + "; needs root and the real host components"),
+    "make image-test": Elsewhere("root, podman and debootstrap; `.ci/run` runs it after `make test`"),
+    "make bench": Elsewhere(
+        "minutes of benchmarks; the harness is run quick", "tests/bench/test_bench_smoke.py::test_relocation_benchmark"
+    ),
+    ".venv/bin/python bench/run_all.py --quick": Elsewhere(
+        "the harness, quick", "tests/bench/test_bench_smoke.py::test_startup_benchmark"
+    ),
+    ".venv/bin/python bench/<name>.py --help": Elsewhere(
+        "each benchmark's options", "tests/bench/test_bench_smoke.py::test_certificates_benchmark"
+    ),
+    ".venv/bin/python bench/relocation.py --speeds 5": Elsewhere(
+        "a benchmark run (minutes)", "tests/bench/test_bench_smoke.py::test_relocation_benchmark"
+    ),
+    ".venv/bin/python bench/routes_scale.py": Elsewhere("a benchmark run (minutes at 20,000 routes)"),
+    ".venv/bin/python bench/startup.py --relocation-routes -1": Elsewhere(
+        "a benchmark run", "tests/bench/test_bench_smoke.py::test_startup_benchmark"
+    ),
+    ".venv/bin/python bench/baselines.py --speed 5": Elsewhere("a benchmark run (minutes: the re-enacted baselines)"),
+    ".venv/bin/python bench/baselines.py --speed 5 --flows cro,ztpfw --oauth-publish 100": Elsewhere(
+        "a benchmark run (minutes)"
+    ),
+    ".venv/bin/python -m pytest": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
+    '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
+    "SNORELOC_TEST_KUBECONFIG=k.yaml .venv/bin/python -m pytest -m realcluster": Elsewhere("a disposable real cluster"),
+    _REAL_CLUSTER_LINE: Elsewhere(
+        "the same switch against a served simulator: `make test` runs tools/test_against_served_cluster.py"
+    ),
+    ".venv/bin/python tools/gen_schema_check.py": Elsewhere(
+        "the generator",
+        "tests/siteconfig/test_compiled_schema.py::test_the_committed_modules_are_what_the_generator_writes",
+    ),
+    "snoreloc run": Elsewhere("the node flow (stick, network, kubelet) on fakes and the simulator", _NODE),
+    "snoreloc validate": Elsewhere(
+        "the verb named in prose; its documented forms with a file are run here",
+        "tests/test_doc_commands.py::test_documented_offline_commands_run",
+    ),
+    "snoreloc plan": Elsewhere(
+        "the node's plan", "tests/node/test_node_flow.py::test_plan_shows_the_node_before_the_cluster"
+    ),
+    "snoreloc seal": Elsewhere(
+        "the node's seal, on fakes",
+        "tests/host/test_seal.py::test_seal_writes_the_marker_disables_kubelet_and_clears_pods",
+    ),
+    "snoreloc collect-logs": Elsewhere(
+        "reads the host's journal (journalctl)",
+        "tests/host/test_collect_logs.py::test_tarball_holds_everything_useful_and_no_secret",
+    ),
+    "snoreloc make-media": Elsewhere(
+        "writes the stick images", "tests/host/test_media.py::test_the_medium_carries_the_extra_manifests"
+    ),
+    "snoreloc make-media FILE --iso X.iso --fat X.img": Elsewhere(
+        "xorriso and mtools", "tests/host/test_media.py::test_the_medium_carries_the_extra_manifests"
+    ),
+    "snoreloc make-media site-config.yaml --iso relocation-config.iso --fat relocation-config.img": Elsewhere(
+        "xorriso and mtools", "tests/host/test_media.py::test_the_medium_carries_the_extra_manifests"
+    ),
+    "snoreloc kubeconfig": Elsewhere("needs the relocated API's name", _KUBECONFIG),
+    "snoreloc kubeconfig --output FILE": Elsewhere("needs the relocated API's name", _KUBECONFIG),
+    "snoreloc kubeconfig --output admin.kubeconfig": Elsewhere("needs the relocated API's name", _KUBECONFIG),
+    "snoreloc kubeconfig --from ~/factory-admin.kubeconfig -o site.kubeconfig": Elsewhere("as above", _KUBECONFIG),
+    "snoreloc kubeconfig --address 192.0.2.10:6443 -o site.kubeconfig": Elsewhere("as above", _KUBECONFIG),
+    "snoreloc kubeconfig --from OLD --output NEW": Elsewhere(
+        "as above",
+        "tests/cluster/test_kubeconfig.py::test_a_kubeconfig_on_the_factory_name_gets_the_new_name_and_keeps_its_credentials",
+    ),
+    "snoreloc sim": Elsewhere("the simulator's verbs", "tests/sim/test_protocol.py::test_cel_report_prints_the_counts"),
+    "snoreloc sim ...": Elsewhere(
+        "the simulator's verbs", "tests/sim/test_protocol.py::test_cel_report_prints_the_counts"
+    ),
+    "snoreloc sim cel-report": Elsewhere(
+        "the CEL coverage", "tests/sim/test_protocol.py::test_cel_report_prints_the_counts"
+    ),
+    "snoreloc sim serve --kubeconfig-out k.yaml": Elsewhere(
+        "serves until stopped; `make test` serves it so in tools/test_against_served_cluster.py",
+        "tests/sim/test_protocol.py::test_kubeconfig_is_private_and_names_the_sim_context",
+    ),
+    "kubectl --kubeconfig k.yaml get clusteroperators": Elsewhere(
+        "Debian's kubectl against the simulator", "tests/sim/test_protocol.py::test_kubectl_works_unmodified"
+    ),
+    "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
+    "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
+}
+
+
+def test_every_documented_command_is_accounted_for() -> None:
+    known = {*RUN_HERE_OFFLINE, *RUN_HERE_ON_THE_SIMULATOR, *ELSEWHERE}
+    missing = {cmd: where for cmd, where in documented().items() if cmd not in known}
+    assert missing == {}, "commands in the docs that no test runs and no exception names: add them to this file"
+    assert known - set(documented()) == set(), "lines here that the docs no longer show: remove them"
+
+
+def test_the_tests_named_for_commands_exist() -> None:
+    for command, elsewhere in ELSEWHERE.items():
+        assert elsewhere.reason, command
+        if elsewhere.test:
+            path, function = elsewhere.test.split("::")
+            assert f"def {function}(" in (ROOT / path).read_text(encoding="utf-8"), f"{command}: {elsewhere.test}"
+
+
+FILLED = {  # placeholders and example names in the docs, filled with files of a temporary directory
+    "FILE": "{tmp}/site-config.yaml",
+    "site-config.yaml": "{tmp}/site-config.yaml",
+    "examples/site-config.yaml": "{tmp}/site-config.yaml",
+    "CIDR": "192.168.127.10/24",
+    "REF": "registry.example.com/snoreloc:0.2.0",
+    "REGISTRY/snoreloc:TAG": "registry.example.com/snoreloc:0.2.0",
+}
+
+
+def _argv(command: str, tmp: Path) -> tuple[list[str], str | None]:
+    """The arguments after `snoreloc`, placeholders filled; and the file a `>` redirect names, if any."""
+    command, _, target = command.partition(" > ")
+    words = shlex.split(command.replace("[", "").replace("]", ""))
+    assert words[0].endswith("snoreloc"), command
+    filled = [FILLED.get(word, word).format(tmp=tmp) for word in words[1:]]
+    return filled, target or None
+
+
+@pytest.mark.parametrize("command", [c for c in documented() if re.match(rf"^{_ENV}(\.venv/bin/)?snoreloc ", c)])
+def test_every_documented_snoreloc_line_parses(command: str, tmp_path: Path) -> None:
+    argv, _ = _argv(command.replace(" ...", ""), tmp_path)
+    if argv[0] in ("sim", "demo") or argv[0].startswith("--") or len(argv) == 1:
+        return  # the simulator's own parser (tests/sim); --help/--version exit in the parser; a verb named in prose
+    try:
+        main.build_parser(argv).parse_args(argv)
+    except errors.UsageError as exc:
+        pytest.fail(f"{command!r} is refused as a command line: {exc.message}")
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", list(RUN_HERE_OFFLINE))
+def test_documented_offline_commands_run(
+    command: str, examples: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(examples)
+    argv, redirect = _argv(command, examples)
+    if argv[0] == "status":
+        argv += ["--root", str(examples / "root")]
+    try:
+        code = main.main(argv)
+    except SystemExit as exc:  # --help and --version end in argparse
+        code = int(exc.code or 0)
+    out = capsys.readouterr().out
+    assert code == RUN_HERE_OFFLINE[command], command
+    if redirect == "mc.yaml":
+        assert yaml.safe_load(out)["kind"] == "MachineConfig"
+    if redirect == "docs/site-config.schema.json":  # what the doc says regenerates the committed schema does
+        assert json.loads(out) == json.loads((ROOT / redirect).read_text(encoding="utf-8"))
+
+
+def _site(sim: simulator.Simulator, examples: Path) -> Path:
+    path = examples / "minimal.yaml"
+    doc = yaml.safe_load(path.read_text())
+    (node,) = sim.cluster.store.list(sim.cluster.types["nodes"], None)
+    doc["spec"]["kubelet"] = {"nodeName": node["metadata"]["name"]}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+@pytest.mark.simonly
+def test_documented_cluster_commands_run_on_the_simulator(
+    sim: simulator.Simulator, examples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = _site(sim, examples)
+    state = ["--state-dir", str(examples / "state")]
+    cluster = ["--kubeconfig", str(sim.kubeconfig_path), *state, "--time-scale", str(sim.speed)]
+    host, port = sim.router_address
+    extra = {
+        "run": [*cluster, "--site-config", str(site), "--ingress-endpoint", f"{host}:{port}"],
+        "rollback": [*cluster, "--site-config", str(site)],
+        "status": state,
+        "analyze": state,
+    }
+    warned = (0, 2)  # done, or done with warnings (the report names them): both are a finished run
+    expected = {"snoreloc run --cluster-only": warned, "snoreloc status --long": warned, "snoreloc status": warned}
+    for command in RUN_HERE_ON_THE_SIMULATOR:
+        argv, _ = _argv(command.replace("FILE", str(examples / "timeline.svg")), examples)
+        code = main.main(argv + extra[argv[0]])
+        out = capsys.readouterr().out
+        assert code in expected.get(command, (0,)), f"{command}: {out}"
+    assert (examples / "timeline.svg").read_text().startswith("<svg")
+    assert "rolled back" in out
