@@ -41,7 +41,7 @@ def _document(state: State) -> journal.Document:
     doc.steps["domain"] = journal.StepRecord(state=journal.StepState.FAILED if failed else journal.StepState.DONE)
     if failed:
         exit_code = errors.ExitCode.TEMPORARY if state is State.ROLLBACK_FAILED else errors.ExitCode.INTERNAL
-        doc.error = journal.ErrorRecord("it broke", "a hint", int(exit_code))
+        doc.error = journal.ErrorRecord("it broke", errors.SnorelocError.default_hint, int(exit_code))
     return doc
 
 
@@ -71,3 +71,23 @@ def test_status_and_the_page_give_the_right_line(
     if not cut_off:  # the page and the banner read the journal of a live process: the same line
         assert view.todo_of(facts) == line
         assert html.escape(line) in page.render(view.progress(facts), "")
+
+
+REFUSAL_HINT = "Rename or delete Secret openshift-config/snoreloc-api-cert if it is no longer needed, or add the label"
+
+
+def test_a_refusal_with_a_fix_says_the_fix_not_call_support(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    the_paths = paths.Paths.under(tmp_path)
+    the_paths.ensure()
+    doc = _document(State.FAILED)
+    doc.error = journal.ErrorRecord("certificates: it is the user's", REFUSAL_HINT, int(errors.ExitCode.INTERNAL))
+    doc.steps["domain"].error = doc.error
+    journal.write_atomic(the_paths.status, json.dumps(doc.to_storage()))
+    main.main(["status", "--root", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert f"now: Fix this, then run `snoreloc run` again: {REFUSAL_HINT}" in out
+    assert "Call support" not in out
+    facts = view.facts(journal.read(the_paths.status))
+    assert html.escape(REFUSAL_HINT) in page.render(view.progress(facts), "")
+    banner = view.todo("failed", step="certificates", exit_code=int(errors.ExitCode.INTERNAL), hint=REFUSAL_HINT)
+    assert banner == view.todo_of(facts)  # the node's banner is given the same line (engine.node.Reporter.failed)

@@ -87,11 +87,12 @@ _ADVICE = {
 }
 
 
-def todo(state: str, *, step: str = "", exit_code: int | None = None, console_url: str = "") -> str:
+def todo(state: str, *, step: str = "", exit_code: int | None = None, console_url: str = "", hint: str = "") -> str:
     """One line for the technician: what to do now, given where the run is (every journal state, plus
-    "interrupted" and "rollback-interrupted" as `snoreloc status` sees a run no process holds)."""
+    "interrupted" and "rollback-interrupted" as `snoreloc status` sees a run no process holds). A failure whose
+    hint says how to fix it (a refusal: rename, delete or label an object) gives that fix, not "call support"."""
     if state in _FAILED:
-        return _after_failure(step, exit_code)
+        return _after_failure(step, exit_code, hint)
     if state == "rollback-failed":
         return _after_rollback_failure(exit_code)
     if state == "done":
@@ -107,12 +108,21 @@ def _after_rollback_failure(exit_code: int | None) -> str:
     return f"The rollback failed: follow the hint shown, or call support with the bundle at {BUNDLE}."
 
 
-def _after_failure(step: str, exit_code: int | None) -> str:
+# Hints every error of a kind carries: they say nothing the technician can act on beyond the line below.
+_GENERIC_HINTS = frozenset(
+    kind.default_hint
+    for kind in (errors.SnorelocError, errors.InternalError, errors.PermanentStepError, errors.UnavailableError)
+)
+
+
+def _after_failure(step: str, exit_code: int | None, hint: str = "") -> str:
     if step == SITE_CONFIG_STEP or exit_code == errors.ExitCode.BAD_CONFIG:
         return "Re-insert the stick labelled relocation-config (with a corrected site-config), then reboot the node."
     support = f"call support with the bundle at {BUNDLE} (write it with `snoreloc collect-logs --output {BUNDLE}`)"
     if exit_code in (None, errors.ExitCode.TEMPORARY):  # cut off (power, kill) or a wait ran out
         return f"Reboot the node or run `snoreloc run` to resume; if it fails again, {support}."
+    if hint and hint not in _GENERIC_HINTS:
+        return f"Fix this, then run `snoreloc run` again: {hint}"
     return support[0].upper() + support[1:] + "."
 
 
@@ -121,7 +131,7 @@ def todo_of(run: RunFacts, state: str = "", console_url: str = "") -> str:
     if run.state == "rolling-back" and state == "interrupted":
         state = ROLLBACK_INTERRUPTED
     failed = next((step.name for step in run.steps if step.state == "failed"), "")
-    return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url)
+    return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url, hint=run.hint)
 
 
 def publish_page(state_dir: Path, url: str) -> Callable[[], None]:
