@@ -57,6 +57,9 @@ class ClusterFacts(Protocol):
 
     def node_name(self) -> str: ...
 
+    def name_clashes(self) -> list[str]:
+        """Users' objects under the names snoreloc creates (`steps.name_clashes`), each with its fix."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -133,6 +136,7 @@ def check_node(node: Node, options: Options) -> list[Finding]:
 
 def check_cluster(facts: ClusterFacts, options: Options) -> list[Finding]:
     findings = [Finding("cluster", f"ClusterOperator {entry}") for entry in facts.unhealthy_operators()]
+    findings += [Finding("names", text) for text in facts.name_clashes()]  # found here, not after the site's network
     return findings + [
         Finding("machineconfig", text) for text in facts.pool_problems(options.pool, options.machineconfig)
     ]
@@ -330,6 +334,11 @@ class KubeClusterFacts:
     def version(self) -> str:
         cv = self.client.get(kube.Ref(kube.CLUSTERVERSIONS, "version"))
         return str(cv.get("status", {}).get("desired", {}).get("version", ""))
+
+    def name_clashes(self) -> list[str]:
+        from snoreloc.steps import name_clashes  # noqa: PLC0415 (lazy: only seal's cluster check needs the steps)
+
+        return [name_clashes.fix(ref) for ref in name_clashes.found(self.client)]
 
     def node_name(self) -> str:
         nodes = self.client.list(kube.NODES)

@@ -19,7 +19,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context, csr, health, manifests, ntp
+from snoreloc.steps import base, cluster_config, context, csr, health, manifests, name_clashes, ntp
 
 LOG = logging.getLogger(__name__)
 
@@ -103,6 +103,7 @@ class Preflight:
         major, minor = base.cluster_version(ctx)
         cluster_config.require_mirror_support(ctx.site, (major, minor))
         ntp.require_free(ctx)
+        name_clashes.refuse(ctx, self.name)  # a user's object under a name we create: before any change
         checked = manifests.check_all(ctx)  # the cluster's dry run of every extra manifest, before any change
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
