@@ -5,7 +5,8 @@ see the agent alone, this benchmark starts a stand-in API server in a child proc
 on 127.0.0.1 that answers the requests the routes step makes (the Ingress `cluster` read, the route list, route
 PATCHes) after a fixed latency, with no validation and no storage beyond a host per route. It serves at most a
 bounded number of requests and stops on its own after a bounded time. This process then drives the agent's routes
-step (`snoreloc.steps.routes.Routes`: plan from one list, then the pooled, resourceVersion-guarded merge patches)
+step (`snoreloc.steps.cluster.routes.Routes`: plan from one list, then the pooled, resourceVersion-guarded merge
+patches)
 with the agent's kube client, and measures its own CPU time (`time.process_time()`: the client's threads, TLS,
 JSON) and wall time around the patching. Agent CPU per route = CPU / routes; routes/s = routes / wall. Beside the
 row the rate target is judged at, the same PATCHes are sent with urllib3 alone (the library under the kubernetes
@@ -39,7 +40,7 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import loader
 from snoreloc.steps import context
-from snoreloc.steps import routes as routes_step
+from snoreloc.steps.cluster import routes as routes_step
 from snoreloc_sim import certs
 
 NAME = "agent_cpu"

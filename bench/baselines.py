@@ -28,13 +28,12 @@ it: the same over the agent's cluster phase alone (from its first step to its en
 which the baselines do not pay), and per flow the kube-apiserver revisions the simulator made and the restarts
 (rollouts) it performed: a revision made while the installer of the previous one runs costs no restart of its own.
 
-`--oauth-publish SECONDS` sets how long the simulated authentication operator takes to publish a moved oauth
-host (30 cluster seconds by default, `snoreloc_sim.controllers.component_routes.APPLY_SECONDS`). The agent writes
-the APIServer change only once that host is out (`snoreloc.steps.apiserver_last`); CRO and ZTPFW write it at once,
-so when the publication comes after the installer of their revision has finished (90 s in the simulator), the
-new oauth metadata costs them a second revision with its own restart. How long a real authentication operator
-takes here was not measured (the research notes say "about half a minute"); the option shows both sides of that
-trade on one simulator.
+`--oauth-publish SECONDS` sets how long the simulated authentication operator takes to publish a moved oauth host (30
+cluster seconds by default, `snoreloc_sim.controllers.component_routes.APPLY_SECONDS`). The agent writes the APIServer
+change only once that host is out (`snoreloc.steps.openshift.apiserver_revision`); CRO and ZTPFW write it at once, so
+when the publication comes after the installer of their revision has finished (90 s in the simulator), the new oauth
+metadata costs them a second revision with its own restart. How long a real authentication operator takes here was not
+measured (the research notes say "about half a minute"); the option shows both sides of that trade on one simulator.
 
 Run: `.venv/bin/python bench/baselines.py [--speed 5] [--flows cro,ztpfw,naive] [--oauth-publish 30]`.
 """

@@ -15,12 +15,12 @@ authentication, openshift-apiserver, machine-config, the route migration) can ov
 - actual / physical limit (target <= 1.10), and the rollouts per operator the simulator recorded; more than one
   kube-apiserver revision fails the bench (target: exactly 1).
 
-Beside the judged limit it prints the limit of the agent's own design: the agent writes the APIServer change only
-once the authentication operator has published the new oauth host (`snoreloc.steps.apiserver_last`, so that a
+Beside the judged limit it prints the limit of the agent's own design: the agent writes the APIServer change only once
+the authentication operator has published the new oauth host (`snoreloc.steps.openshift.apiserver_revision`, so that a
 slow oauth rollout cannot cost a second kube-apiserver restart), which puts the operator's publication (30 cluster
-seconds in the simulator) on the chain. And it splits the run along its critical chain (`chain`): start-up before
-the first step, from there to the revision's start (CSRs, node Ready, the writes, the oauth wait), the revision,
-the settle noticing its end, the steps after, the process exit.
+seconds in the simulator) on the chain. And it splits the run along its critical chain (`chain`): start-up before the
+first step, from there to the revision's start (CSRs, node Ready, the writes, the oauth wait), the revision, the settle
+noticing its end, the steps after, the process exit.
 
 The count comes from the simulator's `Recorder.rollouts` (one entry per rollout an operator performed, with its
 trigger): the kube-apiserver operator records one per revision it rolls out. The critical path of the rollouts

@@ -50,7 +50,7 @@ def finished_journal(state_dir: Path) -> None:
         written.start_step(step, f"{index:064d}")
         routes = range(5) if step == "routes" else range(0)
         changed = tuple(f"route.route.openshift.io/app-{n} in bench-{n % 7}" for n in routes)
-        written.finish_step(step, base.Outcome(changed=changed, rollouts={"ingress": dt.datetime.now(dt.UTC)}))
+        written.finish_step(step, base.StepOutcome(changed=changed, rollouts={"ingress": dt.datetime.now(dt.UTC)}))
     written.end_run(journal.RunState.DONE)
 
 

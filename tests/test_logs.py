@@ -30,7 +30,7 @@ def test_default_level_shows_progress_and_warnings_only(systemd: bool, monkeypat
     logs.setup(0, out)
     logging.getLogger("snoreloc.engine.runner").info("an ordinary detail")
     logging.getLogger("snoreloc.progress").debug("a progress detail")
-    logging.getLogger("snoreloc.steps.settle").warning("a warning")
+    logging.getLogger("snoreloc.steps.cluster.settle").warning("a warning")
     fake = clock.FakeClock()
     waits.until(lambda: True if fake.monotonic() >= 90 else None, waits.Wait("api", "the API", 600.0, 30.0), fake)
     text = out.getvalue()

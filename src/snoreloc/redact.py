@@ -27,6 +27,19 @@ _SENSITIVE_NAME = (
 _KEY_START = r"(?:^[ \t]*(?:-[ \t]+)*|[{,][ \t]*)"
 _QUOTED_KEY = rf"""(?:"{_SENSITIVE_NAME}"|'{_SENSITIVE_NAME}'|{_SENSITIVE_NAME})"""
 
+# Which fields of a parsed document hold secrets, for code that walks documents rather than text: the support
+# bundle's scrub (any field whose name looks secret) and the kubeconfig's credentials. The site-config's own secret
+# fields are marked `x-secret` in its schema (`siteconfig.schema.SECRET_PATHS`).
+KUBECONFIG_SECRET_FIELDS = ("token", "client-key-data", "password")
+_SECRET_FIELD_NAMES = frozenset({"key", "pullsecret", "auth", "auths", "dockerconfigjson", "data", "stringdata"})
+_SECRET_FIELD_PARTS = ("password", "secret", "token", "psk", "privatekey")
+
+
+def is_secret_field(name: object) -> bool:
+    """Whether a document's field of this name holds a secret, however it is spelt (`pullSecret`, `private_key`)."""
+    normal = "".join(char for char in str(name).lower() if char.isalnum())
+    return normal in _SECRET_FIELD_NAMES or any(part in normal for part in _SECRET_FIELD_PARTS)
+
 
 @functools.cache
 def _patterns() -> tuple[tuple[re.Pattern[str], str], ...]:

@@ -8,7 +8,7 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.siteconfig import model
-from snoreloc.steps import catalogs
+from snoreloc.steps.cluster import catalogs
 
 from .conftest import MIRROR, Relocation, contains, site_config, spec_of
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from snoreloc.cli import main
-from snoreloc.steps import ntp
+from snoreloc.steps.cluster import ntp
 from snoreloc_sim import simulator
 
 from .test_kubeconfig import endpoint

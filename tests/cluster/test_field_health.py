@@ -19,7 +19,8 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import journal, pipeline, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import apiserver_last, base, csr
+from snoreloc.steps import base
+from snoreloc.steps.openshift import apiserver_revision, node_csrs
 from snoreloc_sim.controllers import component_routes, kubelet
 
 from .conftest import Relocation, contains, footprint, site_config
@@ -109,8 +110,8 @@ def test_a_csr_denied_meanwhile_is_reported_not_approved(relocation: Relocation)
     relocation.client.request(
         "PUT", kube.Ref(kube.CSRS, name).path("approval"), body={**ours, "status": {"conditions": [denial]}}
     )
-    identity = csr.Node(node, frozenset({node}), frozenset())
-    assert csr.approve(relocation.client, ours, identity) is False
+    identity = node_csrs.Node(node, frozenset({node}), frozenset())
+    assert node_csrs.approve(relocation.client, ours, identity) is False
     after = relocation.client.get(kube.Ref(kube.CSRS, name))
     assert [c["type"] for c in after["status"]["conditions"]] == ["Denied"]
 
@@ -175,4 +176,4 @@ def test_the_oauth_wait_looks_often_because_the_revision_waits_for_it(relocation
     _done_but_for_own_certificates(result)
     oauth = [seconds for what, seconds in paced.sleeps if "to publish" in what]
     assert oauth, "the domain step waited for the oauth host"
-    assert max(oauth) <= apiserver_last.OAUTH_POLL < relocation.request(site_config()).settings.poll_interval
+    assert max(oauth) <= apiserver_revision.OAUTH_POLL < relocation.request(site_config()).settings.poll_interval

@@ -12,7 +12,7 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.siteconfig import model
-from snoreloc.steps import ntp, proxy
+from snoreloc.steps.cluster import ntp, proxy
 
 from .conftest import Relocation, progressing, settled, site_config, wait_rollout
 

@@ -17,7 +17,8 @@ from snoreloc.adapters import kube
 from snoreloc.engine import plan
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, domain
+from snoreloc.steps import base
+from snoreloc.steps.openshift import serving
 from snoreloc_sim import certs as sim_certs
 
 from .conftest import CA_PEM, NEW_DOMAIN, PULL_SECRET, SITE_AUTH, Relocation, add_legacy_named_certificate, site_config
@@ -301,7 +302,10 @@ def test_domain_merges_with_existing_named_certificates(relocation: Relocation) 
     other = {"names": ["legacy.example.org"], "servingCertificate": {"name": "legacy-cert"}}
     relocation.run()
     named = relocation.get(ref)["spec"]["servingCerts"]["namedCertificates"]
-    assert named == [other, {"names": [f"api.{NEW_DOMAIN}"], "servingCertificate": {"name": domain.API_SECRET.name}}]
+    assert named == [
+        other,
+        {"names": [f"api.{NEW_DOMAIN}"], "servingCertificate": {"name": serving.API_SECRET_CONFIG.name}},
+    ]
     served = kube.dial_tls(relocation.client.endpoint, "legacy.example.org")
     assert certs.covers(certs.info(certs.parse_chain(served)[0]).sans, "legacy.example.org")
-    assert certificates.API_SECRET == "snoreloc-api-cert"
+    assert serving.API_SECRET == "snoreloc-api-cert"

@@ -11,7 +11,8 @@ import pytest
 
 from snoreloc.adapters import kube
 from snoreloc.engine import plan as plan_mod
-from snoreloc.steps import certificates, routes, site_domains
+from snoreloc.steps.cluster import routes
+from snoreloc.steps.openshift import serving, site_domains
 
 from .conftest import NEW_DOMAIN, Relocation, site_config
 from .test_users_objects import MYCORP_HOST, add_users_component_route, roll_back_and_compare, snapshot
@@ -38,7 +39,7 @@ def _component_routes(r: Relocation) -> dict[str, str]:
 
 def _ours_named(r: Relocation) -> list[list[str]]:
     named = r.get(APISERVER)["spec"]["servingCerts"]["namedCertificates"]
-    return [e["names"] for e in named if e["servingCertificate"]["name"] == certificates.API_SECRET]
+    return [e["names"] for e in named if e["servingCertificate"]["name"] == serving.API_SECRET]
 
 
 def _check_at(r: Relocation, domain: str, gone: str, legacy: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 from snoreloc.cli import main
 from snoreloc.engine import journal, view
 from snoreloc.siteconfig import model
-from snoreloc.steps import ntp, proxy
+from snoreloc.steps.cluster import ntp, proxy
 
 from .conftest import Relocation, settled, site_config
 

@@ -13,7 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from snoreloc.engine import pipeline
 from snoreloc.siteconfig import model
-from snoreloc.steps import ssh_keys
+from snoreloc.steps.cluster import ssh_keys
+from snoreloc.steps.openshift import machineconfigs, ownership
 
 from .conftest import Relocation, contains, site_config, spec_of, wait_healthy
 
@@ -93,7 +94,7 @@ def test_a_missing_ssh_config_is_created_with_our_label_and_removed_by_rollback(
     key = new_key("site-admin")
     relocation.run(site_config(ssh_authorized_keys=model.SshKeys((key,))))
     created = relocation.get(SSH)
-    assert created["metadata"]["labels"] == {**ssh_keys.ROLE_LABEL, **ssh_keys.certificates.MANAGED_BY}
+    assert created["metadata"]["labels"] == {**machineconfigs.ROLE_LABEL, **ownership.MANAGED_BY}
     assert ssh_keys.core_keys(created) == [key]
     pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
     assert relocation.client.find(SSH) is None

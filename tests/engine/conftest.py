@@ -36,12 +36,12 @@ class FakeStep:
         self.calls.append("plan")
         return base.Plan(self.name, notes=(f"would do {self.name}",))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         self.calls.append("apply")
         ctx.clock.sleep(self.sleep)
         if self.fail_with is not None:
             raise self.fail_with
-        return base.Outcome(changed=(f"update thing {self.name}",))
+        return base.StepOutcome(changed=(f"update thing {self.name}",))
 
     def verify(self, ctx: context.Context) -> None:
         self.calls.append("verify")

@@ -25,7 +25,7 @@ def _run(jour: journal.Journal, clock: clock_mod.FakeClock, *, work: bool) -> No
         if work:
             jour.start_step(name, "d")
             clock.advance(10.0)
-            jour.finish_step(name, base.Outcome())
+            jour.finish_step(name, base.StepOutcome())
         else:
             jour.skip_step(name)
     if work:

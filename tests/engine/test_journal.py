@@ -67,7 +67,7 @@ def test_a_running_step_stores_no_monotonic_reading(harness: Harness) -> None:
     seen: list[str] = []
 
     class Peek(FakeStep):
-        def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+        def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
             seen.append(harness.paths.status.read_text())
             return super().apply(ctx, plan)
 
@@ -103,10 +103,10 @@ class WaitingStep(FakeStep):
         self.during: dict[str, Any] = {}
         self.checks = 0
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         wait = waits.Wait(self.name, "the widget to turn green", budget=600.0, interval=30.0, report_every=60.0)
         waits.until(self._check, wait, ctx.clock)
-        return base.Outcome()
+        return base.StepOutcome()
 
     def _check(self) -> bool | None:
         self.checks += 1
@@ -167,7 +167,7 @@ def test_the_route_table_is_saved_once_in_its_own_file_and_read_back(tmp_path: P
     jour = journal.Journal(path, clock_mod.FakeClock())
     rows = [{"namespace": "shop", "name": f"r{i}", "result": "migrated", "new_host": "h"} for i in range(3000)]
     jour.start_step("routes", "f1")
-    jour.finish_step("routes", base.Outcome(details={"routes": rows, "counts": {"migrated": 3000}}))
+    jour.finish_step("routes", base.StepOutcome(details={"routes": rows, "counts": {"migrated": 3000}}))
     jour.start_step("settle", "f2")  # every later save: status.json without the table
 
     stored = json.loads(path.read_text())["steps"]["routes"]["details"]

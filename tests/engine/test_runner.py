@@ -185,7 +185,9 @@ def test_rollouts_ledger_round_trips(harness: Harness) -> None:
     _ctx, jour = harness.context()
     jour.begin_run(site_name="s", site_fingerprint="x", order=["a"], mode="cluster-only")
     jour.start_step("a", "fp")
-    jour.finish_step("a", base.Outcome(rollouts=dict.fromkeys(("kube-apiserver", "mcp/master"), harness.clock.now())))
+    jour.finish_step(
+        "a", base.StepOutcome(rollouts=dict.fromkeys(("kube-apiserver", "mcp/master"), harness.clock.now()))
+    )
     reread = journal.Journal(harness.paths.status, harness.clock)
     assert set(reread.pending()) == {"kube-apiserver", "mcp/master"}
     reread.settled(["kube-apiserver"])

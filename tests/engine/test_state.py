@@ -101,7 +101,7 @@ def test_plan_masks_secret_values_but_shows_they_change() -> None:
     redact.register_secret("hunter2-password-value")
     before = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "p"}, "data": {".dockerconfigjson": "b2xk"}}
     after = {**before, "data": {".dockerconfigjson": token}}
-    change = base.Change(SECRET_REF, base.Action.UPDATE, before, after, why="pull secret hunter2-password-value")
+    change = base.ObjectChange(SECRET_REF, base.Action.UPDATE, before, after, why="pull secret hunter2-password-value")
     text = plan.render([base.Plan("cluster-config", (change,))])
     assert "~ update Secret openshift-config/pull-secret" in text
     assert token not in text and "b2xk" not in text and "hunter2" not in text

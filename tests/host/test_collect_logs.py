@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from snoreloc.adapters import command
-from snoreloc.cli import collect_logs
+from snoreloc.engine import bundle
 
 PASSWORD = "s3cretPassw0rd-zebra"
 AUTH = base64.b64encode(f"fake-user:{PASSWORD}".encode()).decode()
@@ -73,7 +73,7 @@ def test_tarball_holds_everything_useful_and_no_secret(
     journal = f"Jan 01 snoreloc[1]: pulling with {PASSWORD}\nJan 01 snoreloc[1]: Authorization: Bearer abc.def.ghi\n"
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
     output = tmp_path / "logs.tar.gz"
-    collect_logs.write_tarball(output, collect_logs.collect(directory, runner))
+    bundle.write_tarball(output, bundle.collect(directory, runner))
 
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
     members = _members(output)
@@ -109,14 +109,14 @@ def test_missing_state_and_failing_journal_still_make_a_tarball(tmp_path: pathli
     def broken(_argv: object, _input: object) -> command.Result:
         raise command.CommandNotFound("journalctl is not installed")
 
-    members = collect_logs.collect(tmp_path / "absent", command.FakeRunner().on(["journalctl"], broken))
+    members = bundle.collect(tmp_path / "absent", command.FakeRunner().on(["journalctl"], broken))
     assert members["journal-snoreloc.txt"].startswith(b"journalctl failed")
     assert json.loads(members["backups.json"]) == []
 
 
 def test_unparsable_site_config_is_omitted(tmp_path: pathlib.Path) -> None:
     (tmp_path / "site-config.yaml").write_text(f"pullSecret: [{AUTH}\n  key: {{")
-    members = collect_logs.site_config_members(tmp_path)
+    members = bundle.site_config_members(tmp_path)
     assert AUTH.encode() not in members["site-config/site-config.yaml"]
 
 
@@ -148,7 +148,7 @@ def test_the_site_config_the_run_used_is_included_wherever_it_was(tmp_path: path
     """`--site-config` (recorded in status.json) or /etc/snoreloc/site-config.yaml: included, scrubbed."""
     state, used = _run_that_used_a_site_config(tmp_path, recorded)
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, ""))
-    members = collect_logs.collect(state, runner, root=tmp_path)
+    members = bundle.collect(state, runner, root=tmp_path)
     site = yaml.safe_load(members[f"site-config/used/{used.name}"])
     assert site["spec"]["domain"] == "store043.example.com"
     assert site["spec"]["pullSecret"] == "<redacted>"
@@ -160,7 +160,7 @@ def test_a_stick_copy_is_not_included_twice(state: tuple[pathlib.Path, list[str]
     directory, _secrets = state
     copy = directory / "site-config/site-config.yaml"
     (directory / "status.json").write_text(json.dumps({"site_config": {"path": str(copy)}}))
-    members = collect_logs.collect(directory, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
+    members = bundle.collect(directory, command.FakeRunner().on(["journalctl"], command.Result(0, "")))
     assert not any(name.startswith("site-config/used/") for name in members)
 
 
@@ -173,7 +173,7 @@ def test_the_journal_is_scrubbed_of_the_secrets_of_the_site_config_the_run_used(
     state, _used = _run_that_used_a_site_config(tmp_path, recorded)
     journal = f"pull from m.example with {AUTH}\nlogin fake-user:{PASSWORD}\nbare {PASSWORD} in a message\n"
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
-    members = collect_logs.collect(state, runner, root=tmp_path)
+    members = bundle.collect(state, runner, root=tmp_path)
     journal_members = [name for name in members if "journal" in name]
     assert journal_members, sorted(members)
     assert b"<redacted>" in b"".join(members[name] for name in journal_members)

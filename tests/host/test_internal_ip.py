@@ -13,7 +13,7 @@ from snoreloc.adapters import clock, command, fs, nmstate, probe, systemd
 from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
-from snoreloc.steps import site_network
+from snoreloc.steps.host import site_network
 
 BR_EX: dict[str, Any] = {
     "interfaces": [
@@ -75,10 +75,12 @@ def test_without_the_internal_addresses_nmstate_verification_never_passes() -> N
 def test_with_them_it_commits_and_a_rerun_changes_nothing() -> None:
     backend = DispatcherNmstate()
     desired = internal_ip.with_internal(BR_EX, INTERNAL)
-    assert network.converge(backend, probe.FakeProber(), clock.FakeClock(), desired).change is network.Change.APPLIED
+    assert (
+        network.converge(backend, probe.FakeProber(), clock.FakeClock(), desired).change is network.Convergence.APPLIED
+    )
     assert backend.committed
     again = network.converge(backend, probe.FakeProber(), clock.FakeClock(), desired)
-    assert again.change is network.Change.UNCHANGED
+    assert again.change is network.Convergence.UNCHANGED
 
 
 def test_with_internal_adds_once_per_family_and_leaves_other_interfaces_and_dhcp_alone() -> None:

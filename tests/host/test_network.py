@@ -76,7 +76,7 @@ class OrderedProber:
 def test_applies_probes_then_commits_never_before(clk: clock.FakeClock) -> None:
     backend = FakeNmstate(copy.deepcopy(OLD))
     outcome = network.converge(backend, OrderedProber(backend), clk, DESIRED)
-    assert outcome.change is network.Change.APPLIED and outcome.attempts == 1
+    assert outcome.change is network.Convergence.APPLIED and outcome.attempts == 1
     assert backend.events == [
         "show",
         "apply commit=False timeout=180",
@@ -132,7 +132,7 @@ def test_skips_when_current_already_matches(clk: clock.FakeClock) -> None:
     current["routes"]["running"] = []
     backend = FakeNmstate(current)
     outcome = network.converge(backend, OrderedProber(backend), clk, DESIRED)
-    assert outcome.change is network.Change.UNCHANGED
+    assert outcome.change is network.Convergence.UNCHANGED
     assert backend.events == ["show"]
 
 
@@ -250,7 +250,7 @@ def test_a_network_that_removes_the_factory_vlan_converges_and_is_not_reapplied(
     network.converge(backend, OrderedProber(backend), clk, desired)
     backend.current["interfaces"] = [i for i in backend.current["interfaces"] if i["state"] != "absent"]
     backend.events.clear()
-    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Change.UNCHANGED
+    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Convergence.UNCHANGED
     assert backend.events == ["show"]
 
 
@@ -260,7 +260,7 @@ def test_long_hand_ipv6_matches_what_networkmanager_reports(clk: clock.FakeClock
     current = copy.deepcopy(desired)
     current["interfaces"][0]["ipv6"]["address"][0]["ip"] = "fd00::10"
     backend = FakeNmstate(current)
-    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Change.UNCHANGED
+    assert network.converge(backend, OrderedProber(backend), clk, desired).change is network.Convergence.UNCHANGED
 
 
 def test_nothing_to_probe_is_rolled_back_never_committed(clk: clock.FakeClock) -> None:

@@ -16,7 +16,7 @@ from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, kube
 from snoreloc.factory import machineconfig, seal
 from snoreloc.host import kubelet
-from snoreloc.steps import name_clashes
+from snoreloc.steps.openshift import name_clashes
 
 OPTIONS = machineconfig.FactoryOptions(
     internal_ips=(ipaddress.ip_interface("192.168.127.10/24"), ipaddress.ip_interface("fd00:127::10/64")),

@@ -13,7 +13,8 @@ from snoreloc import errors
 from snoreloc.adapters import clock, fs, nmstate, probe
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, site_network
+from snoreloc.steps import base, context
+from snoreloc.steps.host import site_network
 
 DESIRED: dict[str, Any] = {
     "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up"}],

@@ -33,5 +33,5 @@ def test_node_mode_writes_the_log_file(tmp_path: Path, sim: simulator.Simulator)
     text = the_paths.log.read_text()
     assert oct(the_paths.log.stat().st_mode & 0o777) == "0o600"
     assert "INFO snoreloc.progress: api: the API answers" in text, text[-2000:]
-    assert "INFO snoreloc.steps.kubelet_start: kubelet: starting" in text  # below the console's default level
+    assert "INFO snoreloc.steps.host.kubelet_start: kubelet: starting" in text  # below the console's default level
     assert not [h for h in logging.getLogger("snoreloc").handlers if isinstance(h, logging.FileHandler)]

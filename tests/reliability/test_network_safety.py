@@ -118,7 +118,7 @@ class ScriptedProber:
         return probe.Check(target, ok, "answered" if ok else "no reply within 3 s")
 
 
-def _converge(nm: FakeNetworkManager, prober: ScriptedProber, policy: network.Policy) -> network.Outcome:
+def _converge(nm: FakeNetworkManager, prober: ScriptedProber, policy: network.Policy) -> network.ConvergeResult:
     return network.converge(nm, prober, nm.clk, copy.deepcopy(SITE), policy=policy, progress=lambda text: None)
 
 
@@ -158,7 +158,7 @@ def test_nothing_commits_before_a_passing_probe(seed: int) -> None:
     nm = FakeNetworkManager(clock.FakeClock())
     within = (len(rounds) - 1) * policy.probe_interval <= policy.probe_window
     if within:
-        assert _converge(nm, ScriptedProber(nm, rounds), policy).change is network.Change.APPLIED
+        assert _converge(nm, ScriptedProber(nm, rounds), policy).change is network.Convergence.APPLIED
         assert nm.show() == SITE
     else:
         with pytest.raises(errors.TemporaryError):
@@ -181,7 +181,7 @@ def test_a_crash_between_apply_and_commit_is_undone_by_the_rollback_timeout(kill
     assert nm.show() == FACTORY, "NetworkManager's rollback timeout restored the previous network"
     assert ("timeout-rollback",) in nm.events and not [e for e in nm.events if e[0] == "commit"]
     nm.agent_alive = True
-    assert _converge(nm, ScriptedProber(nm, [True]), policy).change is network.Change.APPLIED  # the re-run
+    assert _converge(nm, ScriptedProber(nm, [True]), policy).change is network.Convergence.APPLIED  # the re-run
     assert nm.show() == SITE
     figures.record("network-safety", f"crash at probe round {kill_round}", True)
 

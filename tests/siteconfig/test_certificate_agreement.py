@@ -16,7 +16,8 @@ import pytest
 from snoreloc import errors
 from snoreloc.pki import certs
 from snoreloc.siteconfig import loader, model
-from snoreloc.steps import certificates
+from snoreloc.steps.cluster import certificates
+from snoreloc.steps.openshift import serving
 
 DOMAIN = "sno1.site.example.com"  # the domain the `signer` fixture's tests use
 
@@ -82,7 +83,7 @@ def _validate(tmp_path: pathlib.Path, which: str, pair: Pair) -> bool:
 
 def _step_accepts(which: str, pair: Pair) -> bool:
     site = model.SiteConfig("site-1", DOMAIN, certificates=model.Certificates(**{which: model.CertKeyPair(*pair)}))
-    target = next(t for t in certificates.targets(site) if t.user is not None)
+    target = next(t for t in serving.targets(site) if t.user is not None)
     try:
         certificates.user_pair(target, NOW)
     except errors.ConfigError:
@@ -98,7 +99,7 @@ def test_validate_and_the_step_agree(case: str, tmp_path: pathlib.Path, signer: 
 
 
 def test_our_own_certificates_carry_the_extra_names() -> None:
-    api, ingress = certificates.targets(model.SiteConfig("site-1", DOMAIN))
+    api, ingress = serving.targets(model.SiteConfig("site-1", DOMAIN))
     assert api.names == (f"api.{DOMAIN}", f"api-int.{DOMAIN}")
     assert ingress.names == (f"*.apps.{DOMAIN}", f"apps.{DOMAIN}")
     for target in (api, ingress):

@@ -20,7 +20,7 @@ import pytest
 from snoreloc import redact
 from snoreloc.host import network
 from snoreloc.siteconfig import loader, model, schema, semantic, structural
-from snoreloc.steps import site_network
+from snoreloc.steps.host import site_network
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "snoreloc"
 # Where fields are defined and filled in; a read there proves nothing.

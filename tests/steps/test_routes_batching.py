@@ -20,7 +20,8 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal
 from snoreloc.siteconfig import model
-from snoreloc.steps import context, routes
+from snoreloc.steps import context
+from snoreloc.steps.cluster import routes
 
 NEW_DOMAIN = "site-9.edge.example.net"
 ROUTE_COUNT = 300

@@ -13,7 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from snoreloc.siteconfig import model
-from snoreloc.steps import cluster_config, csr, domain, routes, settle
+from snoreloc.steps.cluster import cluster_config, domain, routes
+from snoreloc.steps.openshift import node_csrs, rollouts
 from snoreloc_sim import certs as sim_certs
 
 OLD = "apps.sno1.factory.example.com"
@@ -118,14 +119,14 @@ def test_registry_ca_key_uses_double_dot_for_the_port() -> None:
 
 def test_settle_requires_a_transition_after_our_change() -> None:
     changed = datetime(2026, 5, 1, 10, 0, 0, 500000, tzinfo=UTC)
-    assert settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, 600000, tzinfo=UTC), changed)
-    assert not settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, 400000, tzinfo=UTC), changed)
-    assert settle.moved_since(datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC), changed)  # second precision: same second
-    assert not settle.moved_since(datetime(2026, 5, 1, 9, 59, 59, tzinfo=UTC), changed)
-    assert not settle.moved_since(None, changed)
+    assert rollouts.moved_since(datetime(2026, 5, 1, 10, 0, 0, 600000, tzinfo=UTC), changed)
+    assert not rollouts.moved_since(datetime(2026, 5, 1, 10, 0, 0, 400000, tzinfo=UTC), changed)
+    assert rollouts.moved_since(datetime(2026, 5, 1, 10, 0, 0, tzinfo=UTC), changed)  # second precision: same second
+    assert not rollouts.moved_since(datetime(2026, 5, 1, 9, 59, 59, tzinfo=UTC), changed)
+    assert not rollouts.moved_since(None, changed)
 
 
-NODE = csr.Node("sno1", frozenset({"sno1"}), frozenset({"192.168.127.10"}))
+NODE = node_csrs.Node("sno1", frozenset({"sno1"}), frozenset({"192.168.127.10"}))
 
 
 def _csr(user: str, signer: str, cn: str, org: str, dns: list[str] = (), ips: list[str] = ()) -> dict:  # type: ignore[assignment]
@@ -146,32 +147,32 @@ def _csr(user: str, signer: str, cn: str, org: str, dns: list[str] = (), ips: li
 
 def test_csr_rules_approve_only_this_node() -> None:
     serving = _csr(
-        "system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", "system:nodes", ["sno1"], ["192.168.127.10"]
+        "system:node:sno1", node_csrs.SERVING_SIGNER, "system:node:sno1", "system:nodes", ["sno1"], ["192.168.127.10"]
     )
-    client = _csr("system:node:sno1", csr.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
-    bootstrap = _csr(csr.BOOTSTRAPPER, csr.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
-    assert csr.decide(serving, NODE) == []
-    assert csr.decide(client, NODE) == []
-    assert csr.decide(bootstrap, NODE) == []
+    client = _csr("system:node:sno1", node_csrs.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
+    bootstrap = _csr(node_csrs.BOOTSTRAPPER, node_csrs.CLIENT_SIGNER, "system:node:sno1", "system:nodes")
+    assert node_csrs.decide(serving, NODE) == []
+    assert node_csrs.decide(client, NODE) == []
+    assert node_csrs.decide(bootstrap, NODE) == []
 
 
 @pytest.mark.parametrize(
     ("user", "signer", "cn", "dns", "ips", "why"),
     [
-        ("system:node:other", csr.SERVING_SIGNER, "system:node:other", ["other"], [], "requester"),
-        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", ["evil.example.com"], [], "not the node's"),
-        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:sno1", ["sno1"], ["10.9.9.9"], "IP 10.9.9.9"),
-        ("system:node:sno1", csr.SERVING_SIGNER, "system:node:impostor", ["sno1"], [], "subject CN"),
-        ("system:serviceaccount:x:y", csr.CLIENT_SIGNER, "system:node:sno1", [], [], "neither"),
+        ("system:node:other", node_csrs.SERVING_SIGNER, "system:node:other", ["other"], [], "requester"),
+        ("system:node:sno1", node_csrs.SERVING_SIGNER, "system:node:sno1", ["evil.example.com"], [], "not the node's"),
+        ("system:node:sno1", node_csrs.SERVING_SIGNER, "system:node:sno1", ["sno1"], ["10.9.9.9"], "IP 10.9.9.9"),
+        ("system:node:sno1", node_csrs.SERVING_SIGNER, "system:node:impostor", ["sno1"], [], "subject CN"),
+        ("system:serviceaccount:x:y", node_csrs.CLIENT_SIGNER, "system:node:sno1", [], [], "neither"),
         ("system:node:sno1", "example.com/custom", "system:node:sno1", [], [], "not a kubelet signer"),
     ],
 )
 def test_csr_rules_refuse_everything_else(user: str, signer: str, cn: str, dns: list, ips: list, why: str) -> None:
-    problems = csr.decide(_csr(user, signer, cn, "system:nodes", dns, ips), NODE)
+    problems = node_csrs.decide(_csr(user, signer, cn, "system:nodes", dns, ips), NODE)
     assert any(why in p for p in problems), problems
 
 
 def test_decided_csrs_are_not_pending() -> None:
-    assert csr.pending({"status": {}})
-    assert not csr.pending({"status": {"conditions": [{"type": "Approved"}]}})
-    assert not csr.pending({"status": {"certificate": "abc"}})
+    assert node_csrs.pending({"status": {}})
+    assert not node_csrs.pending({"status": {"conditions": [{"type": "Approved"}]}})
+    assert not node_csrs.pending({"status": {"certificate": "abc"}})

@@ -1,7 +1,7 @@
 """`snoreloc kubeconfig`: a kubeconfig for the API under its new name, for the administrator after a relocation.
 
 The server is `https://api.<domain>:6443` (the domain from `--site-config`, else from the site-config the last run
-recorded), the CA bundle the one that verifies the certificate the API now serves (`engine.access`), the
+recorded), the CA bundle the one that verifies the certificate the API now serves (`engine.admin_kubeconfig`), the
 credentials those of `--from`. The output is itself a credential: it goes to `--output FILE` (mode 0600), or to
 stdout when that is a pipe or a file; to a terminal only with `--stdout`. stderr says what was written, never a
 credential.
@@ -18,7 +18,7 @@ from snoreloc import errors
 from snoreloc.cli import common
 
 if TYPE_CHECKING:
-    from snoreloc.engine import access
+    from snoreloc.engine import admin_kubeconfig
     from snoreloc.siteconfig import model
 
 HELP = "write a kubeconfig for the API under its new name (api.<domain>:6443) with the CA that verifies it"
@@ -93,32 +93,34 @@ def _read_ca(path: str | None) -> bytes | None:
         raise errors.UsageError(f"--ca-file {path}: {exc.strerror}", hint="Give a readable PEM file.") from None
 
 
-def _trust_and_address(args: argparse.Namespace, site: model.SiteConfig) -> tuple[access.Trust, tuple[str, int]]:
+def _trust_and_address(
+    args: argparse.Namespace, site: model.SiteConfig
+) -> tuple[admin_kubeconfig.Trust, tuple[str, int]]:
     """The CA bundle, and where to check it against: `--address`, else the API `--kubeconfig` names. The cluster is
     read only when needed (our signer, or no `--address`), so an administrator elsewhere needs no kubeconfig of it."""
-    from snoreloc.engine import access  # noqa: PLC0415 (lazy, as in `run`)
+    from snoreloc.engine import admin_kubeconfig  # noqa: PLC0415 (lazy, as in `run`)
 
     ca_file = _read_ca(args.ca_file)
     if args.address and (ca_file is not None or args.system_trust or site.certificates.api is not None):
-        return access.trust(site, None, ca_file, args.system_trust), args.address
+        return admin_kubeconfig.trust(site, None, ca_file, args.system_trust), args.address
     client = common.make_client(args, common.make_clock(args))
     try:
-        return access.trust(site, client, ca_file, args.system_trust), args.address or client.endpoint
+        return admin_kubeconfig.trust(site, client, ca_file, args.system_trust), args.address or client.endpoint
     finally:
         client.close()
 
 
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import access, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.engine import admin_kubeconfig, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
     if args.ca_file and args.system_trust:
         raise errors.UsageError("--ca-file and --system-trust exclude each other")
     _refuse_terminal(args)
     site = _site(args)
-    creds = access.credentials(Path(args.from_kubeconfig), args.context)
+    creds = admin_kubeconfig.credentials(Path(args.from_kubeconfig), args.context)
     found, address = _trust_and_address(args, site)
-    access.check_served(address, site, found)
-    text = access.render(access.kubeconfig(site, found, creds, args.address))
+    admin_kubeconfig.check_served(address, site, found)
+    text = admin_kubeconfig.render(admin_kubeconfig.kubeconfig(site, found, creds, args.address))
     if args.output:
         journal.write_atomic(Path(args.output), text, mode=0o600)
     else:
@@ -127,16 +129,18 @@ def run(args: argparse.Namespace) -> int:
     return int(errors.ExitCode.OK)
 
 
-def _say(args: argparse.Namespace, site: model.SiteConfig, found: access.Trust, creds: access.Credentials) -> None:
-    from snoreloc.engine import access  # noqa: PLC0415 (lazy, as above)
+def _say(
+    args: argparse.Namespace, site: model.SiteConfig, found: admin_kubeconfig.Trust, creds: admin_kubeconfig.Credentials
+) -> None:
+    from snoreloc.engine import admin_kubeconfig  # noqa: PLC0415 (lazy, as above)
 
     where = f"written to {args.output} (mode 0600)" if args.output else "printed"
-    server = access.server_url(site, args.address)
+    server = admin_kubeconfig.server_url(site, args.address)
     server += f" as {site.api_host}" if args.address else ""
     sys.stderr.write(
         f"kubeconfig for {server} {where}: CA from {found.source}; "
         f"user {creds.name} ({creds.kind}) from {creds.origin}\n"
     )
-    old = access.old_name(creds, site)
+    old = admin_kubeconfig.old_name(creds, site)
     if old is not None:
         sys.stderr.write(f"{creds.origin} names the API as {old}, the factory's name: use the new kubeconfig\n")

@@ -486,7 +486,7 @@ class Journal:
         self._doc.waiting = None
         return record
 
-    def finish_step(self, name: str, outcome: base.Outcome) -> None:
+    def finish_step(self, name: str, outcome: base.StepOutcome) -> None:
         with self._lock:
             record = self._close_step(name, StepState.DONE)
             record.changed, record.warnings = list(outcome.changed), list(outcome.warnings)

@@ -21,7 +21,8 @@ from snoreloc.engine import journal, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
-from snoreloc.steps import api_wait, base, context, kubelet_start, site_network
+from snoreloc.steps import base, context
+from snoreloc.steps.host import api_wait, kubelet_start, site_network
 
 LOG = logging.getLogger(__name__)
 

@@ -13,12 +13,11 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, paths, report, restore, runner
 from snoreloc.siteconfig import model
-from snoreloc.steps import (
-    base,
+from snoreloc.steps import base, context
+from snoreloc.steps.cluster import (
     catalogs,
     certificates,
     cluster_config,
-    context,
     csr,
     domain,
     manifests,
@@ -29,6 +28,7 @@ from snoreloc.steps import (
     settle,
     ssh_keys,
 )
+from snoreloc.steps.openshift import name_clashes
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def cluster_steps() -> list[base.Step]:
     overlapping the kube-apiserver revision (issue 14); the settle still waits for everything."""
     return [
         csr.Csr(),
-        preflight.Preflight(),
+        preflight.Preflight(checks=(ntp.preflight_check, name_clashes.preflight_check, manifests.check_all)),
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
         ssh_keys.SshKeys(),

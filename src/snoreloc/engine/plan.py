@@ -58,7 +58,7 @@ def _lines(obj: base.Obj | None) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def render_change(change: base.Change) -> str:
+def render_change(change: base.ObjectChange) -> str:
     head = f"{_SIGILS[change.action]} {change.action.value} {change.ref}"
     if change.why:
         head += f"  ({change.why})"

@@ -24,7 +24,9 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context, csr, ntp, proxy, settle
+from snoreloc.steps import base, context
+from snoreloc.steps.cluster import ntp, proxy, settle
+from snoreloc.steps.openshift import node_csrs
 
 LOG = logging.getLogger(__name__)
 
@@ -161,15 +163,15 @@ def _merged(results: list[backups.RollbackResult]) -> backups.RollbackResult:
     )
 
 
-def cluster_waits(ctx: context.Context, pending: Mapping[str, datetime], seen: csr.Approvals) -> list[str]:
+def cluster_waits(ctx: context.Context, pending: Mapping[str, datetime], seen: node_csrs.Approvals) -> list[str]:
     """What `settle` waits for that still holds after a rollback: the node, the operators, the master pool."""
-    return csr.tend(ctx, seen) + settle.operator_waits(ctx, pending) + settle.pool_waits(ctx, pending)
+    return node_csrs.tend(ctx, seen) + settle.operator_waits(ctx, pending) + settle.pool_waits(ctx, pending)
 
 
 def wait_settled(ctx: context.Context, budget: float, poll: float) -> tuple[str, ...]:
     """Block (bounded by `budget`, visibly) until the rollouts the rollback set moving have settled."""
     pending = ctx.rollouts.pending()
-    seen = csr.Approvals()
+    seen = node_csrs.Approvals()
     last: list[str] = []
 
     def probe() -> bool | None:

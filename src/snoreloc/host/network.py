@@ -66,16 +66,16 @@ class Policy:
             raise ValueError("attempts must be at least 1")
 
 
-class Change(enum.Enum):
+class Convergence(enum.Enum):
     UNCHANGED = "unchanged"
     APPLIED = "applied"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ConvergeResult:
     """What the step did, after how many apply attempts, and what the probes saw."""
 
-    change: Change
+    change: Convergence
     attempts: int = 0
     checks: tuple[probe.Check, ...] = ()
 
@@ -89,16 +89,16 @@ def converge(
     probes: model.NetworkProbes = DEFAULT_PROBES,
     policy: Policy = Policy(),
     progress: Progress = LOG.info,
-) -> Outcome:
+) -> ConvergeResult:
     """Bring the node to `desired`, or leave it on the network it had and raise."""
     if matches(desired, backend.show()):
         progress("network: already as the site-config asks; nothing to apply")
-        return Outcome(Change.UNCHANGED)
+        return ConvergeResult(Convergence.UNCHANGED)
     for attempt in range(1, policy.attempts + 1):
         checkpoint = _apply(backend, desired, policy, attempt)
         if checkpoint is not None:
             checks = _probe_then_commit(backend, prober, clk, checkpoint, desired=desired, probes=probes, policy=policy)
-            return Outcome(Change.APPLIED, attempt, checks)
+            return ConvergeResult(Convergence.APPLIED, attempt, checks)
         delay = policy.backoff * 2 ** (attempt - 1)
         progress(
             f"network: NetworkManager refused the change (attempt {attempt}/{policy.attempts}); retry in {delay:g}s"

@@ -7,7 +7,7 @@ exactly when it is namespaced (snoreloc never defaults one: a ConfigMap without 
 put in `default`), and secret material sits only in Secret manifests. A Secret's values are registered for
 redaction as soon as they are read, so its data never reaches a log, a plan or an error. What only the cluster can
 say (a kind it does not serve, the scope of a custom kind, a schema error) is asked of it with a server-side dry
-run in preflight (`steps.manifests`).
+run in preflight (`steps.cluster.manifests`).
 
 Files resolve relative to the site-config's directory through `files`, so the same site-config works from the
 stick and from the saved copy that discovery makes of it (which carries these files too).

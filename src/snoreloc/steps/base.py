@@ -1,9 +1,9 @@
 """The contract every cluster step keeps, and the few helpers they all need.
 
 A step is `inputs(ctx)` (what its fingerprint is made of), `plan(ctx) -> Plan` (read-only: the per-object
-changes it would make), `apply(ctx, plan) -> Outcome`, and `verify(ctx)` (raise unless the cluster is in the
+changes it would make), `apply(ctx, plan) -> StepOutcome`, and `verify(ctx)` (raise unless the cluster is in the
 state the step promises). The engine orders steps, skips those whose inputs did not change and still verify,
-and journals the rest. Changes are data (`Change`) carrying a `mutate` function, so `apply_changes` can back up
+and journals the rest. Changes are data (`ObjectChange`) carrying a `mutate` function, so `apply_changes` can back up
 the original, write, and on a 409 re-read and re-apply the same intent to the fresh object.
 """
 
@@ -13,7 +13,7 @@ import contextlib
 import copy
 import enum
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -37,7 +37,7 @@ class Action(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Change:
+class ObjectChange:
     """One object's change: `after` is what `mutate(before)` gives (for display); `mutate` re-applies on 409."""
 
     ref: kube.Ref
@@ -54,7 +54,7 @@ class Plan:
     """What a step would do: per-object changes plus notes for what it will wait for or check."""
 
     step: str
-    changes: tuple[Change, ...] = ()
+    changes: tuple[ObjectChange, ...] = ()
     notes: tuple[str, ...] = ()
     data: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
@@ -64,7 +64,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class StepOutcome:
     """What a step did: objects changed (as text), rollouts started, warnings, step-specific details (JSON)."""
 
     changed: tuple[str, ...] = ()
@@ -81,7 +81,7 @@ class Step(Protocol):
 
     def plan(self, ctx: context.Context) -> Plan: ...
 
-    def apply(self, ctx: context.Context, plan: Plan) -> Outcome: ...
+    def apply(self, ctx: context.Context, plan: Plan) -> StepOutcome: ...
 
     def verify(self, ctx: context.Context) -> None: ...
 
@@ -89,23 +89,25 @@ class Step(Protocol):
 # --- building changes ---------------------------------------------------------------------------------------------
 
 
-def update(ref: kube.Ref, current: Obj, mutate: Callable[[Obj], Obj | None], **extra: Any) -> Change | None:
-    """A Change for `mutate` on `current`, or None when it would change nothing."""
+def update(ref: kube.Ref, current: Obj, mutate: Callable[[Obj], Obj | None], **extra: Any) -> ObjectChange | None:
+    """An ObjectChange for `mutate` on `current`, or None when it would change nothing."""
     after = mutate(copy.deepcopy(current))
     if after is None or after == current:
         return None
-    return Change(ref, Action.UPDATE, current, after, mutate, **extra)
+    return ObjectChange(ref, Action.UPDATE, current, after, mutate, **extra)
 
 
-def create(ref: kube.Ref, obj: Obj, **extra: Any) -> Change:
-    return Change(ref, Action.CREATE, None, obj, **extra)
+def create(ref: kube.Ref, obj: Obj, **extra: Any) -> ObjectChange:
+    return ObjectChange(ref, Action.CREATE, None, obj, **extra)
 
 
-def delete(ref: kube.Ref, current: Obj, **extra: Any) -> Change:
-    return Change(ref, Action.DELETE, current, None, **extra)
+def delete(ref: kube.Ref, current: Obj, **extra: Any) -> ObjectChange:
+    return ObjectChange(ref, Action.DELETE, current, None, **extra)
 
 
-def upsert(ctx: context.Context, ref: kube.Ref, desired: Obj, merge: Callable[[Obj], Obj | None]) -> Change | None:
+def upsert(
+    ctx: context.Context, ref: kube.Ref, desired: Obj, merge: Callable[[Obj], Obj | None]
+) -> ObjectChange | None:
     """Create `desired` if `ref` is absent, else the update `merge` makes to the current object."""
     current = ctx.kube.find(ref)
     if current is None:
@@ -116,7 +118,7 @@ def upsert(ctx: context.Context, ref: kube.Ref, desired: Obj, merge: Callable[[O
 # --- applying changes ---------------------------------------------------------------------------------------------
 
 
-def _apply_one(ctx: context.Context, change: Change) -> None:
+def _apply_one(ctx: context.Context, change: ObjectChange) -> None:
     if change.action is Action.CREATE:
         _create(ctx, change)
     elif change.action is Action.UPDATE:
@@ -125,7 +127,7 @@ def _apply_one(ctx: context.Context, change: Change) -> None:
         _delete(ctx, change)
 
 
-def _create(ctx: context.Context, change: Change) -> None:
+def _create(ctx: context.Context, change: ObjectChange) -> None:
     assert change.after is not None
     ctx.backups.save(change.ref, None)  # recorded before the write: a crash after it still rolls back cleanly
     try:
@@ -135,7 +137,7 @@ def _create(ctx: context.Context, change: Change) -> None:
         ctx.kube.modify(change.ref, lambda current: {**desired, "metadata": current["metadata"]})
 
 
-def _update(ctx: context.Context, change: Change) -> None:
+def _update(ctx: context.Context, change: ObjectChange) -> None:
     assert change.mutate is not None
     mutate = change.mutate
 
@@ -148,7 +150,7 @@ def _update(ctx: context.Context, change: Change) -> None:
     ctx.kube.modify(change.ref, backed_up)
 
 
-def _delete(ctx: context.Context, change: Change) -> None:
+def _delete(ctx: context.Context, change: ObjectChange) -> None:
     current = ctx.kube.find(change.ref)
     if current is None:
         return
@@ -157,7 +159,7 @@ def _delete(ctx: context.Context, change: Change) -> None:
         ctx.kube.delete(change.ref)
 
 
-def apply_changes(ctx: context.Context, plan: Plan, *, warnings: tuple[str, ...] = ()) -> Outcome:
+def apply_changes(ctx: context.Context, plan: Plan, *, warnings: tuple[str, ...] = ()) -> StepOutcome:
     """Make every change of the plan in order, backing up originals first."""
     rollouts: dict[str, datetime] = {}
     for change in plan.changes:
@@ -166,7 +168,7 @@ def apply_changes(ctx: context.Context, plan: Plan, *, warnings: tuple[str, ...]
         _apply_one(ctx, change)
         rollouts.update(dict.fromkeys(change.rollouts, written))
     changed = tuple(f"{c.action.value} {c.ref}" for c in plan.changes)
-    return Outcome(changed=changed, rollouts=rollouts, warnings=warnings)
+    return StepOutcome(changed=changed, rollouts=rollouts, warnings=warnings)
 
 
 def verify_no_changes(ctx: context.Context, step: Step) -> None:
@@ -175,6 +177,43 @@ def verify_no_changes(ctx: context.Context, step: Step) -> None:
     if not plan.empty:
         pending = ", ".join(f"{c.action.value} {c.ref}" for c in plan.changes)
         raise errors.TemporaryError(f"{step.name}: not yet in the desired state ({pending})")
+
+
+# --- steps that declare the objects they want ---------------------------------------------------------------------
+
+
+class ObjectStep:
+    """A step that says only which objects it wants; planning, writing them and verifying them is done here, once.
+
+    A subclass gives `inputs` and `changes` (the `create` / `update` / `delete` / `upsert` it wants, each carrying
+    the intent to re-apply on a conflict), and may give `notes` about them. Its plan is those changes; `apply`
+    writes them in order with the originals backed up first (so `rollback` restores them), with the plan's
+    `data["warnings"]` as the outcome's warnings; `verify` plans again and wants nothing left to do. A step
+    overrides `plan` only when it must wait or read more first, and `apply` or `verify` only to add to them.
+    """
+
+    name: str
+    description: str
+
+    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def changes(self, ctx: context.Context) -> Sequence[ObjectChange]:
+        raise NotImplementedError
+
+    def notes(self, ctx: context.Context, changes: Sequence[ObjectChange]) -> tuple[str, ...]:
+        """What the plan says beside the changes (by default nothing)."""
+        return ()
+
+    def plan(self, ctx: context.Context) -> Plan:
+        changes = tuple(self.changes(ctx))
+        return Plan(self.name, changes, self.notes(ctx, changes))
+
+    def apply(self, ctx: context.Context, plan: Plan) -> StepOutcome:
+        return apply_changes(ctx, plan, warnings=tuple(plan.data.get("warnings", ())))
+
+    def verify(self, ctx: context.Context) -> None:
+        verify_no_changes(ctx, self)
 
 
 # --- waiting ------------------------------------------------------------------------------------------------------

@@ -19,30 +19,10 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import base, certificates, context, csr, domain, health, observe
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import health, node_csrs, rollouts, serving
 
 MCP_MASTER_REF = kube.Ref(kube.MCPS, "master")
-
-
-def moved_since(moved: datetime | None, changed: datetime) -> bool:
-    """Whether a transition at `moved` came after our change. Real clusters stamp conditions to the second:
-    then the comparison is made at that precision (a same-second transition counts)."""
-    if moved is None:
-        return False
-    return moved >= (changed if moved.microsecond else changed.replace(microsecond=0))
-
-
-def _last_transition(obj: kube.Obj, kinds: tuple[str, ...]) -> datetime | None:
-    times = [base.parse_time(c.get("lastTransitionTime")) for k, c in base.conditions(obj).items() if k in kinds]
-    found = [t for t in times if t is not None]
-    return max(found) if found else None
-
-
-def rolled_out(co: kube.Obj, changed: datetime | None) -> bool:
-    """Whether a ClusterOperator is healthy and, when our write at `changed` set it moving, has moved since."""
-    if base.operator_problems(co):
-        return False
-    return changed is None or moved_since(_last_transition(co, ("Available", "Progressing", "Degraded")), changed)
 
 
 def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
@@ -52,23 +32,23 @@ def operator_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> lis
     waiting = [f"ClusterOperator {item}" for item in health.survey(ctx, pending).blocking]
     for co in ctx.kube.list(kube.CLUSTEROPERATORS):
         name = co["metadata"]["name"]
-        observe.condition(ctx, name, co, "Progressing")
+        rollouts.condition(ctx, name, co, "Progressing")
         healthy = not base.operator_problems(co)
-        if name in pending and name in needed and healthy and not rolled_out(co, pending[name]):
+        if name in pending and name in needed and healthy and not rollouts.rolled_out(co, pending[name]):
             waiting.append(f"ClusterOperator {name}: no transition since our change")
     return waiting
 
 
 def pool_waits(ctx: context.Context, pending: Mapping[str, datetime]) -> list[str]:
     pool = ctx.kube.get(MCP_MASTER_REF)
-    observe.condition(ctx, base.MCP_MASTER, pool, "Updating")
+    rollouts.condition(ctx, base.MCP_MASTER, pool, "Updating")
     conds = base.conditions(pool)
     updated = conds.get("Updated", {})
     if updated.get("status") != "True" or conds.get("Degraded", {}).get("status") == "True":
         return [f"MachineConfigPool master: Updated={updated.get('status', 'unknown')}"]
     changed = pending.get(base.MCP_MASTER)
     moved = base.parse_time(updated.get("lastTransitionTime"))
-    if changed is not None and not moved_since(moved, changed):
+    if changed is not None and not rollouts.moved_since(moved, changed):
         return ["MachineConfigPool master: no update since our change"]
     return []
 
@@ -80,12 +60,12 @@ def _leaf(pem: bytes) -> Any:
 def served_waits(ctx: context.Context) -> list[str]:
     """Endpoints not (yet) presenting our certificates."""
     checks = (
-        ("API", ctx.api_endpoint, ctx.site.api_host, domain.API_SECRET),
-        ("console", ctx.ingress_endpoint, ctx.site.console_host, domain.INGRESS_SECRET_CONFIG),
+        ("API", ctx.api_endpoint, ctx.site.api_host, serving.API_SECRET_CONFIG),
+        ("console", ctx.ingress_endpoint, ctx.site.console_host, serving.INGRESS_SECRET_CONFIG),
     )
     waiting = []
     for what, address, sni, ref in checks:
-        pair = certificates.tls_pair(ctx.kube.find(ref))
+        pair = serving.tls_pair(ctx.kube.find(ref))
         if pair is None:
             waiting.append(f"{what}: secret {ref} missing")
             continue
@@ -99,10 +79,10 @@ def served_waits(ctx: context.Context) -> list[str]:
     return waiting
 
 
-def all_waits(ctx: context.Context, seen: csr.Approvals | None = None, *, approve: bool = True) -> list[str]:
+def all_waits(ctx: context.Context, seen: node_csrs.Approvals | None = None, *, approve: bool = True) -> list[str]:
     """Everything settle still waits for, the node first (its CSRs approved on the way, unless `approve` is off)."""
     pending = ctx.rollouts.pending()
-    node = csr.tend(ctx, seen, approve=approve)
+    node = node_csrs.tend(ctx, seen, approve=approve)
     return node + operator_waits(ctx, pending) + pool_waits(ctx, pending) + served_waits(ctx)
 
 
@@ -121,10 +101,10 @@ class Settle:
         notes.append(f"wait for {ctx.site.api_host} and {ctx.site.console_host} to serve the new certificates")
         return base.Plan(self.name, notes=tuple(notes))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         pending = list(ctx.rollouts.pending())
         last: list[str] = []
-        seen = csr.Approvals()
+        seen = node_csrs.Approvals()
 
         def probe() -> bool | None:
             last[:] = all_waits(ctx, seen)
@@ -139,7 +119,7 @@ class Settle:
         ctx.rollouts.settled(pending)
         others = health.survey(ctx, pending).warnings
         details = {"settled": pending, "warnings": list(others), "csrs_approved": seen.approved}
-        return base.Outcome(warnings=tuple(health.warning_text(others)), details=details)
+        return base.StepOutcome(warnings=tuple(health.warning_text(others)), details=details)
 
     def verify(self, ctx: context.Context) -> None:
         waits = all_waits(ctx, approve=False)

@@ -62,7 +62,7 @@ def wait_for_oauth_metadata(ctx: context.Context, step: str) -> list[str]:
     return []
 
 
-def apply(ctx: context.Context, plan: base.Plan) -> base.Outcome:
+def apply(ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
     """`base.apply_changes`, with the APIServer change held until the OAuth metadata is out."""
     last = tuple(c for c in plan.changes if c.ref == base.APISERVER_CLUSTER)
     first = tuple(c for c in plan.changes if c.ref != base.APISERVER_CLUSTER)
@@ -71,7 +71,7 @@ def apply(ctx: context.Context, plan: base.Plan) -> base.Outcome:
         return before
     warnings = wait_for_oauth_metadata(ctx, plan.step)
     after = base.apply_changes(ctx, dataclasses.replace(plan, changes=last))
-    return base.Outcome(
+    return base.StepOutcome(
         changed=before.changed + after.changed,
         rollouts={**before.rollouts, **after.rollouts},
         warnings=before.warnings + tuple(warnings) + after.warnings,

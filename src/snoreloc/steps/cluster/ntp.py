@@ -33,14 +33,14 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, context, ssh_keys
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import machineconfigs, ownership
 
 CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-snoreloc-chrony")
 CHRONY_PATH = "/etc/chrony.conf"
 FILE_MODE = 0o644
 # The rest of RHCOS's default chrony.conf, as the OpenShift docs' chrony example keeps it.
 DEFAULTS = ("driftfile /var/lib/chrony/drift", "makestep 1.0 3", "rtcsync", "logdir /var/log/chrony")
-ROLE = "machineconfiguration.openshift.io/role"
 
 
 def chrony_conf(site: model.Ntp) -> str:
@@ -54,8 +54,8 @@ def chrony_conf(site: model.Ntp) -> str:
 def machine_config(site: model.Ntp) -> kube.Obj:
     contents = {"source": "data:," + urllib.parse.quote(chrony_conf(site))}
     file = {"path": CHRONY_PATH, "mode": FILE_MODE, "overwrite": True, "contents": contents}
-    config = {"ignition": {"version": ssh_keys.IGNITION_VERSION}, "storage": {"files": [file]}}
-    metadata = {"name": CHRONY_CONFIG.name, "labels": {**ssh_keys.ROLE_LABEL, **certificates.MANAGED_BY}}
+    config = {"ignition": {"version": machineconfigs.IGNITION_VERSION}, "storage": {"files": [file]}}
+    metadata = {"name": CHRONY_CONFIG.name, "labels": {**machineconfigs.ROLE_LABEL, **ownership.MANAGED_BY}}
     return {"apiVersion": kube.MACHINECONFIGS.api_version, "kind": "MachineConfig", "metadata": metadata,
             "spec": {"config": config}}  # fmt: skip
 
@@ -70,7 +70,7 @@ def others_writing_chrony(ctx: context.Context) -> list[str]:
     names = []
     for config in ctx.kube.list(kube.MACHINECONFIGS):
         meta = config.get("metadata") or {}
-        role = (meta.get("labels") or {}).get(ROLE)
+        role = (meta.get("labels") or {}).get(machineconfigs.ROLE)
         if meta.get("name") != CHRONY_CONFIG.name and role == "master" and writes_chrony(config):
             names.append(str(meta.get("name")))
     return sorted(names)
@@ -93,13 +93,19 @@ def require_free(ctx: context.Context) -> list[str]:
     the other MachineConfigs that write /etc/chrony.conf."""
     if ctx.site.ntp is None:
         return []
-    certificates.refuse_users(CHRONY_CONFIG, ctx.kube.find(CHRONY_CONFIG), step="ntp")
+    ownership.refuse_users(CHRONY_CONFIG, ctx.kube.find(CHRONY_CONFIG), step="ntp")
     others = others_writing_chrony(ctx)
     refuse_winners(others)
     return others
 
 
-def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.Change]:
+def preflight_check(ctx: context.Context) -> list[str]:
+    """Preflight's check (before any change): `require_free`; it adds no notes to the plan."""
+    require_free(ctx)
+    return []
+
+
+def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.ObjectChange]:
     current = ctx.kube.find(CHRONY_CONFIG)
     desired = machine_config(site)
     why = "node time sources (chrony)"
@@ -123,7 +129,7 @@ def note(site: model.Ntp, others: list[str]) -> str:
     return text + (f"; replaces {CHRONY_PATH} of MachineConfig {', '.join(others)} on the node" if others else "")
 
 
-class Ntp:
+class Ntp(base.ObjectStep):
     name = "ntp"
     description = "setting the node's time sources (machine-config update, reboots the node)"
 
@@ -141,9 +147,3 @@ class Ntp:
         others = require_free(ctx)
         changes = ntp_changes(ctx, site)
         return base.Plan(self.name, tuple(changes), (note(site, others),) if changes else ())
-
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)

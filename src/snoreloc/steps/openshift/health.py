@@ -5,7 +5,7 @@ Progressing for reasons of its own. Requiring every operator would make such a c
 retry would help. So the relocation requires the core set (`model.CORE_OPERATORS`), the operators our writes roll
 out, and whatever `operators.require` adds; any other unhealthy operator becomes a warning (the run ends with
 exit 2 and the report lists it), unless `operators.ignore` names it. The node comes first: while it is NotReady
-no operator can recover, so that is said on its own (see `csr.tend`).
+no operator can recover, so that is said on its own (see `node_csrs.tend`).
 """
 
 from __future__ import annotations

@@ -1,36 +1,36 @@
 """Preflight: refuse to start on a cluster that is not healthy, and learn the facts the other steps rely on.
 
-A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must
-be Available, not Progressing and not Degraded before we change anything; after a cold boot they take minutes to
-get there, so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight`
-overrides, for the technician who knows why. The factory domain and the version come from the cluster, not from
-input. A site-config the cluster's version cannot express (tag mirrors before 4.13), an extra manifest the
-cluster's dry run refuses, or a chrony MachineConfig that would keep the site's time sources off the node
-(`ntp.require_free`) is refused here, before any change, whatever --ignore-preflight says: it is the site-config
-(or that object) that must change. DNS that does not yet point at this node is only a warning: the cluster steps
-do not need it, people do.
+A relocation started on a degraded cluster cannot be told apart from one we broke, so every ClusterOperator must be
+Available, not Progressing and not Degraded before we change anything; after a cold boot they take minutes to get there,
+so preflight waits for that (bounded by `timeouts.settle`) before it refuses. `--ignore-preflight` overrides, for the
+technician who knows why. The factory domain and the version come from the cluster, not from input. A site-config the
+cluster's version cannot express (tag mirrors before 4.13), an extra manifest the cluster's dry run refuses, or a chrony
+MachineConfig that would keep the site's time sources off the node (the settings' `checks`, which the pipeline passes
+in) is refused here, before any change, whatever --ignore-preflight says: it is the site-config (or that object) that
+must change. DNS that does not yet point at this node is only a warning: the cluster steps do not need it, people do.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context, csr, health, manifests, name_clashes, ntp
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import health, mirrors, node_csrs
 
 LOG = logging.getLogger(__name__)
 
 
 def blockers(
-    ctx: context.Context, seen: csr.Approvals | None = None, *, approve: bool = True
+    ctx: context.Context, seen: node_csrs.Approvals | None = None, *, approve: bool = True
 ) -> tuple[list[str], list[str]]:
     """(what keeps the relocation from starting, unhealthy operators it only warns about). The node comes first:
     while it is NotReady its CSRs are approved here too (unless planning), and no operator can recover before
     it is Ready."""
-    node = csr.tend(ctx, seen, approve=approve)
+    node = node_csrs.tend(ctx, seen, approve=approve)
     found = health.survey(ctx, health.MOVED_BY_US)
     return node + [f"ClusterOperator {item}" for item in found.blocking], list(found.warnings)
 
@@ -58,7 +58,7 @@ def dns_warnings(ctx: context.Context) -> list[str]:
 HEALTHY = "the node Ready and the required ClusterOperators Available, not Progressing, not Degraded"
 
 
-def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], seen: csr.Approvals) -> list[str]:
+def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], seen: node_csrs.Approvals) -> list[str]:
     """After a cold boot at the site the operators take minutes to report healthy again, so wait for them (bounded
     by `timeouts.settle`) before refusing; a unit that refused at once would spend its restarts in those minutes.
     Returns the warnings once healthy; refuses with what is still not ready at the end."""
@@ -80,9 +80,16 @@ def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], se
         ) from exc
 
 
+Check = Callable[[context.Context], Sequence[str]]
+"""A site setting's refusal before any change: raises naming what to fix, else returns notes for the plan."""
+
+
 class Preflight:
     name = "preflight"
     description = "checking the cluster is healthy and reading its factory facts"
+
+    def __init__(self, checks: Sequence[Check] = ()) -> None:
+        self.checks = tuple(checks)  # the settings' own checks, in run order (the pipeline passes them)
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {
@@ -101,16 +108,14 @@ class Preflight:
     def _survey(self, ctx: context.Context) -> base.Plan:
         version = ctx.kube.server_version()
         major, minor = base.cluster_version(ctx)
-        cluster_config.require_mirror_support(ctx.site, (major, minor))
-        ntp.require_free(ctx)
-        name_clashes.refuse(ctx, self.name)  # a user's object under a name we create: before any change
-        checked = manifests.check_all(ctx)  # the cluster's dry run of every extra manifest, before any change
+        mirrors.require_mirror_support(ctx.site, (major, minor))
+        checked = [note for check in self.checks for note in check(ctx)]  # e.g. the extra manifests' dry run
         factory = base.factory_apps_domain(ctx)
         base_domain = ctx.kube.get(base.DNS_CLUSTER).get("spec", {}).get("baseDomain", "")
-        legacy = cluster_config.is_legacy((major, minor))
-        mirrors = "ImageContentSourcePolicy" if legacy else "ImageDigestMirrorSet/ImageTagMirrorSet"
+        legacy = mirrors.is_legacy((major, minor))
+        mirror_api = "ImageContentSourcePolicy" if legacy else "ImageDigestMirrorSet/ImageTagMirrorSet"
         notes: tuple[str, ...] = (
-            f"OpenShift {major}.{minor} (kube {version}); mirrors as {mirrors}",
+            f"OpenShift {major}.{minor} (kube {version}); mirrors as {mirror_api}",
             f"factory domain {base_domain} (apps {factory}) -> site domain {ctx.site.domain}",
         )
         unhealthy, warnings = blockers(ctx, approve=False)
@@ -120,8 +125,8 @@ class Preflight:
         notes += tuple(f"warning: {item}" for item in health.warning_text(warnings))
         return base.Plan(self.name, notes=notes, data=data)
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        seen = csr.Approvals()
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
+        seen = node_csrs.Approvals()
         unhealthy, operators = list(plan.data.get("unhealthy", [])), list(plan.data.get("warnings", []))
         if unhealthy and not ctx.settings.ignore_preflight:
             operators, unhealthy = wait_until_healthy(ctx, self.name, unhealthy, seen), []
@@ -129,7 +134,7 @@ class Preflight:
         if unhealthy:
             warnings.append("preflight ignored: " + "; ".join(unhealthy))
         details = {**plan.data, "unhealthy": unhealthy, "warnings": operators, "csrs_approved": seen.approved}
-        return base.Outcome(warnings=tuple(warnings), details=details)
+        return base.StepOutcome(warnings=tuple(warnings), details=details)
 
     def verify(self, ctx: context.Context) -> None:
         ctx.kube.server_version()

@@ -9,7 +9,7 @@ domain a line, oldest first), written by the domain step together with the domai
 - a ConfigMap of our own rather than an annotation on Ingress `cluster`: the Ingress is a shared object that users
   and the operators edit and that `rollback` restores to its factory content, which would take the memory with it
   while routes may still sit on a site domain; a labelled object of our name is refused if a user holds that name
-  (`certificates.refuse_users`), is read with one GET and is plain to see with `oc get configmap -n
+  (`ownership.refuse_users`), is read with one GET and is plain to see with `oc get configmap -n
   openshift-config snoreloc-site-domains`;
 - `openshift-config`, where snoreloc's other objects (its serving secrets) already live.
 
@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from snoreloc.adapters import kube
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import ownership
 
 RECORD = kube.Ref(kube.CONFIGMAPS, "snoreloc-site-domains", "openshift-config")
 KEY = "domains"
@@ -35,7 +36,7 @@ def _listed(text: str) -> list[str]:
 
 def remembered(obj: kube.Obj | None) -> tuple[str, ...]:
     """The site domains the record holds, oldest first (none when it is absent or not ours)."""
-    if obj is None or not certificates.ours(obj):
+    if obj is None or not ownership.ours(obj):
         return ()
     return tuple(_listed(str((obj.get("data") or {}).get(KEY) or "")))
 
@@ -64,14 +65,14 @@ def _unrecorded(ctx: context.Context) -> list[str]:
     return [current.removeprefix("apps.")]
 
 
-def change(ctx: context.Context) -> base.Change | None:
+def change(ctx: context.Context) -> base.ObjectChange | None:
     """The record with this site's domain added (refused, before any write, when a user holds its name)."""
     current = ctx.kube.find(RECORD)
-    certificates.refuse_users(RECORD, current, step="domain")
+    ownership.refuse_users(RECORD, current, step="domain")
     why = f"remember site domain {ctx.site.domain} (a later relocation moves its routes too)"
     before = _unrecorded(ctx)
     if current is None:
-        meta = {"name": RECORD.name, "namespace": RECORD.namespace, "labels": dict(certificates.MANAGED_BY)}
+        meta = {"name": RECORD.name, "namespace": RECORD.namespace, "labels": dict(ownership.MANAGED_BY)}
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",

@@ -1,4 +1,4 @@
-"""CSRs: approve the kubelet's pending certificate requests, and only this node's.
+"""The node's CSRs: approve the kubelet's pending certificate requests, and only this node's.
 
 A node that sat on a shelf past its kubelet certificate's life asks for new ones at the site, and on SNO nobody
 else approves them. Until they are approved the node is NotReady, so no installer or deployment pod can start and
@@ -22,16 +22,14 @@ from __future__ import annotations
 import base64
 import ipaddress
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.steps import base, cluster_config, context
+from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
 
@@ -47,7 +45,7 @@ class Node:
     addresses: frozenset[str]
 
 
-def _node_object(ctx: context.Context) -> kube.Obj:
+def node_object(ctx: context.Context) -> kube.Obj:
     wanted = ctx.settings.node_name or ctx.site.kubelet.node_name
     nodes = ctx.kube.list(kube.NODES)
     chosen = [n for n in nodes if wanted is None or n["metadata"]["name"] == wanted]
@@ -72,7 +70,7 @@ def not_ready(node: kube.Obj) -> str | None:
 
 
 def this_node(ctx: context.Context) -> Node:
-    node = _node_object(ctx)
+    node = node_object(ctx)
     addresses = node.get("status", {}).get("addresses") or []
     names = {node["metadata"]["name"]} | {a["address"] for a in addresses if a.get("type") in ("Hostname",)}
     ips = {str(ipaddress.ip_address(a["address"])) for a in addresses if a.get("type", "").endswith("IP")}
@@ -204,56 +202,10 @@ def approve_pending(ctx: context.Context, node: Node) -> Approvals:
 def tend(ctx: context.Context, seen: Approvals | None = None, *, approve: bool = True) -> list[str]:
     """One round of looking after the node during a wait: approve its pending CSRs (when the site-config lets
     us and `approve`), and say what still keeps it from being Ready (empty: Ready)."""
-    node = _node_object(ctx)
+    node = node_object(ctx)
     if approve and ctx.site.kubelet.approve_csrs:
         found = approve_pending(ctx, this_node(ctx))
         if seen is not None:
             seen.add(found)
     problem = not_ready(node)
     return [problem] if problem else []
-
-
-class Csr:
-    name = "csr"
-    description = "approving this node's pending certificate requests and waiting for it to be Ready"
-
-    def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"node": ctx.settings.node_name or ctx.site.kubelet.node_name, "approve": ctx.site.kubelet.approve_csrs}
-
-    def plan(self, ctx: context.Context) -> base.Plan:
-        # The first cluster step: a site-config this cluster cannot express is refused before anything is written.
-        cluster_config.require_mirror_support(ctx.site, base.cluster_version(ctx))
-        node = this_node(ctx)
-        notes = [problem for problem in [not_ready(_node_object(ctx))] if problem]
-        if not ctx.site.kubelet.approve_csrs:
-            return base.Plan(self.name, notes=("CSR approval disabled in the site-config", *notes))
-        names = [c["metadata"]["name"] for c in approvable(ctx, node)]
-        notes += [f"approve CSR {n} of node {node.name}" for n in names]
-        return base.Plan(self.name, notes=tuple(notes))
-
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        node = this_node(ctx)
-        seen = Approvals()
-        started = ctx.clock.monotonic()
-
-        def settled() -> bool | None:
-            waiting = tend(ctx, seen)
-            if waiting:
-                raise errors.TemporaryError("; ".join(waiting))
-            if ctx.site.kubelet.approve_csrs and approvable(ctx, node):
-                return None
-            return True if ctx.clock.monotonic() - started >= ctx.settings.csr_wait else None
-
-        what = f"node {node.name} to be Ready with its certificate requests approved"
-        base.wait_for(ctx, self.name, what, float(ctx.site.timeouts.settle), settled)
-        return base.Outcome(
-            changed=tuple(f"approve CSR {n}" for n in seen.approved),
-            details={"approved": seen.approved, "decided_elsewhere": seen.decided_elsewhere},
-        )
-
-    def verify(self, ctx: context.Context) -> None:
-        problem = not_ready(_node_object(ctx))
-        if problem:
-            raise errors.TemporaryError(f"csr: {problem}")
-        if ctx.site.kubelet.approve_csrs and approvable(ctx, this_node(ctx)):
-            raise errors.TemporaryError("csr: this node still has pending certificate requests")

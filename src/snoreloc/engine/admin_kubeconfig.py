@@ -1,4 +1,5 @@
-"""Reaching the cluster under its new name: which CA verifies the API now, and a kubeconfig that says so.
+"""The administrator's kubeconfig for the API's new name: which CA verifies the API now, and a kubeconfig that
+says so.
 
 After a relocation the API answers as `api.<domain>` with the certificate the certificates step stored: ours,
 signed by the cluster's `loadbalancer-serving-signer` (which the installer's admin kubeconfig already trusts), or
@@ -29,10 +30,9 @@ from snoreloc.adapters import kube
 from snoreloc.engine import paths, report
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
-from snoreloc.steps import certificates
+from snoreloc.steps.openshift import serving
 
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
-SECRET_FIELDS = ("token", "client-key-data", "password")
 # Files a kubeconfig user may point to, and the field the file's content goes to in a file that travels.
 _FILE_FIELDS = (
     ("client-certificate", "client-certificate-data", True),
@@ -94,10 +94,10 @@ def trust(site: model.SiteConfig, client: kube.Client | None, ca_file: bytes | N
         return Trust(None, "the system's trust store")
     if site.certificates.api is not None:
         return Trust(_site_chain(site.certificates.api), "the issuers of the site-config's API certificate")
-    signer = certificates.targets(site)[0].signer
+    signer = serving.targets(site)[0].signer
     if client is None:
         raise ValueError("the cluster's signer is needed: pass a client")
-    pair = certificates.tls_pair(client.find(signer))
+    pair = serving.tls_pair(client.find(signer))
     if pair is None:
         raise errors.UnavailableError(
             f"cannot read the API signer {signer}: missing or not a TLS secret",
@@ -185,7 +185,12 @@ def _inline_files(user: dict[str, Any], base: Path, origin: Path) -> dict[str, A
 
 def _checked_user(user: dict[str, Any], path: Path) -> dict[str, Any]:
     """Refuse a user entry whose credential fields are not text (the file is broken, not the cluster)."""
-    fields = [*SECRET_FIELDS, "client-certificate-data", "username", *(key for key, _data, _enc in _FILE_FIELDS)]
+    fields = [
+        *redact.KUBECONFIG_SECRET_FIELDS,
+        "client-certificate-data",
+        "username",
+        *(key for key, _data, _enc in _FILE_FIELDS),
+    ]
     wrong = sorted(key for key in fields if key in user and not isinstance(user[key], str))
     if wrong:
         raise errors.UnavailableError(f"kubeconfig {path}: its user's {', '.join(wrong)} is not text", hint=_FROM_HINT)
@@ -195,14 +200,14 @@ def _checked_user(user: dict[str, Any], path: Path) -> dict[str, Any]:
 def credentials(path: Path, context: str | None = None) -> Credentials:
     """The user of `context` (default: the current one) in the kubeconfig at `path`, made self-contained."""
     document = _read_kubeconfig(path)
-    redact.register_fields(document, SECRET_FIELDS)
+    redact.register_fields(document, redact.KUBECONFIG_SECRET_FIELDS)
     name = context or document.get("current-context")
     if not isinstance(name, str) or not name:
         raise errors.UnavailableError(f"kubeconfig {path} names no current context", hint=_FROM_HINT)
     chosen = _named(document, "contexts", name, path)
     user_name = str(chosen.get("user") or "")
     user = _inline_files(_checked_user(_named(document, "users", user_name, path), path), path.parent, path)
-    redact.register_fields(user, SECRET_FIELDS)
+    redact.register_fields(user, redact.KUBECONFIG_SECRET_FIELDS)
     cluster = _named(document, "clusters", str(chosen.get("cluster") or ""), path)
     namespace = chosen.get("namespace")
     server = str(cluster.get("server") or "")

@@ -19,18 +19,8 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.steps import apiserver_last, base, certificates, context, site_domains
-
-API_SECRET = kube.Ref(kube.SECRETS, certificates.API_SECRET, "openshift-config")
-INGRESS_SECRET_CONFIG = kube.Ref(kube.SECRETS, certificates.INGRESS_SECRET, "openshift-config")
-INGRESS_SECRET_OPERAND = kube.Ref(kube.SECRETS, certificates.INGRESS_SECRET, "openshift-ingress")
-
-# (namespace, name, host prefix, the operator that rolls out when it changes)
-COMPONENT_ROUTES = (
-    ("openshift-console", "console", "console-openshift-console", "console"),
-    ("openshift-console", "downloads", "downloads-openshift-console", "console"),
-    ("openshift-authentication", "oauth-openshift", "oauth-openshift", "authentication"),
-)
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import apiserver_revision, serving, site_domains
 
 
 def merged_named_certificates(current: list[Any], names: list[str], secret: str) -> list[Any]:
@@ -52,13 +42,13 @@ def merged_named_certificates(current: list[Any], names: list[str], secret: str)
 def replaceable_route(entry: Mapping[str, Any], *old_apps: str) -> bool:
     """A componentRoute we may replace: ours (it uses our secret) or one still on the factory apps domain or on
     the apps domain of a site snoreloc set before (`site_domains`)."""
-    ours = (entry.get("servingCertKeyPairSecret") or {}).get("name") == certificates.INGRESS_SECRET
+    ours = (entry.get("servingCertKeyPairSecret") or {}).get("name") == serving.INGRESS_SECRET
     return ours or any(str(entry.get("hostname") or "").endswith(f".{apps}") for apps in old_apps if apps)
 
 
 def users_component_routes(current: list[Any], *old_apps: str) -> list[Any]:
     """Entries for our component routes that the user moved to a domain of their own: kept as they are."""
-    ours = {(namespace, name) for namespace, name, _prefix, _operator in COMPONENT_ROUTES}
+    ours = {(namespace, name) for namespace, name, _prefix, _operator in serving.COMPONENT_ROUTES}
     return [
         entry
         for entry in current
@@ -81,26 +71,26 @@ def wanted_component_routes(ctx: context.Context) -> list[dict[str, Any]]:
             "namespace": namespace,
             "name": name,
             "hostname": f"{prefix}.{ctx.site.apps_domain}",
-            "servingCertKeyPairSecret": {"name": certificates.INGRESS_SECRET},
+            "servingCertKeyPairSecret": {"name": serving.INGRESS_SECRET},
         }
-        for namespace, name, prefix, _operator in COMPONENT_ROUTES
+        for namespace, name, prefix, _operator in serving.COMPONENT_ROUTES
     ]
 
 
-def _apiserver(ctx: context.Context) -> base.Change | None:
+def _apiserver(ctx: context.Context) -> base.ObjectChange | None:
     names = list(ctx.site.names_for("api").required)  # the names the API serves by SNI with our certificate
 
     def mutate(obj: kube.Obj) -> kube.Obj:
-        serving = obj.setdefault("spec", {}).setdefault("servingCerts", {})
-        current = serving.get("namedCertificates") or []
-        serving["namedCertificates"] = merged_named_certificates(current, names, certificates.API_SECRET)
+        serving_certs = obj.setdefault("spec", {}).setdefault("servingCerts", {})
+        current = serving_certs.get("namedCertificates") or []
+        serving_certs["namedCertificates"] = merged_named_certificates(current, names, serving.API_SECRET)
         return obj
 
     current = ctx.kube.get(base.APISERVER_CLUSTER)
     return base.update(base.APISERVER_CLUSTER, current, mutate, rollouts=("kube-apiserver",), why="API certificate")
 
 
-def _ingress(ctx: context.Context) -> base.Change | None:
+def _ingress(ctx: context.Context) -> base.ObjectChange | None:
     wanted = wanted_component_routes(ctx)
     current = ctx.kube.get(base.INGRESS_CLUSTER)
     old_apps = _old_apps(ctx, current)
@@ -117,7 +107,7 @@ def _ingress(ctx: context.Context) -> base.Change | None:
     rollouts = ["console", "authentication"]
     if (current.get("spec") or {}).get("appsDomain") != ctx.site.apps_domain:
         rollouts.insert(0, "openshift-apiserver")
-    return base.Change(
+    return base.ObjectChange(
         change.ref, change.action, change.before, change.after, change.mutate, tuple(rollouts), change.why
     )
 
@@ -126,17 +116,17 @@ def kept_default_certificate(ctx: context.Context, controller: kube.Obj) -> str 
     """The name of the IngressController's own defaultCertificate secret when it already serves the new apps
     domain (valid now, covers `*.<apps domain>`); None when there is none or it must be replaced."""
     name = ((controller.get("spec") or {}).get("defaultCertificate") or {}).get("name")
-    if not name or name == certificates.INGRESS_SECRET:
+    if not name or name == serving.INGRESS_SECRET:
         return None
-    pair = certificates.tls_pair(ctx.kube.find(kube.Ref(kube.SECRETS, str(name), "openshift-ingress")))
+    pair = serving.tls_pair(ctx.kube.find(kube.Ref(kube.SECRETS, str(name), "openshift-ingress")))
     if pair is None or certs.check_pair(*pair, [f"*.{ctx.site.apps_domain}"], ctx.clock.now()):
         return None
     return str(name)
 
 
-def _ingresscontroller(ctx: context.Context) -> base.Change | None:
+def _ingresscontroller(ctx: context.Context) -> base.ObjectChange | None:
     def mutate(obj: kube.Obj) -> kube.Obj:
-        obj.setdefault("spec", {})["defaultCertificate"] = {"name": certificates.INGRESS_SECRET}
+        obj.setdefault("spec", {})["defaultCertificate"] = {"name": serving.INGRESS_SECRET}
         return obj
 
     current = ctx.kube.get(base.DEFAULT_INGRESSCONTROLLER)
@@ -170,7 +160,9 @@ def served_hosts(ctx: context.Context) -> dict[str, str]:
     on the hostname of a componentRoute the user kept (the console operator serves the console there: "Customizing
     the console route", docs.redhat.com/.../openshift_container_platform/4.14/html/web_console/
     customizing-the-web-console-url_customizing-web-console). For the report, the banner and the page."""
-    hosts = {name: f"{prefix}.{ctx.site.apps_domain}" for _namespace, name, prefix, _operator in COMPONENT_ROUTES}
+    hosts = {
+        name: f"{prefix}.{ctx.site.apps_domain}" for _namespace, name, prefix, _operator in serving.COMPONENT_ROUTES
+    }
     ingress = ctx.kube.get(base.INGRESS_CLUSTER)
     for entry in users_component_routes(
         (ingress.get("spec") or {}).get("componentRoutes") or [], *_old_apps(ctx, ingress)
@@ -189,11 +181,11 @@ def check_secrets(ctx: context.Context) -> None:
     api_names = ctx.site.names_for("api").required
     ingress_names = ctx.site.names_for("ingress").required
     for ref, names in (
-        (API_SECRET, api_names),
-        (INGRESS_SECRET_CONFIG, ingress_names),
-        (INGRESS_SECRET_OPERAND, ingress_names),
+        (serving.API_SECRET_CONFIG, api_names),
+        (serving.INGRESS_SECRET_CONFIG, ingress_names),
+        (serving.INGRESS_SECRET_OPERAND, ingress_names),
     ):
-        pair = certificates.tls_pair(ctx.kube.find(ref))
+        pair = serving.tls_pair(ctx.kube.find(ref))
         problems = certs.check_pair(*pair, names, ctx.clock.now()) if pair else ["missing or incomplete"]
         if problems:
             raise errors.PermanentStepError(
@@ -202,7 +194,7 @@ def check_secrets(ctx: context.Context) -> None:
             )
 
 
-class Domain:
+class Domain(base.ObjectStep):
     name = "domain"
     description = "switching the API and apps domain (kube-apiserver and ingress rollouts)"
 
@@ -214,13 +206,10 @@ class Domain:
         found = [site_domains.change(ctx), _ingresscontroller(ctx), _ingress(ctx), _apiserver(ctx)]
         return base.Plan(self.name, tuple(c for c in found if c is not None), kept_notes(ctx))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         if not plan.empty:
             check_secrets(ctx)
         hosts = served_hosts(ctx)  # before the APIServer write: its rollout takes the API away for a while
-        outcome = apiserver_last.apply(ctx, plan)
+        outcome = apiserver_revision.apply(ctx, plan)
         details = {"kept": list(plan.notes), "hosts": hosts}
-        return base.Outcome(outcome.changed, outcome.rollouts, outcome.warnings, details)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)
+        return base.StepOutcome(outcome.changed, outcome.rollouts, outcome.warnings, details)

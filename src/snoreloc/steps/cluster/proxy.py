@@ -16,13 +16,14 @@ CA. Proxy URLs may carry a password: they are registered as secrets before anyth
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model, semantic
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import ownership
 
 PROXY_CLUSTER = kube.Ref(kube.PROXIES, "cluster")
 TRUSTED_CA = "snoreloc-proxy-ca"
@@ -60,13 +61,13 @@ def _register_urls(spec: Mapping[str, Any]) -> None:
             semantic.register_proxy_password(spec[name])
 
 
-def ca_changes(ctx: context.Context, site: model.Proxy, proxy: kube.Obj) -> tuple[str | None, list[base.Change]]:
+def ca_changes(ctx: context.Context, site: model.Proxy, proxy: kube.Obj) -> tuple[str | None, list[base.ObjectChange]]:
     """The ConfigMap change for the trusted CA, and the name the Proxy must point at (None: no CA to set)."""
     if site.trusted_ca is None:
         return None, []
     name = ((proxy.get("spec") or {}).get("trustedCA") or {}).get("name") or TRUSTED_CA
     ref = kube.Ref(kube.CONFIGMAPS, name, "openshift-config")
-    metadata = {"name": name, "namespace": ref.namespace, "labels": dict(certificates.MANAGED_BY)}
+    metadata = {"name": name, "namespace": ref.namespace, "labels": dict(ownership.MANAGED_BY)}
     desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {CA_KEY: site.trusted_ca}}
 
     def merge(current: kube.Obj) -> kube.Obj:
@@ -78,11 +79,13 @@ def ca_changes(ctx: context.Context, site: model.Proxy, proxy: kube.Obj) -> tupl
     return name, [] if change is None else [_tagged(change, "proxy trusted CA")]
 
 
-def _tagged(change: base.Change, why: str) -> base.Change:
-    return base.Change(change.ref, change.action, change.before, change.after, change.mutate, (base.MCP_MASTER,), why)
+def _tagged(change: base.ObjectChange, why: str) -> base.ObjectChange:
+    return base.ObjectChange(
+        change.ref, change.action, change.before, change.after, change.mutate, (base.MCP_MASTER,), why
+    )
 
 
-def proxy_changes(ctx: context.Context) -> list[base.Change]:
+def proxy_changes(ctx: context.Context) -> list[base.ObjectChange]:
     site = ctx.site.proxy
     if site is None:
         return []
@@ -101,7 +104,7 @@ def proxy_changes(ctx: context.Context) -> list[base.Change]:
     return changes + ([] if change is None else [_tagged(change, "cluster-wide proxy")])
 
 
-def reboots(changes: list[base.Change]) -> bool:
+def reboots(changes: Sequence[base.ObjectChange]) -> bool:
     """Whether the plan changes a proxy URL or noProxy (a node reboot), not only the trusted CA."""
     for change in changes:
         if change.ref == PROXY_CLUSTER:
@@ -112,26 +115,19 @@ def reboots(changes: list[base.Change]) -> bool:
     return False
 
 
-class Proxy:
+class Proxy(base.ObjectStep):
     name = "proxy"
     description = "setting the cluster-wide proxy (machine-config update)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"proxy": ctx.site.proxy}
 
-    def plan(self, ctx: context.Context) -> base.Plan:
-        changes = proxy_changes(ctx)
+    def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
+        return proxy_changes(ctx)
+
+    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
         if not changes:
-            return base.Plan(self.name)
-        note = (
-            "proxy: the machine-config pool updates and the node REBOOTS (proxy URLs or noProxy changed)"
-            if reboots(changes)
-            else "proxy: trusted CA only; the pool updates without a reboot (kubelet and CRI-O restart)"
-        )
-        return base.Plan(self.name, tuple(changes), (note,))
-
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)
+            return ()
+        if reboots(changes):
+            return ("proxy: the machine-config pool updates and the node REBOOTS (proxy URLs or noProxy changed)",)
+        return ("proxy: trusted CA only; the pool updates without a reboot (kubelet and CRI-O restart)",)

@@ -22,11 +22,11 @@ class WaitForApi:
     def plan(self, ctx: context.Context) -> base.Plan:
         return base.Plan(self.name, notes=(f"wait up to {ctx.site.timeouts.api}s for the API",))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         waited = kubelet.wait_for_api(
             ctx.kube.ready, ctx.clock, budget=float(ctx.site.timeouts.api), poll=ctx.settings.poll_interval
         )
-        return base.Outcome(details={"waited_seconds": round(waited, 1)})
+        return base.StepOutcome(details={"waited_seconds": round(waited, 1)})
 
     def verify(self, ctx: context.Context) -> None:
         if not ctx.kube.ready():

@@ -13,17 +13,16 @@ of the object and its labels are left as they are; the whole object is backed up
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import machineconfigs, ownership
 
 SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-ssh")
 USER = "core"
-ROLE_LABEL = {"machineconfiguration.openshift.io/role": "master"}
-IGNITION_VERSION = "3.2.0"  # the version the installer writes into 99-master-ssh on 4.12-4.16
 
 
 def _identity(line: str) -> tuple[str, ...]:
@@ -50,7 +49,7 @@ def desired_keys(site: model.SshKeys, current: list[str]) -> list[str]:
 def with_keys(config: kube.Obj, keys: list[str]) -> kube.Obj:
     """`config` with core's keys set to `keys`, every other field and user kept."""
     ignition = config.setdefault("spec", {}).setdefault("config", {})
-    ignition.setdefault("ignition", {"version": IGNITION_VERSION})
+    ignition.setdefault("ignition", {"version": machineconfigs.IGNITION_VERSION})
     users = ignition.setdefault("passwd", {}).setdefault("users", [])
     core = next((user for user in users if user.get("name") == USER), None)
     if core is None:
@@ -61,12 +60,12 @@ def with_keys(config: kube.Obj, keys: list[str]) -> kube.Obj:
 
 
 def _new_config(keys: list[str]) -> kube.Obj:
-    metadata = {"name": SSH_CONFIG.name, "labels": {**ROLE_LABEL, **certificates.MANAGED_BY}}
+    metadata = {"name": SSH_CONFIG.name, "labels": {**machineconfigs.ROLE_LABEL, **ownership.MANAGED_BY}}
     obj: kube.Obj = {"apiVersion": kube.MACHINECONFIGS.api_version, "kind": "MachineConfig", "metadata": metadata}
     return with_keys(obj, keys)
 
 
-def ssh_changes(ctx: context.Context) -> list[base.Change]:
+def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
     site = ctx.site.ssh_authorized_keys
     if site is None:
         return []
@@ -83,20 +82,15 @@ def ssh_changes(ctx: context.Context) -> list[base.Change]:
     return [] if change is None else [change]
 
 
-class SshKeys:
+class SshKeys(base.ObjectStep):
     name = "ssh-keys"
     description = "updating core's SSH keys (machine-config update, no reboot)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"ssh_keys": ctx.site.ssh_authorized_keys}
 
-    def plan(self, ctx: context.Context) -> base.Plan:
-        changes = ssh_changes(ctx)
-        note = "SSH keys: the machine-config pool updates without draining or rebooting the node"
-        return base.Plan(self.name, tuple(changes), (note,) if changes else ())
+    def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
+        return ssh_changes(ctx)
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)
+    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
+        return ("SSH keys: the machine-config pool updates without draining or rebooting the node",) if changes else ()

@@ -77,10 +77,10 @@ class SiteNetwork:
         probe_note = f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}"
         return base.Plan(self.name, notes=(*network.describe(desired, current), probe_note))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         desired = self.desired(ctx)
         if desired is None:
-            return base.Outcome()
+            return base.StepOutcome()
         outcome = network.converge(
             self.host.nmstate,
             self.host.prober,
@@ -91,7 +91,9 @@ class SiteNetwork:
             progress=LOG.info,
         )
         checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]
-        return base.Outcome(details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks})
+        return base.StepOutcome(
+            details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks}
+        )
 
     def verify(self, ctx: context.Context) -> None:
         desired = self.desired(ctx)

@@ -11,13 +11,14 @@ is refused, never overwritten; a CatalogSource of ours that the site-config no l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, certificates, cluster_config, context
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import ownership
 
 NAMESPACE = "openshift-marketplace"
 OPERATORHUB = kube.Ref(kube.OPERATORHUBS, "cluster")
@@ -29,17 +30,17 @@ def catalog_object(source: model.CatalogSource) -> kube.Obj:
         spec["displayName"] = source.display_name
     if source.publisher:
         spec["publisher"] = source.publisher
-    metadata = {"name": source.name, "namespace": NAMESPACE, "labels": dict(certificates.MANAGED_BY)}
+    metadata = {"name": source.name, "namespace": NAMESPACE, "labels": dict(ownership.MANAGED_BY)}
     return {"apiVersion": kube.CATALOGSOURCES.api_version, "kind": "CatalogSource", "metadata": metadata, "spec": spec}
 
 
-def _source_change(ctx: context.Context, source: model.CatalogSource) -> base.Change | None:
+def _source_change(ctx: context.Context, source: model.CatalogSource) -> base.ObjectChange | None:
     ref = kube.Ref(kube.CATALOGSOURCES, source.name, NAMESPACE)
     current = ctx.kube.find(ref)
     desired = catalog_object(source)
     if current is None:
         return base.create(ref, desired, why="site catalog")
-    if not cluster_config.ours(current):
+    if not ownership.ours(current):
         raise errors.PermanentStepError(
             f"catalogs: {ref} exists but was not created by snoreloc; not overwriting it",
             hint=f"Give spec.catalogSources an entry another name, or delete {ref} if it is no longer needed.",
@@ -53,11 +54,11 @@ def _source_change(ctx: context.Context, source: model.CatalogSource) -> base.Ch
     return (
         None
         if change is None
-        else base.Change(ref, change.action, change.before, change.after, mutate, (), "site catalog")
+        else base.ObjectChange(ref, change.action, change.before, change.after, mutate, (), "site catalog")
     )
 
 
-def _hub_change(ctx: context.Context, disable: bool) -> base.Change | None:
+def _hub_change(ctx: context.Context, disable: bool) -> base.ObjectChange | None:
     current = ctx.kube.find(OPERATORHUB)
     if current is None:
         hub = {"apiVersion": kube.OPERATORHUBS.api_version, "kind": "OperatorHub", "metadata": {"name": "cluster"}}
@@ -70,7 +71,7 @@ def _hub_change(ctx: context.Context, disable: bool) -> base.Change | None:
     return base.update(OPERATORHUB, current, mutate, why="default sources")
 
 
-def catalog_changes(ctx: context.Context) -> list[base.Change]:
+def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
     site = ctx.site.catalog_sources
     if site is None:
         return []
@@ -80,20 +81,15 @@ def catalog_changes(ctx: context.Context) -> list[base.Change]:
     return [change for change in changes if change is not None]
 
 
-class Catalogs:
+class Catalogs(base.ObjectStep):
     name = "catalogs"
     description = "creating the site's operator catalogs (no node change)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"catalog_sources": ctx.site.catalog_sources}
 
-    def plan(self, ctx: context.Context) -> base.Plan:
-        changes = catalog_changes(ctx)
-        note = "catalogs: the marketplace operator starts them; no node change, no reboot"
-        return base.Plan(self.name, tuple(changes), (note,) if changes else ())
+    def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
+        return catalog_changes(ctx)
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)
+    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
+        return ("catalogs: the marketplace operator starts them; no node change, no reboot",) if changes else ()

@@ -24,13 +24,13 @@ from typing import Any
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model, schema
-from snoreloc.steps import base, certificates, context
+from snoreloc.steps import base, context
+from snoreloc.steps.openshift import mirrors, ownership
 
 PULL_SECRET = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
 DIGEST_MIRRORS = "snoreloc-digest-mirrors"
 TAG_MIRRORS = "snoreloc-tag-mirrors"
 REGISTRY_CA = "snoreloc-registry-ca"
-MANAGED_BY = certificates.MANAGED_BY
 _MCO = (base.MCP_MASTER,)
 
 
@@ -56,7 +56,7 @@ def desired_pull_secret(site: model.PullSecret, current: dict[str, Any]) -> dict
     return {**current, "auths": {**current.get("auths", {}), **site.auths}}
 
 
-def pull_secret_change(ctx: context.Context) -> base.Change | None:
+def pull_secret_change(ctx: context.Context) -> base.ObjectChange | None:
     site = ctx.site.pull_secret
     if site is None:
         return None
@@ -76,9 +76,9 @@ def pull_secret_change(ctx: context.Context) -> base.Change | None:
 # --- mirrors ------------------------------------------------------------------------------------------------------
 
 
-def _mirror_entries(mirrors: tuple[model.Mirror, ...], *, policy: bool) -> list[dict[str, Any]]:
+def _mirror_entries(wanted: tuple[model.Mirror, ...], *, policy: bool) -> list[dict[str, Any]]:
     entries = []
-    for mirror in mirrors:
+    for mirror in wanted:
         entry: dict[str, Any] = {"source": mirror.source, "mirrors": list(mirror.mirrors)}
         if policy and mirror.mirror_source_policy:
             entry["mirrorSourcePolicy"] = mirror.mirror_source_policy
@@ -90,12 +90,12 @@ def _mirror_object(resource: kube.Resource, name: str, field: str, entries: list
     return {
         "apiVersion": resource.api_version,
         "kind": resource.kind,
-        "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+        "metadata": {"name": name, "labels": dict(ownership.MANAGED_BY)},
         "spec": {field: entries},
     }
 
 
-def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.Change | None:
+def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.ObjectChange | None:
     def merge(current: kube.Obj) -> kube.Obj:
         current["spec"] = desired["spec"]
         return current
@@ -103,17 +103,15 @@ def _set_spec(ctx: context.Context, ref: kube.Ref, desired: kube.Obj) -> base.Ch
     return base.upsert(ctx, ref, desired, merge)
 
 
-ours = certificates.ours
-
-
 def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field: str, entries: list[Any]) -> list[Any]:
     ref = kube.Ref(resource, name)
     current = ctx.kube.find(ref)
-    if current is not None and not ours(current):
+    if current is not None and not ownership.ours(current):
         if not entries:
             return []  # the user's object that happens to have our name: not ours to delete
         raise errors.PermanentStepError(
-            f"cluster-config: {ref} exists but was not created by snoreloc (no {_label()} label); not overwriting it",
+            f"cluster-config: {ref} exists but was not created by snoreloc (no {ownership.label_text()} label); "
+            "not overwriting it",
             hint=f"Rename or delete {ref} if it is no longer needed, or add the label if it is snoreloc's, then run "
             "again.",
         )
@@ -123,35 +121,8 @@ def _mirror_set(ctx: context.Context, resource: kube.Resource, name: str, field:
     return [] if current is None else [base.delete(ref, current, rollouts=_MCO, why="no mirrors in the site-config")]
 
 
-_label = certificates.label_text
-
-
-def _with(change: base.Change, *, why: str) -> base.Change:
-    return base.Change(change.ref, change.action, change.before, change.after, change.mutate, _MCO, why)
-
-
-MIRROR_SETS_SINCE = (4, 13)  # ImageDigestMirrorSet / ImageTagMirrorSet; before it, ImageContentSourcePolicy only
-
-
-def is_legacy(version: tuple[int, int]) -> bool:
-    """True when the cluster's only mirror API is ImageContentSourcePolicy."""
-    return version < MIRROR_SETS_SINCE
-
-
-def require_mirror_support(site: model.SiteConfig, version: tuple[int, int]) -> None:
-    """Refuse mirrors the cluster cannot express: tag mirrors need ImageTagMirrorSet (OpenShift 4.13+)."""
-    if not is_legacy(version) or not site.image_tag_mirrors:
-        return
-    running = f"OpenShift {version[0]}.{version[1]}"
-    raise errors.ConfigError(
-        f"spec.imageTagMirrors cannot be applied: this cluster runs {running}, and image tag mirrors need "
-        "OpenShift 4.13 or later (ImageTagMirrorSet); before 4.13 ImageContentSourcePolicy mirrors by digest only",
-        problems=(
-            errors.Problem("spec.imageTagMirrors", f"tag mirrors need OpenShift 4.13+; the cluster runs {running}"),
-        ),
-        hint="Remove spec.imageTagMirrors from the site-config, or list those repositories under "
-        "spec.imageDigestMirrors if their images are pulled by digest, then run again.",
-    )
+def _with(change: base.ObjectChange, *, why: str) -> base.ObjectChange:
+    return base.ObjectChange(change.ref, change.action, change.before, change.after, change.mutate, _MCO, why)
 
 
 def legacy_warnings(site: model.SiteConfig) -> list[str]:
@@ -165,7 +136,7 @@ def legacy_warnings(site: model.SiteConfig) -> list[str]:
     ]
 
 
-def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.Change]:
+def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.ObjectChange]:
     site = ctx.site
     if legacy:
         entries = _mirror_entries(site.image_digest_mirrors, policy=False)
@@ -180,16 +151,16 @@ def mirror_changes(ctx: context.Context, legacy: bool) -> list[base.Change]:
 MIRROR_KINDS = (kube.ICSP, kube.IDMS, kube.ITMS)
 
 
-def removal_changes(ctx: context.Context) -> tuple[list[base.Change], list[str]]:
+def removal_changes(ctx: context.Context) -> tuple[list[base.ObjectChange], list[str]]:
     """The deletions `removeMirrors` asks for, and a warning for each name that matches nothing or one of ours."""
-    changes: list[base.Change] = []
+    changes: list[base.ObjectChange] = []
     warnings: list[str] = []
     for index, name in enumerate(ctx.site.remove_mirrors):
         found = [(kube.Ref(r, name), obj) for r in MIRROR_KINDS if (obj := _find_optional(ctx, kube.Ref(r, name)))]
         if not found:
             warnings.append(f"spec.removeMirrors[{index}]: {unknown_mirror(ctx, name)}")
         for ref, current in found:
-            if ours(current):
+            if ownership.ours(current):
                 warnings.append(
                     f"spec.removeMirrors[{index}]: {ref} is snoreloc's own (from spec.imageDigestMirrors or "
                     "imageTagMirrors), not a factory mirror set: not removed; take it out of removeMirrors"
@@ -202,7 +173,12 @@ def removal_changes(ctx: context.Context) -> tuple[list[base.Change], list[str]]
 def unknown_mirror(ctx: context.Context, name: str) -> str:
     """The warning for a removeMirrors name that matches no mirror set, with the closest names there are."""
     present = sorted(
-        {obj["metadata"]["name"] for resource in MIRROR_KINDS for obj in _list_optional(ctx, resource) if not ours(obj)}
+        {
+            obj["metadata"]["name"]
+            for resource in MIRROR_KINDS
+            for obj in _list_optional(ctx, resource)
+            if not ownership.ours(obj)
+        }
     )
     close = difflib.get_close_matches(name, present, n=3)
     hint = f"did you mean {' or '.join(close)}?" if close else f"the cluster has: {', '.join(present) or 'none'}"
@@ -234,14 +210,14 @@ def ca_key(registry: str) -> str:
     return registry.replace(":", "..")
 
 
-def registry_ca_changes(ctx: context.Context) -> list[base.Change]:
+def registry_ca_changes(ctx: context.Context) -> list[base.ObjectChange]:
     if not ctx.site.registry_ca:
         return []
     wanted = {ca_key(item.registry): item.bundle_pem for item in ctx.site.registry_ca}
     image = ctx.kube.get(base.IMAGE_CLUSTER)
     name = (image.get("spec", {}).get("additionalTrustedCA") or {}).get("name") or REGISTRY_CA
     ref = kube.Ref(kube.CONFIGMAPS, name, "openshift-config")
-    metadata = {"name": name, "namespace": ref.namespace, "labels": dict(MANAGED_BY)}
+    metadata = {"name": name, "namespace": ref.namespace, "labels": dict(ownership.MANAGED_BY)}
     desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
 
     def merge(current: kube.Obj) -> kube.Obj:
@@ -258,7 +234,7 @@ def registry_ca_changes(ctx: context.Context) -> list[base.Change]:
     return [_with(c, why="registry CA") for c in changes]
 
 
-class ClusterConfig:
+class ClusterConfig(base.ObjectStep):
     name = "cluster-config"
     description = "updating pull secret, mirrors and registry CA (one machine-config rollout)"
 
@@ -274,17 +250,11 @@ class ClusterConfig:
 
     def plan(self, ctx: context.Context) -> base.Plan:
         version = base.cluster_version(ctx)
-        require_mirror_support(ctx.site, version)  # again here: --step/--from may skip preflight
-        legacy = is_legacy(version)
+        mirrors.require_mirror_support(ctx.site, version)  # again here: --step/--from may skip preflight
+        legacy = mirrors.is_legacy(version)
         changes = [c for c in [pull_secret_change(ctx)] if c is not None]
         removals, removal_warnings = removal_changes(ctx)
         changes += mirror_changes(ctx, legacy) + removals + registry_ca_changes(ctx)
         note = "mirrors as ImageContentSourcePolicy" if legacy else "mirrors as ImageDigestMirrorSet/ImageTagMirrorSet"
         warnings = (legacy_warnings(ctx.site) if legacy else []) + removal_warnings
         return base.Plan(self.name, tuple(changes), (note, *warnings), data={"warnings": warnings})
-
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan, warnings=tuple(plan.data.get("warnings", ())))
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)

@@ -17,67 +17,14 @@ import base64
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
-
-API_SECRET = "snoreloc-api-cert"  # noqa: S105 (a name, not a password)
-INGRESS_SECRET = "snoreloc-ingress-cert"  # noqa: S105
-MANAGED_BY = {"app.kubernetes.io/managed-by": "snoreloc"}
-
-
-@dataclass(frozen=True)
-class Target:
-    """One serving certificate: the names it serves, who signs it by default, and where it is stored."""
-
-    what: str
-    served: model.ServedNames
-    signer: kube.Ref
-    secrets: tuple[kube.Ref, ...]
-    user: model.CertKeyPair | None
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """What the stored pair must cover: the required names for the user's pair, all of ours for one we issue."""
-        return self.served.required if self.user else self.served.issued
-
-
-def targets(site: model.SiteConfig) -> tuple[Target, Target]:
-    api = Target(
-        "API",
-        site.names_for("api"),
-        kube.Ref(kube.SECRETS, "loadbalancer-serving-signer", "openshift-kube-apiserver-operator"),
-        (kube.Ref(kube.SECRETS, API_SECRET, "openshift-config"),),
-        site.certificates.api,
-    )
-    ingress = Target(
-        "ingress",
-        site.names_for("ingress"),
-        kube.Ref(kube.SECRETS, "router-ca", "openshift-ingress-operator"),
-        (
-            kube.Ref(kube.SECRETS, INGRESS_SECRET, "openshift-config"),
-            kube.Ref(kube.SECRETS, INGRESS_SECRET, "openshift-ingress"),
-        ),
-        site.certificates.ingress,
-    )
-    return api, ingress
-
-
-def tls_pair(secret: kube.Obj | None) -> tuple[bytes, bytes] | None:
-    """(cert, key) PEM of a TLS secret, the key registered as a secret; None if absent or incomplete."""
-    data = (secret or {}).get("data") or {}
-    try:
-        cert, key = base64.b64decode(data["tls.crt"]), base64.b64decode(data["tls.key"])
-    except (KeyError, ValueError):
-        return None
-    redact.register_secret(key)
-    return cert, key
+from snoreloc.steps.openshift import ownership, serving
 
 
 def pair_problems(ctx: context.Context, pair: tuple[bytes, bytes] | None, names: tuple[str, ...]) -> list[str]:
@@ -91,8 +38,8 @@ def pair_problems(ctx: context.Context, pair: tuple[bytes, bytes] | None, names:
     return problems
 
 
-def _issue(ctx: context.Context, target: Target) -> tuple[bytes, bytes]:
-    signer = tls_pair(ctx.kube.find(target.signer))
+def _issue(ctx: context.Context, target: serving.Target) -> tuple[bytes, bytes]:
+    signer = serving.tls_pair(ctx.kube.find(target.signer))
     if signer is None:
         raise errors.UnavailableError(
             f"cannot issue the {target.what} certificate: signer {target.signer} is missing or incomplete",
@@ -103,9 +50,9 @@ def _issue(ctx: context.Context, target: Target) -> tuple[bytes, bytes]:
     return chain, key
 
 
-def _material(ctx: context.Context, target: Target) -> tuple[tuple[bytes, bytes], str]:
+def _material(ctx: context.Context, target: serving.Target) -> tuple[tuple[bytes, bytes], str]:
     """The pair to store: the stored one while still good (and still the user's, if theirs), else a new one."""
-    stored = tls_pair(ctx.kube.find(target.secrets[0]))
+    stored = serving.tls_pair(ctx.kube.find(target.secrets[0]))
     user = (target.user.cert_pem, target.user.key_pem) if target.user else None
     if stored is not None and not pair_problems(ctx, stored, target.names) and (user is None or stored == user):
         return stored, "reused"
@@ -114,7 +61,7 @@ def _material(ctx: context.Context, target: Target) -> tuple[tuple[bytes, bytes]
     return _issue(ctx, target), "issued"
 
 
-def user_pair(target: Target, now: dt.datetime) -> tuple[bytes, bytes]:
+def user_pair(target: serving.Target, now: dt.datetime) -> tuple[bytes, bytes]:
     """The site-config's pair for `target`, checked as `validate` checks it; ConfigError when it cannot serve."""
     if target.user is None:
         raise ValueError(f"the site-config has no {target.what} certificate")
@@ -131,44 +78,26 @@ def tls_secret(ref: kube.Ref, pair: tuple[bytes, bytes]) -> kube.Obj:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": ref.name, "namespace": ref.namespace, "labels": dict(MANAGED_BY)},
+        "metadata": {"name": ref.name, "namespace": ref.namespace, "labels": dict(ownership.MANAGED_BY)},
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": base64.b64encode(pair[0]).decode(), "tls.key": base64.b64encode(pair[1]).decode()},
     }
 
 
-def ours(obj: kube.Obj | None) -> bool:
-    """Whether we created the object: it carries our label."""
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return all(labels.get(key) == value for key, value in MANAGED_BY.items())
-
-
-def label_text() -> str:
-    return ", ".join(f"{key}={value}" for key, value in MANAGED_BY.items())
-
-
-def refuse_users(ref: kube.Ref, current: kube.Obj | None, *, step: str = "certificates") -> None:
-    """Refuse, before any write, an object of our name that we did not create: it is the user's, not ours to take."""
-    if current is not None and not ours(current):
-        raise errors.PermanentStepError(
-            f"{step}: {ref} exists but was not created by snoreloc (no {label_text()} label); not taking it over",
-            hint=f"Rename or delete {ref} if it is no longer needed, or add the label if it is snoreloc's, then run "
-            "again.",
-        )
-
-
-def _secret_change(ctx: context.Context, ref: kube.Ref, pair: tuple[bytes, bytes], why: str) -> base.Change | None:
+def _secret_change(
+    ctx: context.Context, ref: kube.Ref, pair: tuple[bytes, bytes], why: str
+) -> base.ObjectChange | None:
     desired = tls_secret(ref, pair)
 
     def merge(current: kube.Obj) -> kube.Obj:
         current["type"] = desired["type"]
         current["data"] = desired["data"]
-        current["metadata"].setdefault("labels", {}).update(MANAGED_BY)
+        current["metadata"].setdefault("labels", {}).update(ownership.MANAGED_BY)
         return current
 
     change = base.upsert(ctx, ref, desired, merge)
     if change is not None and change.action is base.Action.UPDATE and current_type(change.before) != desired["type"]:
-        return base.Change(ref, base.Action.DELETE, change.before, None, why="type is immutable: recreate")
+        return base.ObjectChange(ref, base.Action.DELETE, change.before, None, why="type is immutable: recreate")
     return None if change is None else dataclasses.replace(change, why=why)
 
 
@@ -176,7 +105,7 @@ def current_type(obj: kube.Obj | None) -> str | None:
     return None if obj is None else obj.get("type")
 
 
-class Certificates:
+class Certificates(base.ObjectStep):
     name = "certificates"
     description = "preparing serving certificates for the new names"
 
@@ -184,12 +113,12 @@ class Certificates:
         return {"domain": ctx.site.domain, "user": ctx.site.certificates}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        changes: list[base.Change] = []
+        changes: list[base.ObjectChange] = []
         notes = []
-        for target in targets(ctx.site):
+        for target in serving.targets(ctx.site):
             for ref in target.secrets:
-                refuse_users(ref, ctx.kube.find(ref))
-        for target in targets(ctx.site):
+                ownership.refuse_users(ref, ctx.kube.find(ref))
+        for target in serving.targets(ctx.site):
             pair, source = _material(ctx, target)
             notes.append(f"{target.what} certificate for {', '.join(target.names)}: {source}")
             for ref in target.secrets:
@@ -200,13 +129,10 @@ class Certificates:
                     changes.append(change)
         return base.Plan(self.name, tuple(changes), tuple(notes))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
-        return base.apply_changes(ctx, plan)
-
     def verify(self, ctx: context.Context) -> None:
-        for target in targets(ctx.site):
+        for target in serving.targets(ctx.site):
             for ref in target.secrets:
-                pair = tls_pair(ctx.kube.find(ref))
+                pair = serving.tls_pair(ctx.kube.find(ref))
                 problems = certs.check_pair(*pair, target.names, ctx.clock.now()) if pair else ["missing"]
                 if problems:
                     raise errors.TemporaryError(f"certificates: {ref}: {'; '.join(problems)}")

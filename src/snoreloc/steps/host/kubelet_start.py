@@ -30,9 +30,9 @@ class StartKubelet:
         running = self.host.units.is_active(kubelet.KUBELET)
         return base.Plan(self.name, notes=("kubelet already runs" if running else "start kubelet",))
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         started = kubelet.start_kubelet(self.host.units, progress=LOG.info)
-        return base.Outcome(details={"started": started})
+        return base.StepOutcome(details={"started": started})
 
     def verify(self, ctx: context.Context) -> None:
         if not self.host.units.is_active(kubelet.KUBELET):

@@ -115,7 +115,7 @@ def _rollouts(target: Target) -> tuple[str, ...]:
     return (base.MCP_MASTER,) if target.ref.resource.group == "machineconfiguration.openshift.io" else ()
 
 
-def _change(ctx: context.Context, target: Target) -> base.Change | None:
+def _change(ctx: context.Context, target: Target) -> base.ObjectChange | None:
     current = ctx.kube.find(target.ref)
     result = dry_run(ctx, target)
     extra: dict[str, Any] = {"why": target.manifest.where, "rollouts": _rollouts(target)}
@@ -123,10 +123,10 @@ def _change(ctx: context.Context, target: Target) -> base.Change | None:
         return base.create(target.ref, result or dict(target.manifest.obj), **extra)
     if result is None or _comparable(result) == _comparable(current):
         return None
-    return base.Change(target.ref, base.Action.UPDATE, current, result, **extra)
+    return base.ObjectChange(target.ref, base.Action.UPDATE, current, result, **extra)
 
 
-class ExtraManifests:
+class ExtraManifests(base.ObjectStep):
     name = "manifests"
     description = "applying the site's extra manifests (server-side apply)"
 
@@ -140,7 +140,7 @@ class ExtraManifests:
             notes = ("manifests: a MachineConfig among them rolls out the master pool: the node reboots",)
         return base.Plan(self.name, tuple(changes), notes)
 
-    def apply(self, ctx: context.Context, plan: base.Plan) -> base.Outcome:
+    def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         manifests = {target.ref: target.manifest for target in targets(ctx)}
         rollouts: dict[str, datetime] = {}
         for change in plan.changes:
@@ -150,7 +150,4 @@ class ExtraManifests:
             ctx.kube.apply(change.ref, copy.deepcopy(dict(manifests[change.ref].obj)), force=True)
             rollouts.update(dict.fromkeys(change.rollouts, written))
         changed = tuple(f"{change.action.value} {change.ref}" for change in plan.changes)
-        return base.Outcome(changed=changed, rollouts=rollouts)
-
-    def verify(self, ctx: context.Context) -> None:
-        base.verify_no_changes(ctx, self)
+        return base.StepOutcome(changed=changed, rollouts=rollouts)
