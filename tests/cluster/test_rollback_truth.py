@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from snoreloc.adapters import console
 from snoreloc.cli import main
 from snoreloc.engine import journal, view
 from snoreloc.siteconfig import model
@@ -33,10 +34,21 @@ def _rollback(r: Relocation, *extra: str) -> int:
     return main.main([*argv, "--time-scale", str(r.sim.speed), "--poll-interval", "2", *extra])
 
 
+def _banner(r: Relocation, text: str | None = None) -> str:
+    """The node's console banner under the test's root (written first when `text` is given)."""
+    path = r.root / console.ISSUE_FILE.lstrip("/")
+    if text is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return path.read_text()
+
+
+@pytest.mark.allow_subprocess  # the banner asks agetty to redraw (absent here: a courtesy that may fail)
 def test_rollback_after_proxy_and_ntp_says_it_reboots_waits_through_it_and_reports(
     relocation: Relocation, capsys: pytest.CaptureFixture[str]
 ) -> None:
     relocation.run(SITE)
+    _banner(relocation, "snoreloc: relocation done.\nNow: Nothing to do: the relocation is done.\n")
     recorder = relocation.sim.cluster.recorder
     reboots = recorder.reboots
     capsys.readouterr()
@@ -65,6 +77,8 @@ def test_rollback_after_proxy_and_ntp_says_it_reboots_waits_through_it_and_repor
     assert doc.state is journal.RunState.ROLLED_BACK and doc.run is not None and doc.run.mode == "rollback"
     assert main.main(["status", "--root", str(relocation.root)]) == 1
     assert f"now: {view.todo('rolled-back')}" in capsys.readouterr().out
+    assert "snoreloc: rolled back." in _banner(relocation)  # the console no longer says the relocation is done
+    assert view.todo("rolled-back") in _banner(relocation)
 
 
 def test_a_second_rollback_has_nothing_to_do_and_says_so(
@@ -80,6 +94,7 @@ def test_a_second_rollback_has_nothing_to_do_and_says_so(
     assert "nothing to restore" in err and "rolled back 0 object(s)" in out
 
 
+@pytest.mark.allow_subprocess  # the banner asks agetty to redraw
 def test_a_rollback_that_runs_out_of_time_exits_75_and_says_rollback_failed(
     relocation: Relocation, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -89,7 +104,11 @@ def test_a_rollback_that_runs_out_of_time_exits_75_and_says_rollback_failed(
         "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: site7\n"
         "spec:\n  domain: edge7.example.net\n  timeouts:\n    settle: 300\n"
     )
+    _banner(relocation, "snoreloc: relocation done.\n")
     assert _rollback(relocation, "--site-config", str(site)) == 75
+    assert "snoreloc: rollback FAILED." in _banner(relocation) and "run `snoreloc rollback` again" in _banner(
+        relocation
+    )
     doc = journal.read(relocation.paths.status)
     assert doc.state is journal.RunState.ROLLBACK_FAILED and doc.error is not None and doc.error.exit_code == 75
     capsys.readouterr()

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from snoreloc import errors
 from snoreloc.cli import common
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _site(args: argparse.Namespace) -> model.SiteConfig | None:
     """The site-config given, else the one the last run used if it still loads, else None (the defaults)."""
-    from snoreloc import errors  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
     from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
 
     if args.site_config:
@@ -66,6 +66,27 @@ def as_doc(outcome: restore.Outcome) -> dict[str, list[str]]:
     }
 
 
+def console_banner(root: str, lines: list[str]) -> None:
+    """Say the rollback's outcome on the node's console banner, where the relocation's last word still stands (a
+    machine that shows no snoreloc banner, not the node, gets none)."""
+    from snoreloc.adapters import command, console, fs  # noqa: PLC0415 (lazy, as above)
+
+    host = fs.HostFS(root)
+    if host.exists(console.ISSUE_FILE):
+        console.Banner(host, command.SubprocessRunner(enter_host=command.in_container())).show(lines)
+
+
+def _banner_after(args: argparse.Namespace, exc: errors.SnorelocError | None) -> None:
+    from snoreloc.engine import view  # noqa: PLC0415 (lazy, as above)
+
+    if exc is None:
+        lines = ["snoreloc: rolled back.", f"Now: {view.todo('rolled-back')}"]
+    else:
+        now = view.todo("rollback-failed", exit_code=int(exc.exit_code), hint=exc.hint or "")
+        lines = ["snoreloc: rollback FAILED.", exc.message, f"Now: {now}"]
+    console_banner(args.root, lines)
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc.engine import pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
     from snoreloc.steps import context  # noqa: PLC0415 (lazy, as above)
@@ -78,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
         outcome = pipeline.rollback(
             common.make_paths(args), client, clock, site=site, settings=settings, announce=announce
         )
+    except errors.SnorelocError as exc:
+        _banner_after(args, exc)
+        raise
     finally:
         client.close()
+    _banner_after(args, None)
     doc = as_doc(outcome)
     if args.output == "json":
         sys.stdout.write(json.dumps({**doc, "reboot": outcome.forecast.reboot}, indent=2) + "\n")
