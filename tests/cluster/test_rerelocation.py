@@ -7,10 +7,13 @@ state back."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from snoreloc.adapters import kube
 from snoreloc.engine import plan as plan_mod
+from snoreloc.pki import certs
 from snoreloc.steps.cluster import routes
 from snoreloc.steps.openshift import serving, site_domains
 
@@ -27,6 +30,8 @@ GATEWAY = kube.Ref(kube.ROUTES, "api-gateway", "edge-app")
 LEGACY = kube.Ref(kube.ROUTES, "legacy", "edge-data")
 INGRESS = kube.Ref(kube.INGRESSES, "cluster")
 APISERVER = kube.Ref(kube.APISERVERS, "cluster")
+API_CERT = kube.Ref(kube.SECRETS, serving.API_SECRET, "openshift-config")
+INGRESS_CERT = kube.Ref(kube.SECRETS, serving.INGRESS_SECRET, "openshift-ingress")
 
 
 def _host(r: Relocation, ref: kube.Ref) -> str:
@@ -53,6 +58,9 @@ def _check_at(r: Relocation, domain: str, gone: str, legacy: str) -> None:
     assert components["oauth-openshift"] == f"oauth-openshift.{apps}"
     assert components["downloads"] == MYCORP_HOST  # the user's own, kept
     assert _ours_named(r) == [[f"api.{domain}"]]  # one entry of ours, this site's names only
+    for secret, name in ((API_CERT, f"api.{domain}"), (INGRESS_CERT, f"*.{apps}")):
+        served = certs.sans(certs.parse_chain(base64.b64decode(r.get(secret)["data"]["tls.crt"]))[0])
+        assert name in served and not any(gone in n for n in served), (secret, served)
     stranded = [
         f"{o['metadata']['namespace']}/{o['metadata']['name']}"
         for o in r.client.list(kube.ROUTES)
