@@ -1,8 +1,9 @@
 """`snoreloc status`: the relocation's state from status.json, for people and for scripts.
 
-Exit codes: 0 done, 1 failed (or cut off), 2 done with warnings, 3 still running. `--wait` blocks (bounded)
-until the run is no longer running. A journal that says "running" while no process holds the run lock was cut off
-(a crash, a reboot): it is shown as interrupted and exits 1.
+Exit codes: 0 done, 1 failed (or cut off, rolled back, rollback failed), 2 done with warnings, 3 still running (a
+relocation or a rollback). `--wait` blocks (bounded) until the run is no longer running. A journal that says
+"running" or "rolling-back" while no process holds the run lock was cut off (a crash, a reboot): it is shown as
+interrupted and exits 1, and the line to act on says which verb resumes it.
 """
 
 from __future__ import annotations
