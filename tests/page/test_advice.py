@@ -91,3 +91,11 @@ def test_a_refusal_with_a_fix_says_the_fix_not_call_support(tmp_path: Path, caps
     assert html.escape(REFUSAL_HINT) in page.render(view.progress(facts), "")
     banner = view.todo("failed", step="certificates", exit_code=int(errors.ExitCode.INTERNAL), hint=REFUSAL_HINT)
     assert banner == view.todo_of(facts)  # the node's banner is given the same line (engine.node.Reporter.failed)
+
+
+def test_a_rollback_that_failed_with_a_fix_says_the_fix_and_to_roll_back_again() -> None:
+    hint = "Restore or drop the object that file held by hand, remove the file, and re-run `snoreloc rollback`."
+    line = view.todo("rollback-failed", exit_code=int(errors.ExitCode.UNAVAILABLE), hint=hint)
+    assert line == f"Fix this, then run `snoreloc rollback` again: {hint}"
+    generic = view.todo("rollback-failed", exit_code=70, hint=errors.SnorelocError.default_hint)
+    assert generic.startswith("The rollback failed: call support")

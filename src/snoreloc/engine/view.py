@@ -94,7 +94,7 @@ def todo(state: str, *, step: str = "", exit_code: int | None = None, console_ur
     if state in _FAILED:
         return _after_failure(step, exit_code, hint)
     if state == "rollback-failed":
-        return _after_rollback_failure(exit_code)
+        return _after_rollback_failure(exit_code, hint)
     if state == "done":
         return "Nothing to do: the relocation is done." + (f" Web console: {console_url}" if console_url else "")
     if state == "done-with-warnings":
@@ -102,10 +102,12 @@ def todo(state: str, *, step: str = "", exit_code: int | None = None, console_ur
     return _ADVICE.get(state, "Wait: the relocation is running. Keep the node powered on; nothing to do.")
 
 
-def _after_rollback_failure(exit_code: int | None) -> str:
+def _after_rollback_failure(exit_code: int | None, hint: str = "") -> str:
     if exit_code in (None, errors.ExitCode.TEMPORARY):
         return "The rollback did not finish: run `snoreloc rollback` again (it resumes and waits again)."
-    return f"The rollback failed: follow the hint shown, or call support with the bundle at {BUNDLE}."
+    if hint and hint not in _GENERIC_HINTS:
+        return f"Fix this, then run `snoreloc rollback` again: {hint}"
+    return f"The rollback failed: call support with the bundle at {BUNDLE}."
 
 
 # Hints every error of a kind carries: they say nothing the technician can act on beyond the line below.
