@@ -1,7 +1,9 @@
 """Routes: move every route from the factory apps domain to the site's, keeping each route object.
 
-Prior tools deleted stale routes and let owners recreate them, which loses every user route. Here each route
-under the old apps domain is kept and handled by kind:
+The old apps domains are the factory's and those of every site snoreloc set here before (`site_domains`), so a
+second relocation (a corrected stick, a move back) moves the routes the first one moved. Prior tools deleted stale
+routes and let owners recreate them, which loses every user route. Here each route under an old apps domain is kept
+and handled by kind:
 
 - an explicit host: its suffix is rewritten by a merge patch of `spec.host`; TLS, annotations and everything
   else stay as they are;
