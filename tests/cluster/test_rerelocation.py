@@ -14,6 +14,7 @@ import pytest
 from snoreloc.adapters import kube
 from snoreloc.engine import plan as plan_mod
 from snoreloc.pki import certs
+from snoreloc.siteconfig import model
 from snoreloc.steps.cluster import routes
 from snoreloc.steps.openshift import serving, site_domains
 
@@ -110,3 +111,14 @@ def test_a_users_config_map_of_the_records_name_is_refused_before_any_write(relo
     with pytest.raises(Exception, match="not created by snoreloc") as refused:
         relocation.run(site_config(), dry_run=True)
     assert "Rename or delete" in getattr(refused.value, "hint", "")
+
+
+def test_a_route_left_on_an_earlier_site_domain_is_named(relocation: Relocation) -> None:
+    relocation.run(site_config())  # shop moves to apps.A, with its own certificate for its factory host
+    keep = site_config(domain=B, routes=model.Routes(own_certificates=model.OwnCertificates.KEEP_HOST))
+    relocation.run(keep)
+    assert _host(relocation, SHOP) == f"shop.apps.{A}"  # kept: its certificate does not cover shop.apps.B
+    named = [w for w in relocation.report()["warnings"] if "edge-app/shop stays on" in w]
+    expected = f"route edge-app/shop stays on shop.apps.{A} (an earlier site's apps domain): kept on its host"
+    assert len(named) == 1 and named[0].startswith(expected)
+    assert _host(relocation, GATEWAY).endswith(f".apps.{B}")  # the others moved on
