@@ -230,6 +230,7 @@ def register_known_secrets(state: pathlib.Path, used: pathlib.Path | None = None
 def _redacted_file(path: pathlib.Path) -> bytes | None:
     if not path.is_file():
         return None
+    # reliability: read through the bounded reader (issue 25) once it lands; `collect` cuts each member after this
     return redact.redact(path.read_text("utf-8", "replace")).encode("utf-8")
 
 
