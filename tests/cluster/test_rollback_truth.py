@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from snoreloc import errors
 from snoreloc.adapters import console
 from snoreloc.cli import main
 from snoreloc.engine import journal, view
@@ -103,6 +104,7 @@ def test_a_rollback_that_runs_out_of_time_exits_75_and_says_rollback_failed(
     site.write_text(
         "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: site7\n"
         "spec:\n  domain: edge7.example.net\n  timeouts:\n    settle: 300\n"
+        "  operators:\n    require: [no-such-operator]\n"  # never settles: the wait runs out, whatever the load
     )
     _banner(relocation, "snoreloc: relocation done.\n")
     assert _rollback(relocation, "--site-config", str(site)) == 75
@@ -114,3 +116,7 @@ def test_a_rollback_that_runs_out_of_time_exits_75_and_says_rollback_failed(
     capsys.readouterr()
     assert main.main(["status", "--root", str(relocation.root)]) == 1
     assert "run `snoreloc rollback` again" in capsys.readouterr().out
+    writes = relocation.client.writes
+    with pytest.raises(errors.UnavailableError, match="the last rollback did not finish"):
+        relocation.run(SITE)  # would take the half-restored objects for the originals
+    assert relocation.client.writes == writes

@@ -113,7 +113,10 @@ class Forecast:
             return ["rollback: nothing to restore (no backups)", f"rollback: {HOST_NETWORK_KEPT}"]
         lines = [f"rollback: will restore {self.objects} object(s) to their state before the first relocation"]
         if self.reboot:
-            lines.append("rollback: THIS REBOOTS THE NODE (the cluster is away for several minutes)")
+            lines.append(
+                "rollback: THIS REBOOTS THE NODE (the cluster is away for several minutes; run on the node itself, "
+                "this command ends with the reboot: run `snoreloc rollback` again after it to finish and wait)"
+            )
         if self.rollouts:
             lines.append(f"rollback: rollouts it starts: {', '.join(self.rollouts)}")
         lines += [f"rollback:   {reason}" for reason in self.reasons]
