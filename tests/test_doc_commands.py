@@ -125,6 +125,10 @@ ELSEWHERE: dict[str, Elsewhere] = {
         "a benchmark run (minutes)", "tests/bench/test_bench_smoke.py::test_relocation_benchmark"
     ),
     ".venv/bin/python bench/routes_scale.py": Elsewhere("a benchmark run (minutes at 20,000 routes)"),
+    ".venv/bin/python bench/api_economy.py": Elsewhere(
+        "a benchmark run (two relocations); its counting is tested",
+        "tests/bench/test_bench_smoke.py::test_a_write_that_changes_nothing_is_not_a_needed_change",
+    ),
     ".venv/bin/python bench/startup.py --relocation-routes -1": Elsewhere(
         "a benchmark run", "tests/bench/test_bench_smoke.py::test_startup_benchmark"
     ),
