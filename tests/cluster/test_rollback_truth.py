@@ -120,3 +120,9 @@ def test_a_rollback_that_runs_out_of_time_exits_75_and_says_rollback_failed(
     with pytest.raises(errors.UnavailableError, match="the last rollback did not finish"):
         relocation.run(SITE)  # would take the half-restored objects for the originals
     assert relocation.client.writes == writes
+
+    capsys.readouterr()
+    assert _rollback(relocation) == 0  # again: nothing left to restore, but the rollouts the first one started
+    out, err = capsys.readouterr()
+    assert "nothing to restore" in err and "waits for the rollouts an earlier rollback started" in err
+    assert "mcp/master" in out and journal.read(relocation.paths.status).state is journal.RunState.ROLLED_BACK

@@ -212,15 +212,19 @@ def run(
     told = forecast(client, entries)
     for line in told.lines():
         announce(line)
+    earlier = [name for name in jour.pending() if name not in told.rollouts]
+    if earlier:  # a rollback cut off (by the reboot it caused) or out of time: its rollouts are waited for now
+        announce(f"rollback: waits for the rollouts an earlier rollback started: {', '.join(earlier)}")
     jour.begin_rollback()
     unsubscribe = waits.subscribe(jour.on_wait)
     try:
         budget = float(site.timeouts.settle)
-        began = clock.now()  # a rollout may start, and end, while a later restore waits out an outage
+        # journaled before the first write: a rollout may start, and end, while a later restore waits out an
+        # outage, and a process the reboot ends leaves them for the next rollback to wait for
+        jour.set_in_motion({name: clock.now() for name in told.rollouts})
         result = restore_all(client, store, clock, budget)
-        jour.set_in_motion({name: began for name in told.rollouts})
         ctx = context.Context(site, client, clock, store, jour, settings)
-        waited = wait_settled(ctx, budget, settings.poll_interval) if told.rollouts else ()
+        waited = wait_settled(ctx, budget, settings.poll_interval) if jour.pending() else ()
     except errors.SnorelocError as exc:
         jour.end_rollback(exc)
         raise
