@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean realhost image-test
+.PHONY: demo test check lint bench clean realhost image-test kubectl-debian
 
 $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,19 @@ realhost: $(STAMP)
 # CLI run in it. Its base and podman storage live under .cache/image. IMAGE_TEST_FLAGS=--require: a skip fails.
 image-test: $(STAMP)
 	containers/image-test $(IMAGE_TEST_FLAGS)
+
+# Debian's kubectl (package kubernetes-client, 1.20), the real client the hub simulator's tests drive
+# (tests/hubsim/test_hub_kubectl.py), unpacked under .cache/kubectl-debian without installing it: it conflicts with
+# the non-Debian `kubectl` package some machines carry. Without it those tests skip, saying how to get it.
+KUBECTL_DEBIAN := .cache/kubectl-debian/usr/bin/kubectl
+kubectl-debian: $(KUBECTL_DEBIAN)
+
+$(KUBECTL_DEBIAN):
+	mkdir -p .cache/kubectl-debian
+	[ -e .cache/.gitignore ] || printf '*\n' >.cache/.gitignore
+	cd .cache/kubectl-debian && rm -f kubernetes-client_*.deb && apt-get download -q kubernetes-client
+	dpkg-deb -x .cache/kubectl-debian/kubernetes-client_*.deb .cache/kubectl-debian
+	$(KUBECTL_DEBIAN) version --client
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py

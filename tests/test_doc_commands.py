@@ -93,10 +93,15 @@ RUN_HERE_ON_THE_SIMULATOR = (  # run below, in this order, against one simulated
     "snoreloc analyze --svg FILE",
     "snoreloc rollback",
 )
-_REAL_CLUSTER_LINE = (
-    "SNORELOC_TEST_KUBECONFIG=/path/to/kubeconfig SNORELOC_TEST_INGRESS=<router host>:443 "
-    ".venv/bin/python -m pytest -p no:xdist tests/cluster"
+_REAL_CLUSTER_FLAGS = ".venv/bin/python -m pytest -p no:xdist -m realcluster tests/cluster tests/sim"
+_REAL_CLUSTER_LINES = (
+    f"SNORELOC_TEST_KUBECONFIG=/path/to/kubeconfig SNORELOC_TEST_INGRESS=<router host>:443 {_REAL_CLUSTER_FLAGS}",
+    f"SNORELOC_TEST_KUBECONFIG=/path/to/cluster-admin.kubeconfig SNORELOC_TEST_INGRESS=<router host>:443 "
+    f"{_REAL_CLUSTER_FLAGS}",
+    f"SNORELOC_TEST_KUBECONFIG=k.yaml {_REAL_CLUSTER_FLAGS}",
 )
+_HUB = "tests/hubsim/test_hub_crds.py::test_snoreloc_sim_serve_hub_serves_until_sigterm"
+_HUB_KUBECTL = "tests/hubsim/test_hub_kubectl.py::"
 _SUITE = "the test suite itself (CI's `.ci/run` runs it); running it from inside the suite would recurse"
 _NODE = "tests/node/test_node_flow.py::test_node_flow_relocates_and_disarms"
 _KUBECONFIG = (
@@ -139,9 +144,32 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
     '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
-    "SNORELOC_TEST_KUBECONFIG=k.yaml .venv/bin/python -m pytest -m realcluster": Elsewhere("a disposable real cluster"),
-    _REAL_CLUSTER_LINE: Elsewhere(
-        "the same switch against a served simulator: `make test` runs tools/test_against_served_cluster.py"
+    **{
+        line: Elsewhere(
+            "a disposable real cluster; the same switch against a served simulator: `make test` runs "
+            "tools/test_against_served_cluster.py"
+        )
+        for line in _REAL_CLUSTER_LINES
+    },
+    "snoreloc sim serve --hub": Elsewhere("serves until stopped", _HUB),
+    "snoreloc sim serve --hub --kubeconfig-out hub.yaml": Elsewhere("serves until stopped", _HUB),
+    "snoreloc sim serve --speed X": Elsewhere(
+        "serves until stopped", "tests/sim/test_protocol.py::test_kubeconfig_is_private_and_names_the_sim_context"
+    ),
+    "make kubectl-debian": Elsewhere(
+        "unpacks Debian's kubectl 1.20 under .cache", _HUB_KUBECTL + "test_kubectl_is_debians_1_20"
+    ),
+    "kubectl --kubeconfig hub.yaml get ns": Elsewhere(
+        "Debian's kubectl against the hub", _HUB_KUBECTL + "test_apply_get_and_server_side_apply"
+    ),
+    "kubectl --as": Elsewhere(
+        "Debian's kubectl as a ServiceAccount", _HUB_KUBECTL + "test_kubectl_as_a_service_account_shows_its_scope"
+    ),
+    "kubectl get -w": Elsewhere(
+        "Debian's kubectl watching", _HUB_KUBECTL + "test_get_watch_prints_later_objects_under_the_same_columns"
+    ),
+    "kubectl apply -k": Elsewhere(
+        "Debian's kubectl with kustomize", _HUB_KUBECTL + "test_apply_k_of_a_controllers_manifests_and_a_reapply"
     ),
     ".venv/bin/python tools/gen_schema_check.py": Elsewhere(
         "the generator",

@@ -12,29 +12,67 @@ from typing import Any
 import pytest
 import yaml
 
+from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc.steps.cluster import ntp
-from snoreloc_sim import simulator
+from snoreloc_sim import pytest_plugin, simulator
 
 from .test_kubeconfig import endpoint
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-# The example's proxy and NTP reboot the node, which a cluster given to the suite would have to live through; and
-# at the suite's usual 600x the example's own `timeouts.total` (5,400 s) would be 9 s of wall time. 60x gives it 90.
-pytestmark = [pytest.mark.simonly, pytest.mark.parametrize("sim", [{"speed": 60.0}], indirect=True)]
+# At the suite's usual 600x the example's own `timeouts.total` (5,400 s) would be 9 s of wall time. 60x gives it 90.
+pytestmark = pytest.mark.parametrize("sim", [{"speed": 60.0}], indirect=True)
 
 
-def _site(sim: simulator.Simulator, tmp_path: Path) -> Path:
-    """The examples directory as shipped, with `kubelet.nodeName` naming the simulated node."""
+def _node_name(kubeconfig: str) -> str:
+    client = kube.Client.from_kubeconfig(kubeconfig, clock=clock_mod.SystemClock())
+    try:
+        (node,) = client.list(kube.NODES)
+    finally:
+        client.close()
+    return str(node["metadata"]["name"])
+
+
+def _site(kubeconfig: str, tmp_path: Path) -> Path:
+    """The examples directory as shipped, with `kubelet.nodeName` naming the cluster's node."""
     copy = tmp_path / "examples"
     shutil.copytree(EXAMPLES, copy)
     path = copy / "site-config.yaml"
     doc = yaml.safe_load(path.read_text())
-    (node,) = sim.cluster.store.list(sim.cluster.types["nodes"], None)
-    doc["spec"]["kubelet"]["nodeName"] = node["metadata"]["name"]
+    doc["spec"]["kubelet"]["nodeName"] = _node_name(kubeconfig)
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
+
+
+def test_the_shipped_example_plans_every_setting_on_the_cluster_under_test_and_changes_nothing(
+    cluster_target: pytest_plugin.ClusterTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`snoreloc plan` of the shipped example against the cluster under test (a real one too): the cluster's dry
+    runs accept every object the example would write, and nothing changes."""
+    site = _site(cluster_target.kubeconfig, tmp_path)
+    host, port = cluster_target.router_address
+    argv = ["plan", "--cluster-only", "--site-config", str(site), "--kubeconfig", cluster_target.kubeconfig,
+            "--state-dir", str(tmp_path / "state"), "--ingress-endpoint", f"{host}:{port}",
+            "--time-scale", str(cluster_target.speed)]  # fmt: skip
+    before = _resource_versions(cluster_target.kubeconfig)
+    assert main.main(argv) == 0
+    shown = capsys.readouterr().out
+    expected = yaml.safe_load((EXAMPLES / "site-config.yaml").read_text())["spec"]
+    for wanted in (f"apps.{expected['domain']}", expected["proxy"]["noProxy"][0], ntp.CHRONY_CONFIG.name,
+                   expected["catalogSources"]["sources"][0]["name"]):  # fmt: skip
+        assert wanted in shown
+    assert _resource_versions(cluster_target.kubeconfig) == before, "a plan changes nothing"
+
+
+def _resource_versions(kubeconfig: str) -> list[str]:
+    client = kube.Client.from_kubeconfig(kubeconfig, clock=clock_mod.SystemClock())
+    try:
+        refs = [kube.Ref(kube.PROXIES, "cluster"), kube.Ref(kube.INGRESSES, "cluster")]
+        return [client.get(ref)["metadata"]["resourceVersion"] for ref in refs]
+    finally:
+        client.close()
 
 
 def _run(sim: simulator.Simulator, site: Path, state: Path) -> int:
@@ -50,8 +88,11 @@ def _get(sim: simulator.Simulator, key: str, name: str, namespace: str = "") -> 
     return found
 
 
+# The example's proxy and NTP reboot the node, which a cluster given to the suite would have to live through, and
+# the test counts the simulator's writes and reboots.
+@pytest.mark.simonly
 def test_the_shipped_example_relocates_with_every_setting(sim: simulator.Simulator, tmp_path: Path) -> None:
-    site = _site(sim, tmp_path)
+    site = _site(str(sim.kubeconfig_path), tmp_path)
     state = tmp_path / "state"
     assert _run(sim, site, state) in (0, 2)  # 2: done, with warnings (the example names a mirror set absent here)
 

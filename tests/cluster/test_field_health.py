@@ -90,7 +90,7 @@ def test_an_unrelated_degraded_operator_ends_done_with_a_warning(relocation: Rel
     _rolled_back_exactly(relocation, before)
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # degrading a real operator's status is overwritten by the operator at once
 def test_an_ignored_operator_is_not_even_a_warning(relocation: Relocation) -> None:
     _degrade_insights(relocation)
     site = dataclasses.replace(site_config(), operators=model.Operators(ignore=("insights",)))
@@ -130,7 +130,7 @@ def test_one_relocation_is_one_kube_apiserver_rollout(relocation: Relocation) ->
     assert recorder.revisions["kube-apiserver"] == 2  # the oauth metadata's and ours: the node skips the first
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # slows the simulator's authentication operator and counts its kube-apiserver revisions
 def test_a_slow_oauth_rollout_still_costs_one_kube_apiserver_rollout(
     relocation: Relocation, monkeypatch: pytest.MonkeyPatch
 ) -> None:

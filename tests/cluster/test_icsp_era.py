@@ -21,7 +21,7 @@ from snoreloc_sim import simulator
 
 from .conftest import Relocation, site_config
 
-pytestmark = pytest.mark.simonly
+pytestmark = pytest.mark.simonly  # a 4.12 seed (see the docstring) and the simulator's write counter
 ICSP_ERA = pytest.mark.parametrize("sim", [{"seed": "4.12"}], indirect=True)
 
 SITE = "mirror.edge7.example.net:5000"

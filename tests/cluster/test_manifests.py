@@ -4,6 +4,7 @@ before any write with exit 65, naming the file and the object."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -85,14 +86,22 @@ def test_changing_one_manifest_reapplies_only_that_one(relocation: Relocation) -
     assert relocation.get(INFO_REF)["data"] == {"region": "south"}
 
 
-def test_rollback_deletes_what_was_created_and_restores_what_existed(relocation: Relocation, shared: kube.Obj) -> None:
+def test_rollback_deletes_what_was_created_and_restores_what_existed(
+    relocation: Relocation, shared: kube.Obj, caplog: pytest.LogCaptureFixture
+) -> None:
     before = spec_of(relocation.get(SHARED_REF))
     relocation.run(with_manifests())
-    pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    with caplog.at_level("INFO", logger="snoreloc.progress"):
+        result = pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    # A namespace's deletion is asynchronous (Terminating, content first): rollback waits until it is gone, so a
+    # re-run at once does not meet "unable to create new content in namespace ... because it is being terminated".
+    assert result.namespaces == (NAMESPACE_REF,)
+    assert f"namespace(s) {NAMESPACE} are gone" in caplog.text
     for ref in (INFO_REF, SECRET_REF, CATALOG_REF, NAMESPACE_REF):
         assert relocation.client.find(ref) is None, ref
     after = spec_of(relocation.get(SHARED_REF))
     assert after == before and contains(after, before)
+    assert relocation.run(with_manifests()).actions["manifests"] == "ran"  # the namespace can be made again at once
 
 
 @pytest.mark.parametrize(
@@ -102,18 +111,28 @@ def test_rollback_deletes_what_was_created_and_restores_what_existed(relocation:
          "does not serve kind Widget in example.com/v1"),
         ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
           "metadata": {"name": "bad", "namespace": "openshift-marketplace"}, "spec": {"sourceType": 7}},
-         "spec.sourceType"),
+         ".spec.sourceType: expected string"),
+        # kube-apiserver answers these two with HTTP 500 ("failed to create typed patch object"), which must not
+        # be retried as an outage: the manifest is wrong (issue 27: a mistyped key retried for 10 minutes).
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
+          "data": {"store": 412}},
+         ".data.store: expected string, got &value.valueUnstructured{Value:412}"),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo", "namespace": "default"},
+          "data": {"a": "b"}, "dataa": {"c": "d"}},
+         ".dataa: field not declared in schema"),
         ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost", "namespace": "no-such-namespace"}},
          'namespaces "no-such-namespace" not found'),
     ],
 )  # fmt: skip
 def test_a_manifest_the_cluster_refuses_stops_the_run_before_any_write(
-    relocation: Relocation, broken: dict[str, Any], wanted: str
+    relocation: Relocation, broken: dict[str, Any], wanted: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     objects = [*_objects(), broken]
-    writes = relocation.client.writes
-    with pytest.raises(errors.ConfigError) as caught:
+    writes, started = relocation.client.writes, time.monotonic()
+    with caplog.at_level("INFO", logger="snoreloc.adapters.kube"), pytest.raises(errors.ConfigError) as caught:
         relocation.run(with_manifests(objects))
+    assert time.monotonic() - started < 20, "refused at once, not retried as an outage"
+    assert not [r for r in caplog.records if "retrying" in r.getMessage()]
     assert caught.value.exit_code == 65
     assert "manifests/site.yaml document 6 (line 41)" in caught.value.message
     assert wanted in caught.value.message

@@ -17,8 +17,9 @@ from snoreloc.steps.cluster import ntp, proxy
 from .conftest import Relocation, progressing, settled, site_config, wait_rollout
 
 # A chrony MachineConfig reboots the node (and again when rolled back): on a real cluster given to the suite the
-# test's clean-up would meet that outage.
-pytestmark = pytest.mark.simonly
+# test's clean-up would meet that outage. The tests that write one (or a user's MachineConfig, which rolls the pool
+# just the same) are `simonly` for that reason (REBOOTS); the plan-only test runs on a real cluster too.
+REBOOTS = pytest.mark.simonly
 
 REF = ntp.CHRONY_CONFIG
 OTHER_STEPS = ("certificates", "cluster-config", "ssh-keys", "domain", "routes", "csr", "proxy")
@@ -49,6 +50,19 @@ def add_machine_config(r: Relocation, name: str, text: str = "server factory.exa
     wait_rollout(r, "machine-config", before)  # the pool update and the reboot it causes
 
 
+def test_the_servers_are_planned_as_one_machine_config_that_reboots_and_nothing_is_written(
+    relocation: Relocation,
+) -> None:
+    writes = relocation.client.writes
+    plans = relocation.run(site_config(ntp=SITE_NTP), dry_run=True).plans
+    (planned,) = [p for p in plans if p.step == "ntp"]
+    assert [str(change.ref) for change in planned.changes] == [str(REF)]
+    text = chrony_text(planned.changes[0].after)
+    assert "server ntp1.edge7.example.net iburst" in text and "pool pool.edge7.example.net iburst" in text
+    assert relocation.client.writes == writes
+
+
+@REBOOTS
 def test_the_servers_are_set_with_one_reboot_and_a_rerun_writes_nothing(relocation: Relocation) -> None:
     reboots = relocation.sim.cluster.recorder.reboots
     site = site_config(ntp=SITE_NTP)
@@ -66,6 +80,7 @@ def test_the_servers_are_set_with_one_reboot_and_a_rerun_writes_nothing(relocati
     assert relocation.client.writes == writes
 
 
+@REBOOTS
 def test_a_changed_server_reruns_only_the_ntp_step(relocation: Relocation) -> None:
     relocation.run(site_config(ntp=SITE_NTP))
     writes = relocation.client.writes
@@ -81,6 +96,7 @@ def test_a_changed_server_reruns_only_the_ntp_step(relocation: Relocation) -> No
 # lasts 500 ms: a window our step-to-step time fits in even on a loaded machine, as it fits the real 5 s.
 @pytest.mark.slow
 @pytest.mark.parametrize("sim", [{"speed": 10.0}], indirect=True)
+@REBOOTS
 def test_ntp_and_proxy_share_one_pool_update_and_one_reboot(relocation: Relocation) -> None:
     recorder = relocation.sim.cluster.recorder
     reboots, updates = recorder.reboots, len(recorder.rollouts)
@@ -92,6 +108,7 @@ def test_ntp_and_proxy_share_one_pool_update_and_one_reboot(relocation: Relocati
     assert relocation.get(proxy.PROXY_CLUSTER)["spec"]["httpProxy"] == url
 
 
+@REBOOTS
 def test_rollback_removes_the_machine_config_across_the_reboot_it_causes(relocation: Relocation) -> None:
     relocation.run(site_config(ntp=SITE_NTP))
     # deleting the MachineConfig reboots the node again: the rollback rides that out, and returns settled
@@ -101,6 +118,7 @@ def test_rollback_removes_the_machine_config_across_the_reboot_it_causes(relocat
     assert list(relocation.paths.backups.glob("*.json")) == []
 
 
+@REBOOTS
 def test_a_users_machine_config_of_our_name_is_refused_before_any_change(relocation: Relocation) -> None:
     add_machine_config(relocation, REF.name)
     theirs = relocation.get(REF)
@@ -111,6 +129,7 @@ def test_a_users_machine_config_of_our_name_is_refused_before_any_change(relocat
     assert relocation.get(REF)["metadata"] == theirs["metadata"]
 
 
+@REBOOTS
 def test_a_chrony_machine_config_merged_after_ours_is_refused_before_any_change(relocation: Relocation) -> None:
     add_machine_config(relocation, "99-master-zz-chrony")
     writes = relocation.client.writes
@@ -119,6 +138,7 @@ def test_a_chrony_machine_config_merged_after_ours_is_refused_before_any_change(
     assert relocation.client.writes == writes
 
 
+@REBOOTS
 def test_the_installers_chrony_machine_config_is_kept_and_named_in_the_plan(relocation: Relocation) -> None:
     add_machine_config(relocation, "50-masters-chrony-configuration")
     theirs = relocation.get(kube.Ref(kube.MACHINECONFIGS, "50-masters-chrony-configuration"))

@@ -15,8 +15,9 @@ from snoreloc_sim import certs as sim_certs
 from .conftest import Relocation, contains, settled, site_config, spec_of
 
 # A proxy URL or noProxy change drains and reboots the node (twice with its rollback): on a real cluster given to the
-# suite the test's own clean-up would meet that outage and leave the cluster changed for the next test.
-pytestmark = pytest.mark.simonly
+# suite the test's own clean-up would meet that outage and leave the cluster changed for the next test. The tests
+# that make such a change are `simonly` for that reason (REBOOTS); those that only plan run on a real cluster too.
+REBOOTS = pytest.mark.simonly
 
 PASSWORD = "pr0xy-S3cret-77"
 PROXY_URL = f"http://edge-bot:{PASSWORD}@proxy.edge7.example.net:3128"
@@ -32,6 +33,7 @@ def site_proxy(no_proxy: tuple[str, ...] = (".edge7.example.net",), ca: str | No
     return site_config(proxy=model.Proxy(PROXY_URL, PROXY_URL, no_proxy, ca))
 
 
+@REBOOTS
 def test_the_proxy_is_set_and_a_rerun_writes_nothing(relocation: Relocation) -> None:
     ca = ca_pem("proxy-ca")
     site = site_proxy(("10.20.0.0/16", ".edge7.example.net"), ca)
@@ -48,6 +50,7 @@ def test_the_proxy_is_set_and_a_rerun_writes_nothing(relocation: Relocation) -> 
     assert relocation.client.writes == writes
 
 
+@REBOOTS
 def test_a_changed_no_proxy_reruns_only_the_proxy_step(relocation: Relocation) -> None:
     relocation.run(site_proxy())
     writes = relocation.client.writes
@@ -58,6 +61,7 @@ def test_a_changed_no_proxy_reruns_only_the_proxy_step(relocation: Relocation) -
     assert relocation.get(proxy.PROXY_CLUSTER)["spec"]["noProxy"] == ".edge7.example.net,192.168.7.0/24"
 
 
+@REBOOTS
 def test_the_users_trusted_ca_config_map_is_merged_not_replaced(relocation: Relocation) -> None:
     users = ca_pem("users-own-ca")
     ref = kube.Ref(kube.CONFIGMAPS, "corp-ca", "openshift-config")
@@ -81,6 +85,7 @@ def test_the_users_trusted_ca_config_map_is_merged_not_replaced(relocation: Relo
     assert relocation.get(proxy.PROXY_CLUSTER)["spec"]["trustedCA"] == {"name": "corp-ca"}
 
 
+@REBOOTS
 def test_rollback_restores_the_proxy_exactly_across_the_reboot_it_causes(relocation: Relocation) -> None:
     before = spec_of(relocation.get(proxy.PROXY_CLUSTER))
     relocation.run(site_proxy(ca=ca_pem("proxy-ca")))
@@ -93,6 +98,7 @@ def test_rollback_restores_the_proxy_exactly_across_the_reboot_it_causes(relocat
     assert list(relocation.paths.backups.glob("*.json")) == []
 
 
+@REBOOTS
 def test_the_proxy_password_is_never_shown(relocation: Relocation) -> None:
     result = relocation.run(site_proxy(), dry_run=True)
     text = plan_mod.render(result.plans)
@@ -101,6 +107,14 @@ def test_the_proxy_password_is_never_shown(relocation: Relocation) -> None:
     relocation.run(site_proxy())
     shown = [text, relocation.paths.status.read_text(), relocation.paths.report.read_text()]
     assert all(PASSWORD not in item for item in shown)
+
+
+def test_the_proxy_password_is_never_shown_in_the_plan(relocation: Relocation) -> None:
+    writes = relocation.client.writes
+    result = relocation.run(site_proxy(), dry_run=True)
+    text = plan_mod.render(result.plans)
+    assert "~ update Proxy cluster" in text and "proxy.edge7.example.net:3128" in text and PASSWORD not in text
+    assert relocation.client.writes == writes
 
 
 def test_a_trusted_ca_alone_is_planned_without_a_reboot(relocation: Relocation) -> None:

@@ -128,7 +128,7 @@ def check_report(r: Relocation) -> None:
 
 @pytest.mark.parametrize(
     "sim",
-    [pytest.param({"seed": "4.14"}, marks=pytest.mark.simonly), {"seed": "4.16"}],
+    [pytest.param({"seed": "4.14"}, marks=pytest.mark.simonly), {"seed": "4.16"}],  # simonly: a second release
     indirect=True,
     ids=["4.14", "4.16"],
 )

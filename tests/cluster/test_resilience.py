@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from snoreloc import errors
 from snoreloc.adapters import kube
@@ -72,7 +73,7 @@ def test_rollback_restores_every_original_exactly(relocation: Relocation) -> Non
     assert relocation.status()["state"] == "rolled-back"
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's fault injection
 @pytest.mark.parametrize(
     "sim",
     [
@@ -95,7 +96,7 @@ def test_faults_complete_or_resume(relocation: Relocation) -> None:
     assert [n["servingCertificate"]["name"] for n in named].count("snoreloc-api-cert") == 1
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's fault injection (hung requests)
 @pytest.mark.parametrize("sim", [{"faults": "seed=2,hang=0.03,hang-for=3s"}], indirect=True)
 def test_hung_requests_time_out_and_are_retried(cluster_target: ClusterTarget, tmp_path: Path) -> None:
     client, clock = make_client(cluster_target, kube.Policy(read_timeout=0.3, attempts=20))
@@ -106,7 +107,7 @@ def test_hung_requests_time_out_and_are_retried(cluster_target: ClusterTarget, t
     assert time.monotonic() - started < 60
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's scripted outage
 @pytest.mark.parametrize("sim", [{"faults": "outage=1200s@0s"}], indirect=True)
 def test_an_api_that_never_answers_fails_as_temporary(cluster_target: ClusterTarget, tmp_path: Path) -> None:
     client, clock = make_client(cluster_target, kube.Policy(attempts=50, total=120.0))
@@ -129,16 +130,24 @@ def test_api_errors_are_mapped_without_retrying(relocation: Relocation) -> None:
         client.create(kube.SECRETS, {"metadata": {"name": "pull-secret", "namespace": "openshift-config"}})
 
 
-@pytest.mark.simonly
-def test_wrong_token_is_permission_denied(sim: Any, tmp_path: Path) -> None:
-    text = Path(sim.kubeconfig_path).read_text().replace(sim.token, "wrong-token-0000")
-    (tmp_path / "kubeconfig").write_text(text)
-    client = kube.Client.from_kubeconfig(str(tmp_path / "kubeconfig"), clock=make_client(sim)[1])
-    with pytest.raises(errors.PermissionDenied):
+def test_wrong_token_is_permission_denied(cluster_target: ClusterTarget, tmp_path: Path) -> None:
+    """The cluster under test's API and CA, with a token no one issued: 401, which is exit 77, not a retry."""
+    document = yaml.safe_load(Path(cluster_target.kubeconfig).read_text())
+    contexts = {c["name"]: c["context"] for c in document.get("contexts") or []}
+    cluster_name = contexts[document["current-context"]]["cluster"]
+    (cluster,) = [c for c in document["clusters"] if c["name"] == cluster_name]
+    forged = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "current-context": "forged",
+              "contexts": [{"name": "forged", "context": {"cluster": cluster_name, "user": "forged"}}],
+              "users": [{"name": "forged", "user": {"token": "wrong-token-0000"}}]}  # fmt: skip
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump(forged))
+    client = kube.Client.from_kubeconfig(str(tmp_path / "kubeconfig"), clock=make_client(cluster_target)[1])
+    with pytest.raises(errors.PermissionDenied) as caught:
         client.list(kube.CLUSTEROPERATORS)
+    assert caught.value.exit_code == 77
+    assert client.requests == 1
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's seed plants an expired kubelet certificate and a decoy CSR
 @pytest.mark.parametrize("sim", [{"expired_kubelet_cert": True}], indirect=True)
 def test_csrs_of_this_node_are_approved_and_the_decoy_is_not(relocation: Relocation) -> None:
     relocation.run()
@@ -157,7 +166,7 @@ def test_csrs_of_this_node_are_approved_and_the_decoy_is_not(relocation: Relocat
     assert all(c["spec"]["username"] != node for c in pending)
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's seed of 2,000 routes, timed on its clock
 @pytest.mark.parametrize("sim", [{"routes": 2000}], indirect=True)
 def test_thousands_of_routes_move_in_seconds(relocation: Relocation) -> None:
     relocation.run(step="preflight")

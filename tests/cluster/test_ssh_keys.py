@@ -88,7 +88,7 @@ def test_no_ssh_keys_in_the_site_config_leaves_the_machine_config_alone(relocati
     assert relocation.get(SSH)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # deleting and re-creating 99-master-ssh rolls the master pool (a reboot) on a real node
 def test_a_missing_ssh_config_is_created_with_our_label_and_removed_by_rollback(relocation: Relocation) -> None:
     relocation.client.delete(SSH)
     key = new_key("site-admin")

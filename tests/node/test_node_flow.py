@@ -45,7 +45,7 @@ def root(tmp_path: Path) -> fs.HostFS:
     return host
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_node_flow_relocates_and_disarms(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     svc = _services(root, sim)
@@ -74,7 +74,7 @@ def test_the_demo_applies_the_examples_manifests() -> None:
     assert shipped and shipped == {path.name: path.read_text() for path in examples.glob("*.yaml")}
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_rerun_with_same_config_makes_no_api_write(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     svc = _services(root, sim)  # the same host: its network and kubelet keep what the first run did
@@ -93,7 +93,7 @@ def _corrupt_domain(root: fs.HostFS) -> None:
     root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(doc), mode=0o600)
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_bad_site_config_changes_nothing(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     _corrupt_domain(root)
@@ -113,7 +113,7 @@ def test_bad_site_config_changes_nothing(root: fs.HostFS, sim: simulator.Simulat
     assert root.exists(kubelet.SEAL_MARKER)
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     svc = _services(root, sim)
@@ -136,7 +136,7 @@ def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostF
     assert "FAILED at step network" in root.read_text(console.ISSUE_FILE)
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     args = argparse.Namespace(
         speed=600.0, seed="4.14", routes=3, keep=None, output="json", page_port=0, svg=str(tmp_path / "t.svg")
@@ -149,7 +149,7 @@ def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_pa
     assert "rollout: kube-apiserver" in (tmp_path / "t.svg").read_text(), "the demo draws its timeline"
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_plan_shows_the_node_before_the_cluster(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     svc = _services(root, sim)

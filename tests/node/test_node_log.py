@@ -17,7 +17,7 @@ from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow as demo
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
 def test_node_mode_writes_the_log_file(tmp_path: Path, sim: simulator.Simulator) -> None:
     root = fs.HostFS(tmp_path / "root")
     root.mkdir("/etc/snoreloc", 0o700)

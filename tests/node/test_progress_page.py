@@ -128,7 +128,7 @@ class _Run:
         return f"http://127.0.0.1:{self.svc.pages[0].port}/"
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
 @pytest.mark.allow_subprocess
 @pytest.mark.parametrize("sim", [SLOW], indirect=True)
 def test_page_in_a_browser_while_running_and_when_done(
@@ -161,7 +161,7 @@ def test_page_in_a_browser_while_running_and_when_done(
     assert all((shots / f"{n}.png").stat().st_size > 5000 for n in ("running", "done-phone", "done"))
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
 def test_page_is_read_only_and_stops_after_its_keep_time(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     with _Run(root, sim) as run:
@@ -188,7 +188,7 @@ def test_page_is_read_only_and_stops_after_its_keep_time(root: fs.HostFS, sim: s
         assert view.page_address(state_dir) == "", "status stops pointing at a page that is gone"
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
 def test_timeline_of_a_demo_run_draws_every_step_and_rollout(
     root: fs.HostFS, sim: simulator.Simulator, tmp_path: Path
 ) -> None:
@@ -208,7 +208,7 @@ def test_timeline_of_a_demo_run_draws_every_step_and_rollout(
     assert 'class="rollout"' in picture
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
 def test_the_site_config_can_turn_the_page_off(root: fs.HostFS, sim: simulator.Simulator) -> None:
     demo.write_site(root, sim)
     site = yaml.safe_load(root.read_text("/etc/snoreloc/site-config.yaml"))

@@ -17,6 +17,8 @@ from snoreloc_sim import simulator
 
 from .conftest import Call
 
+# The simulator's own apply engine through `raw` (its store, its seed); what a real cluster answers is pinned by
+# test_real_answers.py, which runs on both.
 pytestmark = pytest.mark.simonly
 
 APPLY = "application/apply-patch+yaml"
@@ -106,11 +108,22 @@ def test_force_takes_the_field_over(raw: Call) -> None:
     assert fields == {"someone-else": {"f:data": {"f:keep": {}}}, "snoreloc": {"f:data": {"f:owner": {}}}}
 
 
-def test_an_object_never_applied_belongs_to_before_first_apply(raw: Call) -> None:
-    raw("POST", CM, configmap("plain", mode="factory"))
+def test_an_object_without_managed_fields_belongs_to_before_first_apply(raw: Call, sim: simulator.Simulator) -> None:
+    sim.cluster.store.create(sim.cluster.types["configmaps"], configmap("plain", mode="factory"))  # as seeded
     reply = applied(raw, f"{CM}/plain", configmap("plain", mode="site"))
     assert reply.code == 409
-    assert 'conflict with "before-first-apply"' in reply.body["message"]
+    assert reply.body["message"] == (
+        'Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .data.mode'
+    )
+
+
+def test_a_created_object_belongs_to_the_user_agents_product(raw: Call) -> None:
+    raw("POST", CM, configmap("plain", mode="factory"))  # http.client sends no User-Agent: "unknown" here
+    reply = applied(raw, f"{CM}/plain", configmap("plain", mode="site"))
+    assert reply.code == 409
+    assert reply.body["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "unknown" using v1', "field": ".data.mode"}
+    ]
 
 
 def test_a_map_list_merges_by_key_and_an_atomic_list_is_replaced(raw: Call, sim: simulator.Simulator) -> None:
@@ -143,7 +156,7 @@ def test_a_custom_resource_is_applied_and_validated_by_its_schema(raw: Call) -> 
         "spec": {"sourceType": "grpc", "image": "mirror.example.com/index:v1"},
     }
     assert applied(raw, f"{CATALOGS}/site", catalog).code == 201
-    bad = {**catalog, "spec": {"sourceType": 7}}
+    bad = {**catalog, "spec": {"image": "mirror.example.com/index:v2"}}  # sourceType is required
     reply = applied(raw, f"{CATALOGS}/site", bad, force="true")
     assert reply.code == 422
     assert raw("GET", f"{CATALOGS}/site").body["spec"]["image"] == "mirror.example.com/index:v1"
@@ -222,3 +235,13 @@ def test_a_crd_map_list_merges_by_its_keys_from_two_managers(raw: Call) -> None:
     reply = applied(raw, path, moved, manager="two")
     assert reply.code == 409
     assert reply.body["details"]["causes"][0]["field"].startswith(".spec.componentRoutes[")
+
+
+def test_a_write_that_changes_nothing_of_an_object_without_entries_is_no_write(
+    raw: Call, sim: simulator.Simulator
+) -> None:
+    stored = sim.cluster.store.create(sim.cluster.types["configmaps"], configmap("seeded", mode="factory"))
+    reply = raw("PUT", f"{CM}/seeded", stored)
+    assert reply.code == 200
+    assert reply.body["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+    assert "managedFields" not in reply.body["metadata"]

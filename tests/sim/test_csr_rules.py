@@ -14,6 +14,10 @@ from snoreloc_sim.controllers import kubelet
 
 from .conftest import Call
 
+# The simulator's own CSR rules through `raw` (its token's identity); the same answers against a real cluster are
+# pinned by test_real_answers.py.
+pytestmark = pytest.mark.simonly
+
 PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 NODE = "system:node:sno1"
 

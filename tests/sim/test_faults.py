@@ -11,7 +11,7 @@ from snoreloc_sim import faults, simulator
 
 from .conftest import Call, call, tls_context
 
-pytestmark = pytest.mark.simonly
+pytestmark = pytest.mark.simonly  # the simulator's fault injection
 
 PATH = "/api/v1/namespaces/default/configmaps"
 

@@ -14,7 +14,7 @@ from snoreloc_sim import simulator
 
 from .conftest import tls_context
 
-pytestmark = pytest.mark.simonly
+pytestmark = pytest.mark.simonly  # the simulator's HTTP request parsing, sent raw to its listener
 
 
 def _exchange(sim: simulator.Simulator, payload: bytes, *, reads: int = 1) -> bytes:

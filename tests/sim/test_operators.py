@@ -22,7 +22,7 @@ from kubernetes import client, config
 
 from snoreloc_sim import certs, controllers, model, registry, seeds, simulator, validation
 
-pytestmark = pytest.mark.simonly
+pytestmark = pytest.mark.simonly  # the simulator's operators, driven through its store and clock
 
 T = TypeVar("T")
 CONFIG = ("config.openshift.io", "v1")

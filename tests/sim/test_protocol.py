@@ -25,6 +25,8 @@ from snoreloc_sim import certs, cli, model, simulator
 
 from .conftest import Call, api_client
 
+# The simulator's own HTTP layer (dropped connections, its token, its listener); see test_real_answers.py for
+# the answers checked against a real cluster too.
 pytestmark = pytest.mark.simonly
 
 KUBECTL = shutil.which("kubectl")

@@ -256,7 +256,7 @@ def test_unknown_version_is_refused() -> None:
         c.timeline.close()
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's seeds of several releases; a real cluster has one
 @pytest.mark.parametrize("sim", [{"seed": "4.12"}, {"seed": "4.14"}, {"seed": "4.16"}], indirect=True)
 def test_typed_client_reads_the_seeded_builtins(sim: simulator.Simulator) -> None:
     """The official client's typed models are strict: every built-in object must deserialize."""
@@ -276,7 +276,7 @@ MIRROR_SET_PATHS = (
 )
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's seeds of several releases; a real cluster has one
 @pytest.mark.parametrize("sim", [{"seed": "4.12"}], indirect=True)
 def test_4_12_serves_only_image_content_source_policies(sim: simulator.Simulator, raw: Call) -> None:
     """As on a real 4.12 API server: discovery does not list IDMS/ITMS and every request for them is a 404."""
@@ -298,7 +298,7 @@ def test_4_12_serves_only_image_content_source_policies(sim: simulator.Simulator
     assert raw("GET", "/version").body["minor"] == "25"
 
 
-@pytest.mark.simonly
+@pytest.mark.simonly  # the simulator's seeds of several releases; a real cluster has one
 @pytest.mark.parametrize("sim", [{"seed": "4.14"}, {"seed": "4.16"}], indirect=True)
 def test_later_seeds_serve_the_mirror_sets(sim: simulator.Simulator, raw: Call) -> None:
     config_v1 = {r["name"] for r in raw("GET", "/apis/config.openshift.io/v1").body["resources"]}

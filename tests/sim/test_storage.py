@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import kubernetes
 import pytest
@@ -18,6 +19,8 @@ from snoreloc_sim import model, patch, server
 
 from .conftest import Call
 
+# The simulator's store and patch module, partly without HTTP; see test_real_answers.py for the answers checked
+# against a real cluster too.
 pytestmark = pytest.mark.simonly
 
 CO = ("config.openshift.io", "v1", "clusteroperators")
@@ -195,7 +198,7 @@ def test_json_patch_applies_and_a_failed_test_is_422(custom: kubernetes.client.C
     [
         ([{"op": "remove", "path": "/spec/absent"}], 422),
         ([{"op": "add", "path": "/spec/deep/er", "value": 1}], 422),
-        ([{"op": "frobnicate", "path": "/spec"}], 400),
+        ([{"op": "frobnicate", "path": "/spec"}], 422),  # evanphx/json-patch: "Unexpected kind", answered 422
         ({"op": "add"}, 400),
     ],
 )
@@ -290,7 +293,7 @@ def test_csr_approval_subresource_changes_only_the_conditions(kube: kubernetes.c
 # delete
 
 
-def test_delete_then_404_and_namespace_delete_empties_it(core: kubernetes.client.CoreV1Api) -> None:
+def test_delete_then_404_and_namespace_delete_empties_it_in_the_background(core: kubernetes.client.CoreV1Api) -> None:
     core.create_namespace({"metadata": {"name": "doomed"}})
     core.create_namespaced_config_map("doomed", _configmap("inside"))
     core.delete_namespaced_config_map("inside", "doomed")
@@ -298,7 +301,11 @@ def test_delete_then_404_and_namespace_delete_empties_it(core: kubernetes.client
         core.delete_namespaced_config_map("inside", "doomed")
     assert caught.value.status == 404
     core.create_namespaced_config_map("doomed", _configmap("again"))
-    core.delete_namespace("doomed")
+    core.delete_namespace("doomed")  # Terminating: emptied and removed in the background
+    deadline = time.monotonic() + 10
+    while core.list_namespace(field_selector="metadata.name=doomed").items and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert core.list_namespace(field_selector="metadata.name=doomed").items == []
     assert core.list_namespaced_config_map("doomed").items == []
 
 

@@ -394,9 +394,9 @@ def test_metadata_name_must_be_a_dns_subdomain(validator: validation.Validator) 
 
 
 def test_unknown_types_are_admitted_unchanged(validator: validation.Validator) -> None:
-    deployments = model.ResourceType("apps", "v1", "deployments", "Deployment", True)
+    widgets = model.ResourceType("example.com", "v1", "widgets", "Widget", True)
     obj = {"metadata": {"name": "x"}, "spec": {"anything": [1, 2]}}
-    assert validator.admit(deployments, obj, None) == (obj, [])
+    assert validator.admit(widgets, obj, None) == (obj, [])
 
 
 # ---- built-in kinds -------------------------------------------------------------------------------------------

@@ -17,7 +17,10 @@ to their manager (the `fieldManager` parameter, else the User-Agent's product na
 removed fields from every manager, as the docs' "Field management" section says. An object that has no managed
 fields yet (the simulator's seed, objects created without apply) gets them on its first apply: every field it has
 then belongs to `before-first-apply` (operation Update), the name kube-apiserver uses for the same situation.
-Simplification: plain creates and updates of objects never applied record no managedFields.
+Every create and update records its manager too (k8s.io/apimachinery pkg/util/managedfields/internal/
+fieldmanager.go, `FieldManager.Update`; the manager is `fieldManager` or the User-Agent up to its first "/",
+as k8s.io/apiserver pkg/endpoints/handlers/rest.go `prefixFromUserAgent`), so a later apply of the same field
+conflicts with a named manager.
 
 Fields that never take part: apiVersion, kind, metadata.name/namespace/uid/resourceVersion/generation/
 creationTimestamp/managedFields/selfLink, and status (written through its subresource).
@@ -89,7 +92,12 @@ def set_key(item: Any) -> str:
 
 def field_set(shape: Shape, obj: Obj) -> Fields:
     """Every field `obj` sets, as fieldsV1 paths (leaves, plus `.` for each keyed or set list item)."""
-    out: set[Path] = set()
+    return frozenset(leaves(shape, obj))
+
+
+def leaves(shape: Shape, obj: Obj) -> dict[Path, Any]:
+    """`field_set` with the value at each path (the item itself for `.` and set members)."""
+    out: dict[Path, Any] = {}
     for key, value in obj.items():
         if key in _IGNORED_TOP:
             continue
@@ -99,10 +107,10 @@ def field_set(shape: Shape, obj: Obj) -> Fields:
                 _walk(shape, shape.child(shape.schema, key), meta, ("f:metadata",), ("metadata",), out=out)
             continue
         _walk(shape, shape.child(shape.schema, key), value, (f"f:{key}",), (key,), out=out)
-    return frozenset(out)
+    return out
 
 
-def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out: set[Path]) -> None:
+def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out: dict[Path, Any]) -> None:
     if isinstance(value, dict) and value and schema.get("x-kubernetes-map-type") != "atomic":
         for key, item in value.items():
             _walk(shape, shape.child(schema, key), item, (*path, f"f:{key}"), (*names, key), out=out)
@@ -113,15 +121,15 @@ def _walk(shape: Shape, schema: Obj, value: Any, path: Path, names: Path, *, out
             items = schema.get("items") or {}
             for item in value:
                 where = (*path, item_key(item, keys))
-                out.add((*where, ITEM))
+                out[(*where, ITEM)] = item
                 if isinstance(item, dict):
                     for key, sub in item.items():
                         _walk(shape, shape.child(items, key), sub, (*where, f"f:{key}"), (*names, key), out=out)
             return
         if kind == "set":
-            out.update((*path, set_key(item)) for item in value)
+            out.update(((*path, set_key(item)), item) for item in value)
             return
-    out.add(path)
+    out[path] = value
 
 
 def to_v1(fields: Fields) -> Obj:
@@ -258,25 +266,54 @@ def _conflicts(live: Obj, applied: Obj, fields: Fields, others: list[Obj]) -> li
     for entry in others:
         for path in sorted(fields & _owned(entry)):
             if path[-1] != ITEM and value_at(live, path) != value_at(applied, path):
-                found.append((str(entry.get("manager", "")), path))
+                found.append((_manager_label(entry), path))
     return found
 
 
+def _manager_label(entry: Obj) -> str:
+    """How a conflict names a manager (k8s.io/apimachinery pkg/util/managedfields/internal/conflict.go,
+    `printManager`, over the identifier `BuildManagerIdentifier` builds without the time): `"name"` for an
+    applier, `"name" using <apiVersion>` for an updater."""
+    label = json.dumps(str(entry.get("manager", "")))
+    if entry.get("subresource"):
+        label += f" with subresource {json.dumps(entry['subresource'])}"
+    if entry.get("operation") == UPDATE:
+        label += f" using {entry.get('apiVersion', '')}"
+    return label
+
+
+def _element(part: str) -> str:
+    """One fieldsV1 step as structured-merge-diff's `fieldpath.Path.String` prints it: `.name`, `[key="v"]`, `[=v]`."""
+    if part.startswith("f:"):
+        return "." + part[2:]
+    if part.startswith("k:"):
+        identity: Obj = json.loads(part[2:])
+        return "[" + ",".join(f"{key}={json.dumps(value)}" for key, value in identity.items()) + "]"
+    return f"[={part[2:]}]"
+
+
 def _dotted(path: Path) -> str:
-    return "".join("." + part[2:] if part.startswith("f:") else f"[{part[2:]}]" for part in path if part != ITEM)
+    return "".join(_element(part) for part in path if part != ITEM)
 
 
 def conflict_error(found: list[tuple[str, Path]]) -> model.ApiError:
-    """The 409 kube-apiserver answers: one `FieldManagerConflict` cause per field, naming its manager."""
-    count = len(found)
-    listed = "\n".join(f'- conflict with "{manager}": {_dotted(path)}' for manager, path in found)
+    """The 409 kube-apiserver answers (conflict.go, `NewConflictError` and `getConflictMessage`): one
+    `FieldManagerConflict` cause per field naming its manager; one conflict in one line, several grouped by
+    manager in sorted order."""
     causes = [
-        {"reason": "FieldManagerConflict", "message": f'conflict with "{manager}"', "field": _dotted(path)}
+        {"reason": "FieldManagerConflict", "message": f"conflict with {manager}", "field": _dotted(path)}
         for manager, path in found
     ]
-    return model.ApiError(
-        409, "Conflict", f"Apply failed with {count} conflict{'s' if count != 1 else ''}:\n{listed}", causes=causes
-    )
+    if len(found) == 1:
+        manager, path = found[0]
+        message = f"Apply failed with 1 conflict: conflict with {manager}: {_dotted(path)}"
+        return model.ApiError(409, "Conflict", message, causes=causes)
+    lines = []
+    for manager in sorted({manager for manager, _path in found}):
+        lines.append(f"conflicts with {manager}:")
+        lines += [f"- {_dotted(path)}" for owner, path in found if owner == manager]
+    message = f"Apply failed with {len(found)} conflicts: " + "\n".join(lines)
+    return model.ApiError(409, "Conflict", message, causes=causes)
 
 
 def apply(shape: Shape, live: Obj | None, applied: Obj, manager: str, api_version: str, *, force: bool) -> Obj:
@@ -346,18 +383,31 @@ def _rebuilt(entry: Obj, owned: Fields) -> Obj:
     return {**entry, "fieldsV1": to_v1(owned)}
 
 
+def record_create(shape: Shape, new: Obj, manager: str, api_version: str) -> None:
+    """After a create (not an apply): every field it sets belongs to `manager` (operation Update)."""
+    fields = field_set(shape, new)
+    if fields:
+        new.setdefault("metadata", {})["managedFields"] = [_entry(manager, UPDATE, api_version, fields, None)]
+
+
 def record_update(shape: Shape, old: Obj, new: Obj, manager: str, api_version: str) -> None:
-    """After a non-apply write to an object that has managed fields: the changed fields move to `manager`
-    (operation Update), removed ones leave every manager. Changes `new`'s metadata in place."""
+    """After a non-apply write: the changed fields move to `manager` (operation Update), removed ones leave every
+    manager. Changes `new`'s metadata in place. Only the top-level fields whose values differ are walked (a route's
+    host patch walks `spec`, not the whole object): the rest can neither change nor go."""
     entries = owners(old)
-    if not entries:
-        return
-    before, after = field_set(shape, old), field_set(shape, new)
-    changed = frozenset(p for p in after if p not in before or value_at(old, p) != value_at(new, p))
+    tops = [key for key in {*old, *new} if key not in _IGNORED_TOP and old.get(key) != new.get(key)]
+    before = leaves(shape, {key: old[key] for key in tops if key in old})
+    after = leaves(shape, {key: new[key] for key in tops if key in new})
+    changed = frozenset(p for p, value in after.items() if p not in before or before[p] != value)
+    gone = frozenset(before.keys() - after.keys())
     mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == UPDATE), None)
-    kept = [_rebuilt(e, (_owned(e) - changed) & after) for e in entries if e is not mine]
+    kept = [_rebuilt(e, _owned(e) - changed - gone) for e in entries if e is not mine]
     kept = [e for e in kept if _owned(e)]
-    ours = ((_owned(mine) & after) if mine else frozenset()) | changed
+    ours = ((_owned(mine) - gone) if mine else frozenset()) | changed
     if ours:
         kept.append(_entry(manager, UPDATE, api_version, frozenset(ours), mine))
-    new.setdefault("metadata", {})["managedFields"] = kept
+    meta = new.setdefault("metadata", {})
+    if kept or entries:
+        meta["managedFields"] = kept
+    else:
+        meta.pop("managedFields", None)  # a write that changes nothing of an object without entries adds none

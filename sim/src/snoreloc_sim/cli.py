@@ -3,7 +3,8 @@
 A plugin command module (entry point `snoreloc.commands`, name `sim`), so the product's CLI never imports the
 simulator. Sub-commands:
 
-- `serve`: start a simulator, print where it is (kubeconfig, API URL, router port) and run until SIGINT/SIGTERM.
+- `serve`: start a simulator, print where it is (kubeconfig, API URL, router port) and run until SIGINT/SIGTERM;
+  with `--hub`, a plain Kubernetes hub instead (no OpenShift seed; see `snoreloc_sim.hub`).
 - `cel-report`: how many CRD validation rules the simulator evaluates and which it skips, and why.
 """
 
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--faults", default="", help='fault spec, e.g. "seed=7,503=0.05,outage=30s@10s"')
     serve.add_argument("--routes", type=int, default=0, help="extra user routes to seed")
     serve.add_argument("--expired-kubelet-cert", action="store_true", help="seed an expired kubelet client cert")
+    serve.add_argument("--hub", action="store_true", help="serve an empty plain Kubernetes hub (the fleet's) instead")
     serve.set_defaults(sim_handler=_serve)
     report = sub.add_parser("cel-report", help="count evaluated and skipped CRD validation rules")
     report.add_argument("--crd-dir", type=Path, help="generated CRD directory (default: the packaged one)")
@@ -66,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {problem}\n")
         return 64
     stop = threading.Event()
+    if args.hub:
+        return _serve_hub(args, stop)
     sim = simulator.Simulator(
         seed=args.seed,
         speed=args.speed,
@@ -80,6 +84,19 @@ def _serve(args: argparse.Namespace) -> int:
         _announce(sim, kubeconfig)
         _until_signalled(stop)
     sys.stderr.write("simulator stopped\n")
+    return 0
+
+
+def _serve_hub(args: argparse.Namespace, stop: threading.Event) -> int:
+    from snoreloc_sim.hub import simulator as hub  # noqa: PLC0415
+
+    with hub.HubSimulator(port=args.port) as running:
+        kubeconfig = _publish(running.kubeconfig_path, args.kubeconfig_out)
+        lines = (f"kubeconfig: {kubeconfig}", f"api: {running.api_url}", f"try: KUBECONFIG={kubeconfig} kubectl get ns")
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+        _until_signalled(stop)
+    sys.stderr.write("hub simulator stopped\n")
     return 0
 
 

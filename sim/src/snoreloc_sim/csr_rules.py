@@ -3,13 +3,15 @@
 Two rules matter to an agent that approves CSRs:
 - On create, the requester's identity is not taken from the body: `spec.username`, `uid`, `groups` and `extra` are
   replaced by the authenticated user's (kubernetes pkg/registry/certificates/certificates/strategy.go,
-  `PrepareForCreate`). A client cannot forge "this came from the node".
+  `PrepareForCreate`); the simulator's one identity has a uid, so `spec.uid` is set. A client cannot forge "this
+  came from the node".
 - On update, the conditions are validated (kubernetes pkg/apis/certificates/validation/validation.go,
   `validateConditions` and `validateCertificateSigningRequestUpdate`): a type is required; Approved, Denied and
   Failed may only be "True"; no type twice; Approved and Denied are mutually exclusive; an existing Approved,
   Denied or Failed condition may not be removed; and only the `approval` subresource may add or change Approved
   or Denied. The real validation does not refuse unknown condition types, so neither do we. The compatibility
   exemptions for objects that already break a rule are left out: the simulator never stores such an object.
+  Each cause carries the reason of its field.ErrorType (Required, NotSupported, Duplicate, Forbidden, Invalid).
 """
 
 from __future__ import annotations
@@ -28,14 +30,15 @@ STATUS_VALUES = ("True", "False", "Unknown")
 # Who the simulator's single bearer token authenticates as: the installer kubeconfig's identity.
 ADMIN_USER = "system:admin"
 ADMIN_GROUPS = ("system:masters", "system:authenticated")
+ADMIN_UID = "6d5b7f0e-4a8c-4f55-9a53-0b6d1f7c2e91"  # the identity's uid, which PrepareForCreate copies to spec.uid
 
 
 def prepare_for_create(obj: Obj) -> None:
     """Stamp the requester's identity over whatever the body claimed, as the registry strategy does."""
     spec = obj.setdefault("spec", {})
     spec["username"] = ADMIN_USER
+    spec["uid"] = ADMIN_UID
     spec["groups"] = list(ADMIN_GROUPS)
-    spec.pop("uid", None)
     spec.pop("extra", None)
 
 
@@ -89,6 +92,20 @@ def update_problems(new: Obj, old: Obj, *, approval: bool) -> list[tuple[str, st
     return problems
 
 
+# field.ErrorType's words (k8s.io/apimachinery pkg/util/validation/field/errors.go) and the cause reason each has.
+_REASONS = {
+    "Required value": "FieldValueRequired",
+    "Unsupported value": "FieldValueNotSupported",
+    "Duplicate value": "FieldValueDuplicate",
+    "Forbidden": "FieldValueForbidden",
+    "Invalid value": "FieldValueInvalid",
+}
+
+
+def _reason(message: str) -> str:
+    return next((reason for words, reason in _REASONS.items() if message.startswith(words)), "FieldValueInvalid")
+
+
 def check_update(rtype: model.ResourceType, new: Obj, old: Obj, sent_rv: str | None, *, approval: bool) -> None:
     """Raise what the real API answers: 409 for a write from a stale read (the storage layer's precondition comes
     before validation), else 422 when the update breaks a rule."""
@@ -109,6 +126,6 @@ def check_update(rtype: model.ResourceType, new: Obj, old: Obj, sent_rv: str | N
         422,
         "Invalid",
         f'{rtype.kind}.{rtype.group} "{name}" is invalid: {text}',
-        causes=[{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in problems],
+        causes=[{"reason": _reason(m), "message": m, "field": f} for f, m in problems],
         details={"name": name, "group": rtype.group, "kind": rtype.kind},
     )

@@ -44,8 +44,15 @@ def _clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+_STAMP: list[Any] = [None, ""]  # (the second it was made for, the text): one strftime per second, not per write
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    second = int(time.time())
+    if _STAMP[0] != second:
+        _STAMP[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _STAMP[0] = second
+    return str(_STAMP[1])
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class ResourceType:
     has_status: bool = True
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ("status",)
+    generation: bool = True  # whether its strategy sets metadata.generation (see `kinds.WITH_GENERATION`)
 
     @property
     def key(self) -> str:
@@ -172,7 +180,8 @@ class Store:
             else:
                 smeta.pop("namespace", None)
             smeta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), resourceVersion=str(next(self._rv)))
-            smeta["generation"] = 1
+            if rtype.generation:
+                smeta["generation"] = 1
             self._objects[key] = stored
             self.writes += 1
             result = clone(stored)
@@ -256,7 +265,7 @@ def _merge_for_write(rtype: ResourceType, old: Obj, sent: Obj, *, status_only: b
             new["status"] = clone(old["status"])
         else:
             new.pop("status", None)
-    if _spec_of(new) != _spec_of(old):
+    if rtype.generation and _spec_of(new) != _spec_of(old):
         new_meta["generation"] = old["metadata"].get("generation", 1) + 1
     return new
 

@@ -5,8 +5,9 @@ refuse where kube refuses:
 
 - `application/merge-patch+json` (RFC 7386): maps merge, `null` deletes a key, any list replaces the whole list.
 - `application/json-patch+json` (RFC 6902): add/remove/replace/move/copy/test on JSON pointers. A body that is not
-  a list of well-formed operations is 400 BadRequest; an operation that cannot apply (missing path, failed `test`)
-  is 422, as kube-apiserver answers.
+  a list of well-formed operations is 400 BadRequest; an operation that cannot apply (missing path, failed `test`,
+  an unknown `op`) is 422, as kube-apiserver answers (k8s.io/apiserver pkg/endpoints/handlers/patch.go answers the
+  library's Apply errors with 422); a `test` for null passes on a missing key (evanphx/json-patch patch.go, `test`).
 - `application/strategic-merge-patch+json`: built-in types only (CRDs get 415, see `server`). A documented subset:
   maps merge and `null` deletes; a map carrying `"$patch": "replace"` replaces, `"$patch": "delete"` removes it;
   lists replace, except these, which merge as kube's struct tags say:
@@ -194,7 +195,15 @@ def _source(op: Obj) -> str:
 
 
 def _test(doc: Any, path: str, op: Obj) -> Any:
-    if not same_json(_get(doc, path), _value(op)):
+    """evanphx/json-patch `Patch.test` (patch.go), which kube-apiserver uses: a missing key reads as null, so a
+    test for null on a missing path (whose parent exists) passes."""
+    wanted = _value(op)
+    tokens = _pointer(path)
+    if tokens and wanted is None:
+        parent = _parent(doc, tokens, path)
+        if isinstance(parent, dict) and tokens[-1] not in parent:
+            return doc
+    if not same_json(_get(doc, path), wanted):
         raise _unprocessable(f"testing value {path} failed: test failed")
     return doc
 
@@ -218,8 +227,8 @@ def _operation(doc: Any, op: Obj) -> Any:
     name, path = op.get("op"), op.get("path")
     if not isinstance(path, str):
         raise _bad_request(f"operation {name!r} has no path")
-    if name not in _OPERATIONS:
-        raise _bad_request(f"unexpected kind of JSON patch operation: {name!r}")
+    if name not in _OPERATIONS:  # evanphx/json-patch `Patch.Apply`: an error applying, which the apiserver answers 422
+        raise _unprocessable(f"Unexpected kind: {name}")
     return _OPERATIONS[name](doc, path, op)
 
 

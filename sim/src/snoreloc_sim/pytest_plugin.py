@@ -8,6 +8,8 @@ Registered suite-wide from `tests/conftest.py`. Fixtures:
   When a real cluster is configured, `sim` is None: tests that need the simulator itself are marked `simonly`.
 - `cluster_target`: what a cluster test talks to, the simulator or the real cluster, as a `ClusterTarget`.
 - `cluster_kubeconfig`: the path of that target's kubeconfig.
+- `hub_sim`: a fresh, started plain Kubernetes hub (`snoreloc_sim.hub.simulator.HubSimulator`) per test, with
+  options from the `hub_options` fixture (e.g. `{"history_window": 5, "bookmark_seconds": 0.2}`).
 
 A real cluster is configured through the environment:
 - `SNORELOC_TEST_KUBECONFIG`: its kubeconfig (cluster-admin). Tests change the cluster and roll back after.
@@ -15,7 +17,9 @@ A real cluster is configured through the environment:
 - `SNORELOC_TEST_TIME_SCALE`: how much faster than real time the cluster runs (default 1; only a simulator
   served on its own with `snoreloc sim serve --speed X` runs faster, which is how the switch itself is tested).
 
-Tests marked `simonly` (they assert simulator internals, or need its faults or seeds) are skipped then.
+Tests marked `simonly` (they assert simulator internals, or need its faults, seeds or clock) are skipped then.
+Every other test that uses `cluster_target` or `cluster_kubeconfig` is marked `realcluster` at collection, so
+`pytest -m realcluster` selects what runs against a real cluster.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import pytest
 import yaml
 
 from snoreloc_sim import simulator
+from snoreloc_sim.hub import simulator as hub_simulator
 
 REAL_CLUSTER_ENV = "SNORELOC_TEST_KUBECONFIG"
 INGRESS_ENV = "SNORELOC_TEST_INGRESS"
@@ -85,7 +90,11 @@ def real_target(kubeconfig: str) -> ClusterTarget:
     return ClusterTarget(kubeconfig, router, node, float(os.environ.get(TIME_SCALE_ENV) or 1.0), None)
 
 
+CLUSTER_FIXTURES = frozenset({"cluster_target", "cluster_kubeconfig"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_realcluster(items)
     if real_kubeconfig() is None:
         return
     skip = pytest.mark.skip(reason=f"simonly: asserts simulator internals, and {REAL_CLUSTER_ENV} is set")
@@ -100,6 +109,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "these tests take the `sim` fixture, which is None against a real cluster; mark them simonly or use "
             "`cluster_target`: " + ", ".join(unmarked)
         )
+
+
+def mark_realcluster(items: list[pytest.Item]) -> None:
+    """Mark `realcluster` every test that talks to the cluster under test (`cluster_target`, `cluster_kubeconfig`)
+    and is not `simonly`: what `pytest -m realcluster` runs against a real cluster."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & CLUSTER_FIXTURES and item.get_closest_marker("simonly") is None:
+            item.add_marker(pytest.mark.realcluster)
 
 
 @pytest.fixture
@@ -130,3 +148,15 @@ def cluster_target(sim: simulator.Simulator | None) -> ClusterTarget:
 @pytest.fixture
 def cluster_kubeconfig(cluster_target: ClusterTarget) -> str:
     return cluster_target.kubeconfig
+
+
+@pytest.fixture
+def hub_options() -> dict[str, Any]:
+    """Override in a test module or class to start `hub_sim` with other HubSimulator arguments."""
+    return {}
+
+
+@pytest.fixture
+def hub_sim(hub_options: dict[str, Any]) -> Iterator[hub_simulator.HubSimulator]:
+    with hub_simulator.HubSimulator(**hub_options) as running:
+        yield running

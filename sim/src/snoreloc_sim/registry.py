@@ -9,12 +9,14 @@ with no code change.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim import kinds, model
 
 Obj = dict[str, Any]
 
@@ -95,12 +97,14 @@ def crd_type(spec: Obj) -> model.ResourceType:
 def load(crd_dir: Path | None = None) -> Registry:
     """The built-in types plus one type per `*.json` CRD file in `crd_dir` (missing dir: built-ins only)."""
     directory = DEFAULT_CRD_DIR if crd_dir is None else crd_dir
-    types = {t.key: t for t in BUILTIN_TYPES}
+    builtins = (*BUILTIN_TYPES, *(t for t in kinds.resource_types() if t.key not in {b.key for b in BUILTIN_TYPES}))
+    builtins = tuple(dataclasses.replace(t, generation=t.key in kinds.WITH_GENERATION) for t in builtins)
+    types = {t.key: t for t in builtins}
     if directory.is_dir():
         for path in sorted(directory.glob("*.json")):
             rtype = crd_type(json.loads(path.read_text(encoding="utf-8")))
             types[rtype.key] = rtype
-    return Registry(types=types, builtin=frozenset(t.key for t in BUILTIN_TYPES))
+    return Registry(types=types, builtin=frozenset(t.key for t in builtins))
 
 
 def api_versions(server_address: str) -> Obj:
@@ -123,16 +127,24 @@ def api_group_list(registry: Registry) -> Obj:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def _resource_entries(rtype: model.ResourceType) -> list[Obj]:
+def resource_entries(
+    rtype: model.ResourceType,
+    verbs: tuple[str, ...] = OBJECT_VERBS,
+    categories: tuple[str, ...] = (),
+    subresource: Callable[[str], Obj] | None = None,
+) -> list[Obj]:
+    """A type's discovery entries: the resource, then one per subresource (`subresource(name)` overrides fields)."""
     main: Obj = {
         "name": rtype.plural,
         "singularName": rtype.singular,
         "namespaced": rtype.namespaced,
         "kind": rtype.kind,
-        "verbs": list(OBJECT_VERBS),
+        "verbs": list(verbs),
     }
     if rtype.short_names:
         main["shortNames"] = list(rtype.short_names)
+    if categories:
+        main["categories"] = list(categories)
     subs = [
         {
             "name": f"{rtype.plural}/{sub}",
@@ -140,17 +152,23 @@ def _resource_entries(rtype: model.ResourceType) -> list[Obj]:
             "namespaced": rtype.namespaced,
             "kind": "Scale" if sub == "scale" else rtype.kind,
             "verbs": list(SUBRESOURCE_VERBS),
+            **(subresource(sub) if subresource is not None else {}),
         }
         for sub in rtype.subresources
     ]
     return [main, *subs]
 
 
-def api_resource_list(registry: Registry, group: str, version: str) -> Obj | None:
+def api_resource_list(
+    registry: Registry,
+    group: str,
+    version: str,
+    entries: Callable[[model.ResourceType], list[Obj]] = resource_entries,
+) -> Obj | None:
     """The `/api/v1` or `/apis/<group>/<version>` document, or None when nothing is served there."""
     served = registry.in_group_version(group, version)
     if not served:
         return None
-    resources = [entry for rtype in served for entry in _resource_entries(rtype)]
+    resources = [entry for rtype in served for entry in entries(rtype)]
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -13,8 +13,8 @@ Three layers, outermost first:
 
 Deliberate simplifications: `watch=true` streams are served (chunked JSON lines of change events, bounded by
 `timeoutSeconds`, at most `MAX_WATCH_SECONDS`) but keep no history: a watch starts from "now" whatever
-resourceVersion it names. Deleting a namespace removes it and its objects at once (no Terminating phase, no
-finalizers). `as=Table` requests get plain JSON (kubectl then prints client-side). Server-side apply (`apply`)
+resourceVersion it names. Namespaces live and die as in `namespaces` (Terminating, content first). `as=Table`
+requests get plain JSON (kubectl then prints client-side). Server-side apply (`apply`)
 is served on main resources, not on subresources.
 """
 
@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from snoreloc_sim import apply, csr_rules, faults, model, patch, registry
+from snoreloc_sim import apply, csr_rules, faults, model, namespaces, patch, registry, typed
 
 Obj = dict[str, Any]
 LOG = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class Request:
     body: bytes
     authorization: str = ""
     user_agent: str = ""
+    accept: str = ""
+    impersonate_user: str = ""
 
     @staticmethod
     def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
@@ -86,6 +88,8 @@ class Request:
             body=body,
             authorization=headers.get("authorization", ""),
             user_agent=headers.get("user-agent", ""),
+            accept=headers.get("accept", ""),
+            impersonate_user=headers.get("impersonate-user", ""),
         )
 
 
@@ -109,6 +113,8 @@ def status_body(error: model.ApiError) -> Obj:
         "reason": error.reason,
         "code": error.code,
     }
+    if not error.reason:
+        del body["reason"]  # StatusReasonUnknown is "" and omitted, as for the 500 of a refused apply body
     details = dict(error.details)
     if error.causes:
         details["causes"] = list(error.causes)
@@ -232,7 +238,11 @@ FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "secrets": ("type",),
     "pods": ("spec.nodeName", "status.phase"),
     "namespaces": ("status.phase",),
-    "events": ("involvedObject.name", "involvedObject.namespace", "involvedObject.kind", "reason"),
+    # pkg/registry/core/event/strategy.go, ToSelectableFields (`kubectl describe` selects by involvedObject.uid)
+    "events": (
+        *(f"involvedObject.{name}" for name in ("name", "namespace", "kind", "uid", "apiVersion", "resourceVersion")),
+        *("involvedObject.fieldPath", "reason", "type", "reportingComponent"),
+    ),
     "certificatesigningrequests.certificates.k8s.io": ("spec.signerName",),
 }
 
@@ -512,17 +522,21 @@ class Api:
         self._place(target, body)
         _name_or_generate(body)
         self._strict(request, rtype, body)
+        apply.record_create(self._shape(rtype), body, _manager(request), rtype.api_version)
         return self._create_object(request, target, body)
 
     def _create_object(self, request: Request, target: Target, body: Obj) -> Response:
         rtype = target.rtype
         if "status" in rtype.subresources and rtype.key != "nodes":
             body.pop("status", None)  # as the type's create strategy does: status is written through /status
-        if rtype.key == "namespaces":
-            body["status"] = {"phase": "Active"}
+        if rtype.key == namespaces.NAMESPACES:
+            namespaces.prepare_create(body)
         if rtype.key == csr_rules.CSRS:
             csr_rules.prepare_for_create(body)
+        namespaces.refuse_content(self.cluster.store, self.registry.types[namespaces.NAMESPACES], rtype, body)
         admitted, warnings = self._admit(request, target, body, None)
+        if rtype.key == namespaces.NAMESPACES:
+            admitted["status"] = dict(namespaces.ACTIVE)  # after validation, which keeps a create's status out
         if _dry_run(request):
             return Response(201, self._dry_created(rtype, admitted), warnings)
         return Response(201, self.cluster.store.create(rtype, admitted), warnings)
@@ -539,7 +553,9 @@ class Api:
             raise model.ApiError(
                 409, "AlreadyExists", f'{rtype.key} "{meta["name"]}" already exists', details=_details(rtype, obj)
             )
-        meta.update(uid=str(uuid.uuid4()), creationTimestamp=model.now_rfc3339(), generation=1)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=model.now_rfc3339())
+        if rtype.generation:
+            meta["generation"] = 1
         return obj
 
     def _update(self, request: Request, target: Target) -> Response:
@@ -571,6 +587,8 @@ class Api:
         subresource; `old` is the stored object the write was computed from."""
         rtype = target.rtype
         candidate = _candidate(target, sent, old)
+        if rtype.key == namespaces.NAMESPACES and not target.subresource:
+            namespaces.prepare_update(candidate, old)
         if rtype.key == csr_rules.CSRS:
             sent_rv = sent.get("metadata", {}).get("resourceVersion")
             csr_rules.check_update(rtype, candidate, old, sent_rv, approval=target.subresource == "approval")
@@ -618,6 +636,7 @@ class Api:
         rtype = target.rtype
         self._check_identity(rtype, applied)
         self._place(target, applied)
+        typed.check(self.admitter.schema(rtype), applied)  # a 500 before any other check, Strict or not
         self._strict(request, rtype, applied)
         force = request.query.get("force", "").lower() == "true"
         for _attempt in range(PATCH_RETRIES):
@@ -641,11 +660,10 @@ class Api:
         raise model.ApiError(409, "Conflict", f"{rtype.key} {target.name!r}: too many concurrent writers")
 
     def _record_update(self, request: Request, target: Target, old: Obj, new: Obj) -> None:
-        """A non-apply write moves the fields it changes to its manager (objects that carry managed fields)."""
-        if target.subresource or not apply.owners(old):
+        """A non-apply write moves the fields it changes to its manager."""
+        if target.subresource:
             return
-        manager = request.query.get("fieldManager") or request.user_agent.split("/", 1)[0] or "unknown"
-        apply.record_update(self._shape(target.rtype), old, new, manager, target.rtype.api_version)
+        apply.record_update(self._shape(target.rtype), old, new, _manager(request), target.rtype.api_version)
 
     def _bump(self, target: Target) -> None:
         assert target.name is not None
@@ -656,18 +674,11 @@ class Api:
         assert name is not None
         if _dry_run(request):
             return Response(200, self._get(target))
+        if rtype.key == namespaces.NAMESPACES:
+            return Response(200, namespaces.Deleter(self.cluster, self.registry.types).delete(name))
         gone = self.cluster.store.delete(rtype, name, target.namespace or "")
-        if rtype.key == "namespaces":
-            self._empty_namespace(name)
         body = success_status(rtype, gone) if self.registry.is_builtin(rtype) else gone
         return Response(200, body)
-
-    def _empty_namespace(self, namespace: str) -> None:
-        for rtype in self.registry.types.values():
-            if rtype.namespaced:
-                for obj in self.cluster.store.list(rtype, namespace):
-                    with contextlib.suppress(model.ApiError):
-                        self.cluster.store.delete(rtype, obj["metadata"]["name"], namespace)
 
     def _delete_collection(self, request: Request, target: Target) -> Response:
         doomed = self._selected(request, target)
@@ -691,6 +702,12 @@ def _unsupported(content_type: str) -> model.ApiError:
         "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
         + ("" if not content_type else f" (got {content_type})"),
     )
+
+
+def _manager(request: Request) -> str:
+    """A create's or update's manager: `fieldManager`, else the User-Agent up to its first "/" (k8s.io/apiserver
+    pkg/endpoints/handlers/rest.go, `prefixFromUserAgent`)."""
+    return request.query.get("fieldManager") or request.user_agent.split("/", 1)[0] or "unknown"
 
 
 def _apply_manager(request: Request) -> str:
@@ -920,6 +937,7 @@ class _HttpServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
             connection.close()
 
     def drop_all(self) -> None:
+        """Shut down every open connection (a restarting kube-apiserver drops its watches)."""
         with self._live_lock:
             live = list(self._live)
         for connection in live:
@@ -1068,6 +1086,10 @@ class Listener:
 
     def start(self) -> None:
         self._thread.start()
+
+    def drop_connections(self) -> None:
+        """Close every open connection, watches included, and keep listening."""
+        self._server.drop_all()
 
     def stop(self) -> None:
         self._server.shutdown()

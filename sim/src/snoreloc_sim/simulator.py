@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import ModuleType, TracebackType
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -83,7 +83,53 @@ def write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)
 
 
-class Simulator:
+class Served:
+    """What every simulator shares: `start()`/`stop()` as a context manager, and a private working directory (a
+    temporary one unless given) holding the admin kubeconfig. Subclasses start their parts in `start()` and stop
+    them in `_halt()`."""
+
+    def __init__(self, workdir: Path | str | None) -> None:
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir = Path(workdir) if workdir is not None else None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def _halt(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self._halt()
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-sim-")
+            self._workdir = Path(self._tempdir.name)
+        return self._workdir
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.workdir / "kubeconfig"
+
+    def publish_kubeconfig(self, server_url: str, ca_pem: bytes, token: str) -> None:
+        """Write the admin kubeconfig (0600) into the working directory."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(server_url, ca_pem, token), sort_keys=False))
+
+
+class Simulator(Served):
     """A simulated SNO served over HTTPS on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit).
 
     `seed` is the OpenShift minor version ("4.12": ICSP only, "4.14": IDMS served but the factory mirror is an
@@ -114,8 +160,7 @@ class Simulator:
         self.token = token or secrets.token_urlsafe(32)
         self._ports = (port, router_port)
         self._crd_dir = crd_dir
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
-        self._workdir = Path(workdir) if workdir is not None else None
+        super().__init__(workdir)
         self._state: _Running | None = None
         self.seed_facts: Any = None
         self.startup_seconds = 0.0
@@ -154,21 +199,10 @@ class Simulator:
             controllers.start(cluster)
         return facts
 
-    def stop(self) -> None:
+    def _halt(self) -> None:
         if self._state is not None:
             self._state.stop()
             self._state = None
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
-
-    def __enter__(self) -> Simulator:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # what clients need
 
@@ -198,21 +232,8 @@ class Simulator:
     def ca_pem(self) -> bytes:
         return self.running.authority.ca_pem
 
-    @property
-    def workdir(self) -> Path:
-        if self._workdir is None:
-            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-sim-")
-            self._workdir = Path(self._tempdir.name)
-        return self._workdir
-
-    @property
-    def kubeconfig_path(self) -> Path:
-        return self.workdir / "kubeconfig"
-
     def _write_kubeconfig(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        document = kubeconfig(self.api_url, self.ca_pem, self.token)
-        write_private(self.kubeconfig_path, yaml.safe_dump(document, sort_keys=False))
+        self.publish_kubeconfig(self.api_url, self.ca_pem, self.token)
 
 
 class _Running:

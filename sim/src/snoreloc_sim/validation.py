@@ -36,7 +36,7 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]  # RE2, as Go; installed with cel-python (the `sim` extra)
 
-from snoreloc_sim import builtin, cel, model
+from snoreloc_sim import builtin, cel, kinds, model
 
 Obj = dict[str, Any]
 CRD_DIR = Path(__file__).resolve().parent / "crds"
@@ -733,8 +733,9 @@ class Validator:
 
     def __init__(self, crd_dir: Path | None = None) -> None:
         self.crds = load_crds(crd_dir)
-        self.builtins = {kind.key: kind for kind in builtin.KINDS}
-        self.builtin_infos = {kind.key: builtin_info(kind) for kind in builtin.KINDS}
+        served = {kind.key: kind for kind in (*kinds.KINDS, *builtin.KINDS)}  # the site manifests' kinds too
+        self.builtins = served
+        self.builtin_infos = {key: builtin_info(kind) for key, kind in served.items()}
         self._engine = cel.Engine()
         self._structural = Structural()
         self._lock = threading.Lock()
@@ -743,6 +744,18 @@ class Validator:
 
     def _info(self, rtype: model.ResourceType) -> CrdInfo | None:
         return self.crds.get(rtype.key) or self.builtin_infos.get(rtype.key)
+
+    def register(self, info: CrdInfo) -> None:
+        """Admit a CRD created at run time (the hub simulator); it replaces any earlier schema for its type."""
+        with self._lock:
+            self.crds = {**self.crds, info.key: info}
+            self._rule_presence.pop(info.key, None)
+
+    def forget(self, key: str) -> None:
+        """Stop admitting a deleted CRD's type by its schema."""
+        with self._lock:
+            self.crds = {name: info for name, info in self.crds.items() if name != key}
+            self._rule_presence.pop(key, None)
 
     def admit(
         self, rtype: model.ResourceType, new: Obj, old: Obj | None, *, subresource: str = ""

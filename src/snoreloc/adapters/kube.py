@@ -3,7 +3,8 @@
 During a relocation the API goes away on purpose (each kube-apiserver rollout on SNO is minutes of refused
 connections and 503s), so every request here is retried on what a rollout looks like (connection errors, resets,
 timeouts, 429 with Retry-After, 5xx) with jittered exponential backoff, bounded in attempts and in time measured by
-the injected clock. What a retry cannot fix (400/403/404/422) is raised at once as a clear error. Read-modify-write
+the injected clock. What a retry cannot fix (400/403/404/422, and the 500 with which kube-apiserver refuses an
+apply whose body does not fit the type: see `refused_content`) is raised at once as a clear error. Read-modify-write
 goes through `modify`, which re-reads and re-applies on 409 Conflict. Requests and writes are counted, because "a
 re-run makes zero writes" is a promise the tests and benchmarks check.
 
@@ -189,11 +190,17 @@ class Conflict(ApiError):
 
 
 class Invalid(ApiError):
-    """400/422: the object we sent does not validate."""
+    """400/422, or the 500 of a refused apply body: the object we sent does not validate."""
 
 
 class Forbidden(errors.PermissionDenied):
     """401/403: the kubeconfig's identity may not do this."""
+
+
+class NamespaceTerminating(errors.TemporaryError):
+    """403 from the NamespaceLifecycle admission (cause `NamespaceTerminating`): the namespace is being deleted, so
+    nothing can be created in it until it is gone; not a lack of rights (k8s.io/apiserver pkg/admission/plugin/
+    namespace/lifecycle/admission.go)."""
 
 
 class Unreachable(errors.TemporaryError):
@@ -249,6 +256,8 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
     message = payload.get("message") or body[:200].decode("utf-8", "replace")
     reason = payload.get("reason", "")
     text = f"{method} {path}: {status} {reason}: {message}".strip()
+    if status == 403 and _causes(payload, "NamespaceTerminating"):
+        return NamespaceTerminating(text, hint="The namespace is being deleted; run again once it is gone.")
     if status in (401, 403):
         return Forbidden(text, hint="Check that the kubeconfig grants cluster-admin (the node-local one does).")
     if status == 404:
@@ -259,6 +268,36 @@ def _status_error(method: str, path: str, status: int, body: bytes) -> errors.Sn
         hint = "This is a snoreloc bug or an unexpected API schema."
         return Invalid(text, status=status, reason=reason, hint=hint, detail=message)
     return ApiError(text, status=status, reason=reason, detail=message)
+
+
+def _causes(payload: Any, reason: str) -> bool:
+    details = payload.get("details") if isinstance(payload, dict) else None
+    causes = details.get("causes") if isinstance(details, dict) else None
+    return any(isinstance(c, dict) and c.get("reason") == reason for c in causes or [])
+
+
+# What an answer means is not always what its status class says. kube-apiserver refuses a server-side apply whose
+# body does not fit the type's schema (a field of the wrong type, a field the type does not declare, a keyed list
+# item without its key) with a 500: the field manager's conversion of the body to a typed value fails with a plain
+# error, "failed to create typed patch object (<ns>/<name>; <gvk>): <path>: <why>" (k8s.io/apimachinery
+# pkg/util/managedfields/internal/structuredmerge.go, structuredMergeManager.Apply), which the apiserver's
+# responsewriters.ErrorToAPIStatus turns into a Status with code 500 and no reason. It comes back the same on
+# every attempt, with fieldValidation=Strict too: the object is wrong, not the server.
+_CONTENT_REFUSALS = ("failed to create typed patch object",)
+
+
+def refused_content(status: int, body: bytes) -> str | None:
+    """The server's words when a 5xx answer refuses the request's content (retrying cannot help), else None."""
+    if status != 500:
+        return None
+    try:
+        payload = json.loads(body or b"{}")
+    except ValueError:
+        return None
+    message = payload.get("message") if isinstance(payload, dict) else None
+    if isinstance(message, str) and any(marker in message for marker in _CONTENT_REFUSALS):
+        return message
+    return None
 
 
 def _is_transport_error(exc: BaseException) -> bool:
@@ -415,6 +454,10 @@ class Client:
             rest.pool_manager.clear()
 
     def _decode(self, method: str, path: str, status: int, headers: Any, data: bytes) -> Any:
+        refusal = refused_content(status, data)
+        if refusal is not None:
+            text = f"{method} {path}: {status}: {refusal}"
+            raise Invalid(text, status=status, hint="The object does not fit its type's schema.", detail=refusal)
         if status == 429 or status >= 500:
             raise _Retryable(f"HTTP {status}", _retry_after(headers))
         if status >= 400:

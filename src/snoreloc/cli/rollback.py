@@ -61,6 +61,7 @@ def as_doc(outcome: restore.Outcome) -> dict[str, list[str]]:
         "restored": list(outcome.restored),
         "deleted": list(outcome.deleted),
         "recreated": list(outcome.recreated),
+        "gone": [str(ref) for ref in outcome.namespaces],  # waited for: deleted namespaces that are gone now
         "rollouts_waited_for": list(outcome.settled),
         "not_restored": list(outcome.not_restored),
     }
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for what in ("restored", "deleted", "recreated"):
         sys.stdout.writelines(f"{what}: {item}\n" for item in doc[what])
+    sys.stdout.writelines(f"gone: {ref} (its content removed by the cluster)\n" for ref in outcome.namespaces)
     count = len(outcome.restored) + len(outcome.deleted) + len(outcome.recreated)
     sys.stdout.write(f"rolled back {count} object(s)")
     sys.stdout.write(f"; the cluster settled ({', '.join(outcome.settled)})\n" if outcome.settled else "\n")

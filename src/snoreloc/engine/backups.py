@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snoreloc import errors
+from snoreloc import errors, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import journal, paths
@@ -181,6 +181,7 @@ class RollbackResult:
     restored: tuple[str, ...]
     deleted: tuple[str, ...]
     recreated: tuple[str, ...]
+    namespaces: tuple[kube.Ref, ...] = ()  # the deleted namespaces, gone only once their content is
 
 
 def rollback(client: kube.Client, store: Store) -> RollbackResult:
@@ -200,7 +201,36 @@ def rollback(client: kube.Client, store: Store) -> RollbackResult:
             f"rolled back {len(entries)} objects, but cannot read the backup {_listed(store.corrupt)}",
             hint="Restore or drop the object that file held by hand, remove the file, and re-run `snoreloc rollback`.",
         )
-    return RollbackResult(tuple(done["restored"]), tuple(done["deleted"]), tuple(done["recreated"]))
+    namespaces = tuple(e.ref for e in entries if e.original is None and e.ref.resource.kind == "Namespace")
+    deleted = set(done["deleted"])
+    return RollbackResult(
+        tuple(done["restored"]),
+        tuple(done["deleted"]),
+        tuple(done["recreated"]),
+        tuple(ref for ref in namespaces if str(ref) in deleted),
+    )
+
+
+NAMESPACE_GONE_SECONDS = 600.0
+
+
+def await_gone(client: kube.Client, clock: clock_mod.Clock, refs: Sequence[kube.Ref]) -> None:
+    """Wait (bounded, visible) until every namespace in `refs` is gone. A namespace's deletion is asynchronous:
+    it is Terminating while the namespace controller removes its content, and creating anything in it meanwhile is
+    refused ("unable to create new content in namespace ... because it is being terminated"), so a re-run right
+    after a rollback would fail on a real cluster."""
+    if not refs:
+        return
+
+    def gone() -> bool | None:
+        left = [str(ref) for ref in refs if client.find(ref) is not None]
+        if left:
+            raise errors.TemporaryError(f"still terminating: {', '.join(left)}")
+        return True
+
+    what = f"the deleted namespace(s) {', '.join(ref.name for ref in refs)} to be gone"
+    waits.until(gone, waits.Wait("rollback", what, NAMESPACE_GONE_SECONDS, interval=2.0), clock)
+    waits.PROGRESS.info("rollback: the deleted namespace(s) %s are gone", ", ".join(ref.name for ref in refs))
 
 
 def _roll_back(client: kube.Client, entry: Entry) -> str:

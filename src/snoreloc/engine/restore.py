@@ -141,6 +141,7 @@ class Outcome:
     recreated: tuple[str, ...]
     forecast: Forecast
     settled: tuple[str, ...] = ()  # the rollouts it waited for
+    namespaces: tuple[kube.Ref, ...] = ()  # deleted, and waited for until the cluster removed their content
     not_restored: tuple[str, ...] = field(default=(HOST_NETWORK_KEPT,))
 
 
@@ -163,6 +164,7 @@ def _merged(results: list[backups.RollbackResult]) -> backups.RollbackResult:
         tuple(name for r in results for name in r.restored),
         tuple(name for r in results for name in r.deleted),
         tuple(name for r in results for name in r.recreated),
+        tuple(ref for r in results for ref in r.namespaces),
     )
 
 
@@ -223,6 +225,7 @@ def run(
         # outage, and a process the reboot ends leaves them for the next rollback to wait for
         jour.set_in_motion({name: clock.now() for name in told.rollouts})
         result = restore_all(client, store, clock, budget)
+        backups.await_gone(client, clock, result.namespaces)
         ctx = context.Context(site, client, clock, store, jour, settings)
         waited = wait_settled(ctx, budget, settings.poll_interval) if jour.pending() else ()
     except errors.SnorelocError as exc:
@@ -231,4 +234,4 @@ def run(
     finally:
         unsubscribe()
     jour.end_rollback(None)
-    return Outcome(result.restored, result.deleted, result.recreated, told, waited)
+    return Outcome(result.restored, result.deleted, result.recreated, told, waited, result.namespaces)
