@@ -23,6 +23,7 @@ import api_economy
 import baselines
 import certificates
 import common
+import hub_sites
 import relocation
 import routes_memory
 import routes_scale
@@ -70,6 +71,7 @@ BENCHMARKS: dict[str, Main] = {
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
+    "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -84,6 +86,7 @@ QUICK: dict[str, list[str]] = {
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
+    "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 
 

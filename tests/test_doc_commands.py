@@ -74,7 +74,8 @@ RUN_HERE_OFFLINE = {  # run below, in-process, against files in a temporary dire
     "snoreloc --help": 0,
     "snoreloc --version": 0,
     "snoreloc schema": 0,
-    ".venv/bin/snoreloc schema > docs/site-config.schema.json": 0,
+    "snoreloc schema > docs/site-config.schema.json": 0,
+    "snoreloc status --output json > store-0412.json": 1,  # the report a site carries back by hand (nothing ran)
     "snoreloc validate examples/site-config.yaml": 0,
     "snoreloc validate site-config.yaml": 0,
     "snoreloc validate --annotate FILE": 0,
@@ -102,6 +103,7 @@ _REAL_CLUSTER_LINES = (
 )
 _HUB = "tests/hubsim/test_hub_crds.py::test_snoreloc_sim_serve_hub_serves_until_sigterm"
 _HUB_KUBECTL = "tests/hubsim/test_hub_kubectl.py::"
+_FLEET = "tests/hub/"
 _SUITE = "the test suite itself (CI's `.ci/run` runs it); running it from inside the suite would recurse"
 _NODE = "tests/node/test_node_flow.py::test_node_flow_relocates_and_disarms"
 _KUBECONFIG = (
@@ -223,6 +225,51 @@ ELSEWHERE: dict[str, Elsewhere] = {
     "kubectl --kubeconfig k.yaml get clusteroperators": Elsewhere(
         "Debian's kubectl against the simulator", "tests/sim/test_protocol.py::test_kubectl_works_unmodified"
     ),
+    "snoreloc fleet install --kubeconfig hub.kubeconfig --hub-url https://api.hub.example.com:6443 [--hub-ca ca.pem] "
+    "[--image IMAGE]": Elsewhere(
+        "sets up a hub", _FLEET + "test_install.py::test_install_sets_up_the_hub_once_and_its_rbac_suffices"
+    ),
+    "kubectl apply -k fleet/src/snoreloc_fleet/deploy/": Elsewhere(
+        "Debian's kubectl sets up a hub", _FLEET + "test_kubectl_sites.py::test_kubectl_apply_k_sets_up_the_hub"
+    ),
+    "kubectl get sites -n fleet-emea": Elsewhere(
+        "Debian's kubectl on the hub",
+        _FLEET + "test_kubectl_sites.py::test_kubectl_applies_sites_and_prints_their_columns",
+    ),
+    "kubectl get sites -l fleet.snoreloc.io/phase=Failed": Elsewhere(
+        "Debian's kubectl on the hub", _FLEET + "test_kubectl_sites.py::test_kubectl_shows_an_invalid_sites_findings"
+    ),
+    "snoreloc fleet make-media store-0412 -n fleet-emea --fat store-0412.img [--iso store-0412.iso] "
+    "[--out-dir DIR]": Elsewhere(
+        "a hub's Site",
+        _FLEET + "test_make_media.py::test_the_fat_image_carries_the_site_config_and_the_reporting_kubeconfig",
+    ),
+    "snoreloc fleet import-report store-0412.json [more.json ...]": Elsewhere(
+        "a hub", _FLEET + "test_import_report.py::test_a_carried_report_is_applied_and_an_older_one_skipped"
+    ),
+    "snoreloc fleet controller": Elsewhere(
+        "runs until stopped", _FLEET + "test_controller_command.py::test_the_mounted_config_names_the_hub"
+    ),
+    "snoreloc fleet controller --kubeconfig K": Elsewhere(
+        "runs until stopped", _FLEET + "test_controller_command.py::test_flags_win_and_the_own_ca_fills_in"
+    ),
+    "snoreloc fleet": Elsewhere(
+        "the verb group named in prose; its verbs are listed here",
+        _FLEET + "test_controller_command.py::test_a_plain_http_hub_is_refused",
+    ),
+    "snoreloc make-media FILE --hub-report KUBECONFIG": Elsewhere(
+        "xorriso and mtools",
+        "tests/host/test_media.py::test_the_fleet_hubs_reporting_kubeconfig_rides_along_outside_the_digest",
+    ),
+    "kubectl delete secret site-NAME-binding -n NS": Elsewhere(
+        "revokes a Site's credential on a hub",
+        _FLEET + "test_controller.py::test_a_revoked_token_is_refused_and_a_new_one_issued",
+    ),
+    'kubectl annotate site NAME touched="$(date +%s)"': Elsewhere(
+        "nudges the controller on a hub",
+        _FLEET + "test_controller_resilience.py::test_a_restarted_controller_converges_and_then_writes_nothing",
+    ),
+    ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
     "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
     "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the compiled yes/no checks of the site-config schemas (`snoreloc.siteconfig.compiled`).
+"""Generate the compiled yes/no checks of the site-config schemas (`snoreloc.siteconfig.compiled`), and the schema.
 
 `snoreloc validate` must start fast, and importing `jsonschema` costs more than everything else it does together
 (its `referencing` and `jsonschema_specifications` dependencies load every published meta-schema at import). A
@@ -14,7 +14,10 @@ local one. Each module records the digest of the schema it was generated from
 (`compiled.digest`); the loader does not trust a module whose digest differs from the schema it has, and a test
 checks that the committed modules are what this script generates.
 
-Usage: `.venv/bin/python tools/gen_schema_check.py` (rewrites the modules; `--check` only compares, exit 1 if stale).
+It also writes the published schema, docs/site-config.schema.json (what `snoreloc schema` prints), so one command
+brings both up to date after a setting's fragment changes (docs/architecture.md, "Adding a site setting").
+
+Usage: `.venv/bin/python tools/gen_schema_check.py` (rewrites the files; `--check` only compares, exit 1 if stale).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ sys.path.insert(0, str(REPO_ROOT / "src"))
 from snoreloc.siteconfig import compiled  # noqa: E402 (after the path above)
 
 OUT_DIR = REPO_ROOT / "src" / "snoreloc" / "siteconfig" / "compiled"
+PUBLISHED = REPO_ROOT / "docs" / "site-config.schema.json"
 LIBRARY_IMPORT = "fastjsonschema"
 LOCAL_EXCEPTIONS = '''
 class JsonSchemaValueException(ValueError):
@@ -83,13 +87,17 @@ def generate(definition: dict[str, Any], name: str) -> str:
 
 
 def targets() -> dict[Path, str]:
-    """Each generated module's path and its text as this script would write it now."""
-    return {OUT_DIR / f"{name}.py": generate(definition, name) for name, definition in compiled.SCHEMAS.items()}
+    """Each generated file's path and its text as this script would write it now: the compiled modules, and the
+    published schema (`snoreloc schema`), so that a new or changed setting is one command away from both."""
+    from snoreloc.siteconfig import schema  # noqa: PLC0415 (after the path above, like `compiled`)
+
+    modules = {OUT_DIR / f"{name}.py": generate(definition, name) for name, definition in compiled.SCHEMAS.items()}
+    return {**modules, PUBLISHED: schema.dumps()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate the compiled site-config schema checks.")
-    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when a module is stale")
+    parser.add_argument("--check", action="store_true", help="compare only; exit 1 when a file is stale")
     args = parser.parse_args(argv)
     stale = [path for path, text in targets().items() if not path.exists() or path.read_text() != text]
     if args.check:

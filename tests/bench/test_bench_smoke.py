@@ -24,6 +24,7 @@ import baselines  # noqa: E402
 import certificates  # noqa: E402
 import common  # noqa: E402
 import harness  # noqa: E402
+import hub_sites  # noqa: E402
 import relocation  # noqa: E402
 import routes_scale  # noqa: E402
 import sim_cpu  # noqa: E402
@@ -251,3 +252,8 @@ def test_baselines_with_a_slow_oauth_publication(tmp_path: Path) -> None:
     assert agent["rollouts_per_operator"]["kube-apiserver"] == 1
     assert flow["rollouts_per_operator"]["kube-apiserver"] == 2
     assert baselines.component_routes.APPLY_SECONDS == 30.0
+
+
+def test_hub_sites_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(hub_sites.measure(sites=3, qps_values=[0.0], repetitions=1), "hub_sites", tmp_path)
+    assert loaded["results"]["unlimited"]["writes_per_site"] == hub_sites.WRITES_PER_SITE

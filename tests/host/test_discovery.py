@@ -256,3 +256,16 @@ def test_the_saved_copy_carries_the_extra_manifests_directory(
     again = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
     assert again.source is discovery.Source.SAVED
     assert (again.path.parent / "manifests" / "10-site.yaml").read_text() == MANIFEST
+
+
+def test_the_fleet_hubs_reporting_kubeconfig_is_copied_beside_the_site_config(
+    host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock
+) -> None:
+    stick = _stick(host)
+    stick.files[discovery.HUB_FILE] = "apiVersion: v1\nkind: Config\n"
+    _script(runner, stick)
+    found = discovery.discover(host, blockdev.BlockDevices(runner, host), clk)
+    copied = found.path.parent / discovery.HUB_FILE
+    assert copied.read_text() == "apiVersion: v1\nkind: Config\n"
+    assert stat.S_IMODE(copied.stat().st_mode) == 0o600
+    assert discovery.HUB_FILE in found.copied

@@ -15,7 +15,7 @@ from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs
 from snoreloc.cli import main
 from snoreloc.factory import media
-from snoreloc.siteconfig import discovery
+from snoreloc.siteconfig import discovery, medium
 
 SITE_CONFIG = """\
 apiVersion: snoreloc.io/v1alpha1
@@ -129,3 +129,17 @@ def test_discovery_finds_the_image_on_a_loop_device(tmp_path: pathlib.Path, site
     assert (found.source, found.device) == (discovery.Source.DEVICE, device)
     assert found.copied == ("site-config.yaml", "net/network.yaml")
     assert found.path.read_text() == SITE_CONFIG
+
+
+@needs_tools
+@pytest.mark.allow_subprocess
+def test_the_fleet_hubs_reporting_kubeconfig_rides_along_outside_the_digest(
+    tmp_path: pathlib.Path, site: pathlib.Path
+) -> None:
+    kubeconfig = tmp_path / "report.kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    fat = tmp_path / "site.img"
+    assert main.main(["make-media", str(site), "--fat", str(fat), "--hub-report", str(kubeconfig)]) == 0
+    assert _run("mtype", "-i", str(fat), f"::/{medium.HUB_FILE}") == "apiVersion: v1\nkind: Config\n"
+    with_hub = {**media.gather(site), medium.HUB_FILE: kubeconfig.read_bytes()}
+    assert medium.digest(with_hub) == medium.digest(media.gather(site)) == medium.digest_of(site)

@@ -11,7 +11,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from snoreloc import redact
-from snoreloc.siteconfig import loader, model, semantic
+from snoreloc.siteconfig import loader, model
+from snoreloc.siteconfig.settings import ntp, proxy, ssh_keys
 
 HEAD = "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata:\n  name: site-1\nspec:\n"
 HEAD += "  domain: sno1.site.example.com\n"
@@ -46,7 +47,7 @@ def test_ssh_keys_become_the_model(tmp_path: pathlib.Path) -> None:
     ],
 )
 def test_a_key_that_is_not_its_type_is_refused(line: str, wanted: str) -> None:
-    problem = semantic.ssh_key_problem(line)
+    problem = ssh_keys.ssh_key_problem(line)
     assert problem is not None and wanted in problem
 
 
@@ -63,7 +64,7 @@ def test_a_key_that_is_not_its_type_is_refused(line: str, wanted: str) -> None:
     ],
 )
 def test_bad_proxy_urls_are_refused(field: str, url: str, wanted: str) -> None:
-    problem = semantic.proxy_url_problem(field, url)
+    problem = proxy.proxy_url_problem(field, url)
     assert problem is not None and wanted in problem
 
 
@@ -101,10 +102,10 @@ def test_ntp_sources_become_the_model(tmp_path: pathlib.Path) -> None:
     ],
 )
 def test_an_ntp_source_that_is_not_one_name_or_address_is_refused(value: str, wanted: str) -> None:
-    problem = semantic.ntp_source_problem(value)
+    problem = ntp.ntp_source_problem(value)
     assert problem is not None and wanted in problem
 
 
 @pytest.mark.parametrize("value", ["ntp1.site.example.com", "NTP1.Site.Example.com", "10.0.0.1", "2001:db8::1", "a"])
 def test_a_name_or_an_address_is_an_ntp_source(value: str) -> None:
-    assert semantic.ntp_source_problem(value) is None
+    assert ntp.ntp_source_problem(value) is None

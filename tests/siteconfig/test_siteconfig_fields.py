@@ -20,6 +20,7 @@ import pytest
 from snoreloc import redact
 from snoreloc.host import network
 from snoreloc.siteconfig import loader, model, schema, semantic, structural
+from snoreloc.siteconfig.settings import timeouts
 from snoreloc.steps.host import site_network
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "snoreloc"
@@ -153,7 +154,7 @@ def test_an_old_site_config_with_site_config_timeout_validates_with_a_warning(tm
 
 @pytest.mark.parametrize("window", [10, 120, 1800])
 def test_network_probe_timeout_is_the_probe_window(window: int) -> None:
-    low, high = schema.TIMEOUT_BOUNDS["networkProbe"]
+    low, high = timeouts.TIMEOUT_BOUNDS["networkProbe"]
     assert low <= window <= high
     policy = site_network.policy_for(model.Timeouts(network_probe=window))
     assert policy.probe_window == window

@@ -15,7 +15,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.cli import main as cli
-from snoreloc.siteconfig import loader, semantic, yamlpos
+from snoreloc.siteconfig import checks, loader, yamlpos
 
 HEAD = """\
 apiVersion: snoreloc.io/v1alpha1
@@ -161,7 +161,7 @@ class TestPorts:
         ],
     )
     def test_port_problem_reads_the_port_of_the_host_part(self, reference: str, problem: str | None) -> None:
-        assert semantic.port_problem(reference) == problem
+        assert checks.port_problem(reference) == problem
 
 
 def _flow(items: int, *, closed: bool = True) -> bytes:

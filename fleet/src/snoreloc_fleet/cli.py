@@ -15,7 +15,12 @@ from typing import Protocol, cast
 HELP = "the fleet: render and validate site-configs in bulk, run the hub controller, read the fleet's state"
 
 # (verb, module): one line per fleet verb.
-SUBCOMMANDS: tuple[tuple[str, str], ...] = ()
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("install", "snoreloc_fleet.install"),
+    ("controller", "snoreloc_fleet.controller.command"),
+    ("make-media", "snoreloc_fleet.makemedia"),
+    ("import-report", "snoreloc_fleet.importreport"),
+)
 
 
 class _Verb(Protocol):

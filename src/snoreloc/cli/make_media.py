@@ -17,6 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--iso", metavar="PATH", help="write an ISO9660 image labelled relocation-config (virtual media)"
     )
     parser.add_argument("--fat", metavar="PATH", help="write a FAT image labelled RELOCCONFIG (dd it to a USB stick)")
+    parser.add_argument(
+        "--hub-report",
+        metavar="KUBECONFIG",
+        help="the fleet hub's reporting kubeconfig for this site (`snoreloc fleet make-media` passes it); carried "
+        "as hub-report.kubeconfig, never logged",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         pathlib.Path(args.site_config),
         iso=pathlib.Path(args.iso) if args.iso else None,
         fat=pathlib.Path(args.fat) if args.fat else None,
+        hub_report=pathlib.Path(args.hub_report).read_bytes() if args.hub_report else None,
     )
     for path in written.paths:
         sys.stderr.write(f"wrote {path}: {', '.join(written.contents)}\n")

@@ -110,7 +110,10 @@ def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[st
 
 
 def _as_json(doc: journal.Document, interrupted: bool) -> dict[str, Any]:
-    return {**doc.to_storage(), "interrupted": interrupted}
+    from snoreloc.engine import hubreport  # noqa: PLC0415 (lazy, as above)
+
+    hub = hubreport.signed(doc)  # a site with a fleet hub: the report signed for `snoreloc fleet import-report`
+    return {**doc.to_storage(), "interrupted": interrupted, **({"hub": hub} if hub else {})}
 
 
 def run(args: argparse.Namespace) -> int:

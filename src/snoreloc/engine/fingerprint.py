@@ -17,7 +17,8 @@ from typing import Any
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _field(getattr(value, f.name), secret=not f.repr) for f in dataclasses.fields(value)}
+        fields = [f for f in dataclasses.fields(value) if _kept(f, value)]
+        return {f.name: _field(getattr(value, f.name), secret=not f.repr) for f in fields}
     if isinstance(value, bytes):
         return "sha256:" + hashlib.sha256(value).hexdigest()
     if isinstance(value, enum.Enum):
@@ -28,6 +29,12 @@ def _plain(value: Any) -> Any:
         items = [_plain(v) for v in value]
         return sorted(items, key=json.dumps) if isinstance(value, set | frozenset) else items
     return value
+
+
+def _kept(field: dataclasses.Field[Any], value: Any) -> bool:
+    """Every field but one marked `fingerprint_omit_empty` while it is empty (a field added to a model later keeps
+    the fingerprints of values that do not use it)."""
+    return not (field.metadata.get("fingerprint_omit_empty") and not getattr(value, field.name))
 
 
 def _field(value: Any, *, secret: bool) -> Any:

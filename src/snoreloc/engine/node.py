@@ -17,7 +17,7 @@ from typing import Any
 from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import journal, page, paths, pipeline, report, runner, view
+from snoreloc.engine import hubreport, journal, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
@@ -66,8 +66,10 @@ class Reporter:
         self.order: list[str] = []
         self.current = "site-config"
         self.page = ""  # the progress page's address, once it serves
+        self.changed: Callable[[], None] = lambda: None  # the hub reporter's kick, once it runs
 
     def __call__(self, step: str, what: str) -> None:
+        self.changed()
         if step not in self.order:
             self.order.append(step)
         self.current = step
@@ -151,6 +153,8 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         say.failed(exc)
         raise
     served = _serve_page(req, site, svc, say)
+    hub = None if req.options.dry_run else hubreport.start(req.paths.status, svc.clock)
+    say.changed = hub.kick if hub else say.changed
     try:
         result = _run_steps(req, site, steps, svc, say)
         if not req.options.dry_run:
@@ -160,6 +164,8 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         say.failed(exc)
         raise
     finally:
+        if hub is not None:
+            hub.finish()  # the last report, bounded; a hub that does not answer changes nothing here
         if served is not None:
             served.finish(60.0 * site.progress_page.keep_minutes)
     return result

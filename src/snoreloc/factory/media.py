@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from snoreloc import errors
 from snoreloc.adapters import command
-from snoreloc.siteconfig import discovery, files, loader
+from snoreloc.siteconfig import discovery, loader, medium
 
 TOOL_TIMEOUT = 120.0
-SITE_CONFIG_NAME = discovery.FILE_NAMES[0]
+SITE_CONFIG_NAME = medium.SITE_CONFIG_NAME
 ISO_TOOLS: tuple[tuple[str, ...], ...] = (("genisoimage",), ("xorriso", "-as", "mkisofs"), ("mkisofs",))
 FAT_MIN_KIB = 2048
 
@@ -44,19 +44,22 @@ def gather(site_config: pathlib.Path) -> dict[str, bytes]:
         raise errors.ConfigError(
             f"{site_config}: {count} problem{'s' if count != 1 else ''}; no medium written", problems=report.problems
         )
-    data = site_config.read_bytes()
-    contents = {SITE_CONFIG_NAME: data}
-    base = str(site_config.resolve().parent)
-    for reference in discovery.references(data, pathlib.Path(base)):
-        contents[reference] = files.read(base, reference).content
-    return contents
+    return medium.contents(site_config)
 
 
 def write(
-    runner: command.Runner, site_config: pathlib.Path, *, iso: pathlib.Path | None, fat: pathlib.Path | None
+    runner: command.Runner,
+    site_config: pathlib.Path,
+    *,
+    iso: pathlib.Path | None,
+    fat: pathlib.Path | None,
+    hub_report: bytes | None = None,
 ) -> Written:
-    """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid."""
+    """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid.
+    `hub_report`: the fleet hub's reporting kubeconfig for this site, written as `medium.HUB_FILE` (0600)."""
     contents = gather(site_config)
+    if hub_report is not None:
+        contents[medium.HUB_FILE] = hub_report
     written = []
     with tempfile.TemporaryDirectory(prefix="snoreloc-media.") as tmp:
         tree = _lay_out(pathlib.Path(tmp) / "tree", contents)

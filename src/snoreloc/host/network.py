@@ -31,6 +31,7 @@ from typing import Any
 from snoreloc import errors, waits
 from snoreloc.adapters import clock, nmstate, probe
 from snoreloc.siteconfig import model, nmstate_check
+from snoreloc.siteconfig.settings import network_probes
 
 LOG = logging.getLogger(__name__)
 
@@ -40,8 +41,9 @@ PROBE_HINT = (
 )
 INVALID_HINT = "Fix the `network` section of the site-config (nmstate's message above says what it rejected)."
 NOTHING_HINT = (
-    "Name a default gateway or DNS server in the site-config's `network`, add `networkProbes.tcp` targets, or set "
-    "`networkProbes: none` to commit without checking."
+    "Name a default gateway or DNS server in the site-config's `network`, add "
+    f"`{network_probes.KEY}.tcp` targets, or set `{network_probes.NONE_SAID}` to commit without "
+    "checking."
 )
 RETRY_HINT = "NetworkManager kept refusing the change; the node keeps its previous network. Run `snoreloc run` again."
 
@@ -154,7 +156,7 @@ def _checked(
     policy: Policy,
 ) -> tuple[probe.Check, ...]:
     if not probes.enabled:
-        LOG.warning("network: committing without probes, as the site-config asks (networkProbes: none)")
+        LOG.warning("network: committing without probes, as the site-config asks (%s)", network_probes.NONE_SAID)
         return ()
     targets = probe_targets(desired, probes, applied=backend.show() if nmstate_check.dynamic(desired) else None)
     if not targets:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from snoreloc import errors, waits
 from snoreloc.adapters import blockdev, clock, fs
 from snoreloc.siteconfig import loader, manifests, yamlpos
+from snoreloc.siteconfig.settings import extra_manifests
 
 LOG = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ COPY_DIR = f"{STATE_DIR}/site-config"
 STAGING_DIR = f"{STATE_DIR}/site-config.new"
 MOUNT_PARENT = "/run/snoreloc"
 FILE_NAMES: tuple[str, ...] = ("site-config.yaml", "site-config.yml")
+HUB_FILE = "hub-report.kubeconfig"  # optional: the fleet hub's reporting credential, copied beside the site-config
 MAX_FILE_BYTES = 1024 * 1024
 
 INSERT_MESSAGE = (
@@ -197,6 +199,10 @@ def _copy_out(host: fs.HostFS, mount: pathlib.Path, device: str) -> Discovered:
             continue
         _write_copy(host, reference, content)
         copied.append(reference)
+    hub = _read_safe(mount, HUB_FILE)
+    if hub is not None:
+        _write_copy(host, HUB_FILE, hub)
+        copied.append(HUB_FILE)
     if skipped:
         LOG.warning("not copied from %s (missing, unsafe or too large): %s", device, ", ".join(skipped))
     return Discovered(host.path(f"{STAGING_DIR}/{name}"), Source.DEVICE, device, tuple(copied), tuple(skipped))
@@ -250,7 +256,7 @@ def references(data: bytes, base: pathlib.Path | None = None) -> list[str]:
     found = list(dict.fromkeys(_walk_files(document, set())))
     if base is not None:
         spec = document.get("spec") if isinstance(document, dict) else None
-        found += manifests.references(spec.get("extraManifests") if isinstance(spec, dict) else None, str(base))
+        found += manifests.references(spec.get(extra_manifests.KEY) if isinstance(spec, dict) else None, str(base))
     return found
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from snoreloc import errors, redact
-from snoreloc.siteconfig import files, findings, model, schema, semantic, structural, yamlpos
+from snoreloc.siteconfig import checks, files, findings, model, registry, schema, semantic, structural, yamlpos
 
 LOG = logging.getLogger(__name__)
 
@@ -104,14 +104,14 @@ def load(path: str, *, now: dt.datetime | None = None) -> model.SiteConfig:
     return report.config
 
 
-def _pair(checked: semantic.Checked, which: str) -> model.CertKeyPair | None:
+def _pair(checked: checks.Checked, which: str) -> model.CertKeyPair | None:
     base = ("spec", "certificates", which)
     cert = checked.sources.get((*base, "certificate"))
     key = checked.sources.get((*base, "key"))
     return model.CertKeyPair(cert, key) if cert is not None and key is not None else None
 
 
-def _pull_secret(spec: Mapping[str, Any], checked: semantic.Checked) -> model.PullSecret | None:
+def _pull_secret(spec: Mapping[str, Any], checked: checks.Checked) -> model.PullSecret | None:
     if checked.pull_secret is None:
         return None
     mode = model.PullSecretMode(spec["pullSecret"].get("mode", model.PullSecretMode.REPLACE.value))
@@ -122,7 +122,7 @@ def _mirrors(entries: Any) -> tuple[model.Mirror, ...]:
     return tuple(model.Mirror(e["source"], tuple(e["mirrors"]), e.get("mirrorSourcePolicy")) for e in entries or ())
 
 
-def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[model.RegistryCA, ...]:
+def _registry_cas(spec: Mapping[str, Any], checked: checks.Checked) -> tuple[model.RegistryCA, ...]:
     out = []
     for index, entry in enumerate(spec.get("registryCA") or ()):
         bundle = checked.sources[("spec", "registryCA", index, "certificate")]  # already a clean PEM bundle
@@ -130,105 +130,22 @@ def _registry_cas(spec: Mapping[str, Any], checked: semantic.Checked) -> tuple[m
     return tuple(out)
 
 
-def _ssh_keys(values: Mapping[str, Any] | None) -> model.SshKeys | None:
-    if values is None:
-        return None
-    mode = model.SshKeysMode(values.get("mode", model.SshKeysMode.REPLACE.value))
-    return model.SshKeys(tuple(key.strip() for key in values["keys"]), mode)
-
-
-def _proxy(values: Mapping[str, Any] | None, checked: semantic.Checked) -> model.Proxy | None:
-    if values is None:
-        return None
-    bundle = checked.sources.get(("spec", "proxy", "trustedCA"))
-    return model.Proxy(
-        http_proxy=values.get("httpProxy"),
-        https_proxy=values.get("httpsProxy"),
-        no_proxy=tuple(values.get("noProxy") or ()),
-        trusted_ca=bundle.decode("ascii") if bundle is not None else None,
-    )
-
-
-def _catalog_sources(values: Mapping[str, Any] | None) -> model.CatalogSources | None:
-    if values is None:
-        return None
-    sources = tuple(
-        model.CatalogSource(e["name"], e["image"], e.get("displayName"), e.get("publisher"))
-        for e in values.get("sources") or ()
-    )
-    return model.CatalogSources(sources, values.get("disableDefaultSources"))
-
-
-def _ntp(values: Mapping[str, Any] | None) -> model.Ntp | None:
-    if values is None:
-        return None
-    return model.Ntp(servers=tuple(values.get("servers") or ()), pools=tuple(values.get("pools") or ()))
-
-
-def _routes(values: Mapping[str, Any]) -> model.Routes:
-    default = model.Routes().own_certificates.value
-    return model.Routes(own_certificates=model.OwnCertificates(values.get("ownCertificates", default)))
-
-
-def _timeouts(values: Mapping[str, int]) -> model.Timeouts:
-    return model.Timeouts(**{schema.TIMEOUT_FIELDS[k]: v for k, v in values.items() if k in schema.TIMEOUT_FIELDS})
-
-
-def _kubelet(values: Mapping[str, Any]) -> model.Kubelet:
-    return model.Kubelet(node_name=values.get("nodeName"), approve_csrs=values.get("approveCSRs", True))
-
-
-def _host_port(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _network_probes(value: Any) -> model.NetworkProbes:
-    if value == schema.PROBE_NONE:
-        return model.NetworkProbes(enabled=False, gateway=False, dns=False)
-    values = value or {}
-    return model.NetworkProbes(
-        gateway=values.get("gateway", True),
-        dns=values.get("dns", True),
-        tcp=tuple(_host_port(target) for target in values.get("tcp") or ()),
-    )
-
-
-def _operators(values: Mapping[str, Any]) -> model.Operators:
-    return model.Operators(require=tuple(values.get("require") or ()), ignore=tuple(values.get("ignore") or ()))
-
-
-def _progress_page(values: Mapping[str, Any]) -> model.ProgressPage:
-    default = model.ProgressPage()
-    return model.ProgressPage(
-        enabled=values.get("enabled", default.enabled),
-        port=values.get("port", default.port),
-        keep_minutes=values.get("keepMinutes", default.keep_minutes),
-    )
-
-
-def _build(data: Mapping[str, Any], checked: semantic.Checked, source: str) -> model.SiteConfig:
+def _build(data: Mapping[str, Any], checked: checks.Checked, source: str) -> model.SiteConfig:
     spec = data["spec"]
+    values = registry.load(spec, checked)
+    fields = {entry.field: values[entry.key] for entry in registry.SETTINGS if entry.field in model.FIELDS}
+    others = {entry.key: values[entry.key] for entry in registry.SETTINGS if entry.field not in model.FIELDS}
     return model.SiteConfig(
         name=data["metadata"]["name"],
         domain=spec["domain"],
         network=checked.network,
-        network_probes=_network_probes(spec.get("networkProbes")),
         certificates=model.Certificates(api=_pair(checked, "api"), ingress=_pair(checked, "ingress")),
         pull_secret=_pull_secret(spec, checked),
         image_digest_mirrors=_mirrors(spec.get("imageDigestMirrors")),
         image_tag_mirrors=_mirrors(spec.get("imageTagMirrors")),
         remove_mirrors=tuple(spec.get("removeMirrors") or ()),
         registry_ca=_registry_cas(spec, checked),
-        ssh_authorized_keys=_ssh_keys(spec.get("sshAuthorizedKeys")),
-        proxy=_proxy(spec.get("proxy"), checked),
-        catalog_sources=_catalog_sources(spec.get("catalogSources")),
-        extra_manifests=checked.manifests,
-        ntp=_ntp(spec.get("ntp")),
-        timeouts=_timeouts(spec.get("timeouts") or {}),
-        kubelet=_kubelet(spec.get("kubelet") or {}),
-        routes=_routes(spec.get("routes") or {}),
-        operators=_operators(spec.get("operators") or {}),
-        progress_page=_progress_page(spec.get("progressPage") or {}),
         source_path=source,
+        settings={key: value for key, value in others.items() if value is not None},
+        **fields,
     )

@@ -19,12 +19,13 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from snoreloc import redact
-from snoreloc.siteconfig import files, findings, model, schema, yamlpos
+from snoreloc.siteconfig import files, findings, yamlpos
 
+MAX_MANIFEST_FILES = 256
 SUFFIXES = (".yaml", ".yml", ".json")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")  # object names (subdomains; RBAC names also allow ':')
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -73,6 +74,42 @@ NAMESPACED = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Manifest:
+    """One document of `spec.extraManifests`: where it came from and the object, checked offline. The object is
+    kept out of `repr` (a Secret's data) and so hashed whole in fingerprints."""
+
+    source: str  # the file, relative to the site-config's directory
+    index: int  # the document's place in the file, from 0
+    line: int  # where the document starts in the file
+    obj: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def where(self) -> str:
+        return f"{self.source} document {self.index + 1} (line {self.line})"
+
+    @property
+    def api_version(self) -> str:
+        return str(self.obj["apiVersion"])
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj["kind"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace") or "")
+
+    @property
+    def label(self) -> str:
+        """`Kind namespace/name`, as the rest of snoreloc names objects."""
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
 def group_of(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
@@ -106,8 +143,8 @@ class _Reader:
         self.base_dir = base_dir
         self.at = at
         self.problems: list[Problem] = []
-        self.manifests: list[model.Manifest] = []
-        self.seen: dict[tuple[str, str, str, str], model.Manifest] = {}
+        self.manifests: list[Manifest] = []
+        self.seen: dict[tuple[str, str, str, str], Manifest] = {}
 
     def problem(self, at: findings.Path, message: str) -> None:
         self.problems.append(Problem(at, message))
@@ -141,9 +178,7 @@ def references(spec_value: Any, base_dir: str) -> list[str]:
     return []
 
 
-def check(
-    spec_value: Mapping[str, Any], base_dir: str, at: findings.Path
-) -> tuple[list[model.Manifest], list[Problem]]:
+def check(spec_value: Mapping[str, Any], base_dir: str, at: findings.Path) -> tuple[list[Manifest], list[Problem]]:
     """Read and check every manifest `spec.extraManifests` names; the manifests, and the problems found."""
     reader = _Reader(base_dir, at)
     for where, ref in _files(reader, spec_value):
@@ -164,8 +199,8 @@ def _files(reader: _Reader, spec_value: Mapping[str, Any]) -> Iterator[tuple[fin
         return
     if not found:
         reader.problem(where, f"holds no {', '.join(SUFFIXES)} file")
-    if len(found) > schema.MAX_MANIFEST_FILES:
-        reader.problem(where, f"holds {len(found)} manifest files; the limit is {schema.MAX_MANIFEST_FILES}")
+    if len(found) > MAX_MANIFEST_FILES:
+        reader.problem(where, f"holds {len(found)} manifest files; the limit is {MAX_MANIFEST_FILES}")
         return
     yield from ((where, ref) for ref in found)
 
@@ -191,10 +226,10 @@ def _file(reader: _Reader, where: findings.Path, ref: str) -> None:
         if found:
             reader.problem(where, f"{ref} document {index + 1} (line {line}): {'; '.join(found)}")
             continue
-        _accept(reader, where, model.Manifest(ref, index, line, document.data))
+        _accept(reader, where, Manifest(ref, index, line, document.data))
 
 
-def _accept(reader: _Reader, where: findings.Path, manifest: model.Manifest) -> None:
+def _accept(reader: _Reader, where: findings.Path, manifest: Manifest) -> None:
     key = identity(manifest.obj)
     first = reader.seen.get(key)
     if first is not None:

@@ -4,14 +4,55 @@ The loader turns a YAML document into these values only after the schema and eve
 so steps never re-check or re-parse input: the pull secret arrives parsed, CA bundles cleaned, certificate pairs
 checked for the names in `served_names`. Secret material (keys, the pull secret) is kept out of `repr`, so an
 accidental log line shows a placeholder instead, and out of step fingerprints, which hash such fields whole.
+
+The core fields are declared here; each site setting's model is declared in its own module (`settings.<name>`) and
+re-exported here when `SiteConfig` has a field for it. A setting added later needs no field: its value is in
+`SiteConfig.settings` and read with `SiteConfig.get(<module>.SETTING)`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from snoreloc.siteconfig import checks, setting
+from snoreloc.siteconfig.manifests import Manifest
+
+# The typed models of the settings that have a field of their own below (each declared in its setting's module).
+from snoreloc.siteconfig.settings.catalog_sources import CatalogSource, CatalogSources
+from snoreloc.siteconfig.settings.kubelet import Kubelet
+from snoreloc.siteconfig.settings.network_probes import NetworkProbes
+from snoreloc.siteconfig.settings.ntp import Ntp
+from snoreloc.siteconfig.settings.operators import CORE_OPERATORS, Operators
+from snoreloc.siteconfig.settings.progress_page import ProgressPage
+from snoreloc.siteconfig.settings.proxy import Proxy
+from snoreloc.siteconfig.settings.routes import OwnCertificates, Routes
+from snoreloc.siteconfig.settings.ssh_keys import SshKeys, SshKeysMode
+from snoreloc.siteconfig.settings.timeouts import Timeouts
+
+# Re-exported: `model.Ntp` and the like stay where the rest of snoreloc has always found them.
+__all__ = [
+    "CORE_OPERATORS",
+    "CatalogSource",
+    "CatalogSources",
+    "Kubelet",
+    "Manifest",
+    "NetworkProbes",
+    "Ntp",
+    "Operators",
+    "OwnCertificates",
+    "ProgressPage",
+    "Proxy",
+    "Routes",
+    "SshKeys",
+    "SshKeysMode",
+    "Timeouts",
+]
+
+T = TypeVar("T")
 
 API_VERSION = "snoreloc.io/v1alpha1"
 KIND = "SiteConfig"
@@ -95,166 +136,6 @@ class RegistryCA:
     bundle_pem: str
 
 
-class SshKeysMode(enum.Enum):
-    REPLACE = "replace"  # the site's keys become core's only keys
-    ADD = "add"  # the site's keys are added to the ones core already has
-
-
-@dataclass(frozen=True)
-class SshKeys:
-    """Public keys for the node's `core` user (OpenSSH `authorized_keys` lines, each checked), and how to combine."""
-
-    keys: tuple[str, ...]
-    mode: SshKeysMode = SshKeysMode.REPLACE
-
-
-@dataclass(frozen=True)
-class Proxy:
-    """The cluster-wide proxy. The URLs may carry `user:password`, so they are kept out of `repr`."""
-
-    http_proxy: str | None = field(default=None, repr=False)
-    https_proxy: str | None = field(default=None, repr=False)
-    no_proxy: tuple[str, ...] = ()
-    trusted_ca: str | None = None  # PEM bundle, cleaned
-
-
-@dataclass(frozen=True)
-class CatalogSource:
-    """An operator catalog served from the site's mirror (a CatalogSource in openshift-marketplace)."""
-
-    name: str
-    image: str
-    display_name: str | None = None
-    publisher: str | None = None
-
-
-@dataclass(frozen=True)
-class CatalogSources:
-    """The site's operator catalogs, and whether OperatorHub's default (internet) sources are turned off."""
-
-    sources: tuple[CatalogSource, ...] = ()
-    disable_default_sources: bool | None = None  # None: leave OperatorHub as it is
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """One document of `spec.extraManifests`: where it came from and the object, checked offline. The object is
-    kept out of `repr` (a Secret's data) and so hashed whole in fingerprints."""
-
-    source: str  # the file, relative to the site-config's directory
-    index: int  # the document's place in the file, from 0
-    line: int  # where the document starts in the file
-    obj: Mapping[str, Any] = field(repr=False)
-
-    @property
-    def where(self) -> str:
-        return f"{self.source} document {self.index + 1} (line {self.line})"
-
-    @property
-    def api_version(self) -> str:
-        return str(self.obj["apiVersion"])
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj["kind"])
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"].get("namespace") or "")
-
-    @property
-    def label(self) -> str:
-        """`Kind namespace/name`, as the rest of snoreloc names objects."""
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
-
-
-@dataclass(frozen=True)
-class Ntp:
-    """The node's time sources (host names or IP addresses, each checked), as chrony `server` and `pool` lines."""
-
-    servers: tuple[str, ...] = ()
-    pools: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Upper bounds, in seconds, for the waits a site may need to tune (each bounded by the schema)."""
-
-    total: int = 3600
-    network_probe: int = 120
-    api: int = 1200
-    settle: int = 1800
-
-
-@dataclass(frozen=True)
-class NetworkProbes:
-    """What must answer after the network change before it is committed (`spec.networkProbes`)."""
-
-    enabled: bool = True  # False: `networkProbes: none`, commit without checking
-    gateway: bool = True
-    dns: bool = True
-    tcp: tuple[tuple[str, int], ...] = ()  # (host, port); IPv6 hosts without brackets
-
-
-@dataclass(frozen=True)
-class Kubelet:
-    """Node facts the agent needs at the site."""
-
-    node_name: str | None = None  # default: the host's name
-    approve_csrs: bool = True
-
-
-class OwnCertificates(enum.Enum):
-    """What to do with a route whose own certificate (`spec.tls.certificate`) would not cover its new host."""
-
-    MOVE_AND_WARN = "move-and-warn"  # move it like the others; a warning names it (exit 2)
-    KEEP_HOST = "keep-host"  # leave it on its factory host; a warning names it (exit 2)
-
-
-@dataclass(frozen=True)
-class Routes:
-    """How user routes are moved to the new apps domain."""
-
-    own_certificates: OwnCertificates = OwnCertificates.MOVE_AND_WARN
-
-
-# The ClusterOperators a relocation always requires healthy, whatever it touched: the control plane (etcd, the
-# kube and openshift API servers, controller manager, scheduler), and what carries the new names and our writes
-# (authentication, ingress, machine-config, network). `operators.ignore` may not name one of them.
-CORE_OPERATORS = (
-    "etcd",
-    "kube-apiserver",
-    "kube-controller-manager",
-    "kube-scheduler",
-    "openshift-apiserver",
-    "authentication",
-    "ingress",
-    "machine-config",
-    "network",
-)
-
-
-@dataclass(frozen=True)
-class Operators:
-    """Which ClusterOperators must be healthy beyond the core set and what our writes move, and which to ignore."""
-
-    require: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ProgressPage:
-    """The read-only progress page the agent serves on the node while it runs (engine/page.py)."""
-
-    enabled: bool = True
-    port: int = 8090
-    keep_minutes: int = 15  # after the run ends; the unit's TimeoutStartSec (90 min) must cover total + this
-
-
 @dataclass(frozen=True)
 class SiteConfig:
     """A validated site-config (`apiVersion: snoreloc.io/v1alpha1`, `kind: SiteConfig`)."""
@@ -262,7 +143,7 @@ class SiteConfig:
     name: str
     domain: str
     network: dict[str, Any] | None = None  # nmstate desired state
-    network_probes: NetworkProbes = NetworkProbes()
+    network_probes: NetworkProbes = field(default_factory=NetworkProbes)
     certificates: Certificates = Certificates()
     pull_secret: PullSecret | None = None
     image_digest_mirrors: tuple[Mirror, ...] = ()
@@ -274,12 +155,23 @@ class SiteConfig:
     catalog_sources: CatalogSources | None = None
     extra_manifests: tuple[Manifest, ...] = ()
     ntp: Ntp | None = None
-    timeouts: Timeouts = Timeouts()
-    kubelet: Kubelet = Kubelet()
-    routes: Routes = Routes()
-    operators: Operators = Operators()
-    progress_page: ProgressPage = ProgressPage()
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    kubelet: Kubelet = field(default_factory=Kubelet)
+    routes: Routes = field(default_factory=Routes)
+    operators: Operators = field(default_factory=Operators)
+    progress_page: ProgressPage = field(default_factory=ProgressPage)
     source_path: str | None = None
+    # Settings without a field above (a new setting needs none), by key; read them with `get`. Left out of the
+    # fingerprint while empty, so a site-config's fingerprint does not change with the layout.
+    settings: Mapping[str, Any] = field(default_factory=dict, metadata={"fingerprint_omit_empty": True})
+
+    def get(self, entry: setting.Setting[T]) -> T:
+        """The value of a setting (its default when the site-config leaves it out), whatever holds it."""
+        if entry.field in FIELDS:
+            return getattr(self, entry.field)  # type: ignore[no-any-return]
+        if entry.key in self.settings:
+            return self.settings[entry.key]  # type: ignore[no-any-return]
+        return entry.load(None, checks.Checked((), {}))
 
     @property
     def api_host(self) -> str:
@@ -303,3 +195,6 @@ class SiteConfig:
     @property
     def oauth_host(self) -> str:
         return f"oauth-openshift.{self.apps_domain}"
+
+
+FIELDS = frozenset(f.name for f in dataclasses.fields(SiteConfig))

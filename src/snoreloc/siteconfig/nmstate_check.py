@@ -23,6 +23,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from snoreloc.siteconfig import findings
+from snoreloc.siteconfig.settings import network_accept
+
+ACCEPT = ".".join(map(str, network_accept.SETTING.path))  # where an author says they mean a risky change
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPInterface = ipaddress.IPv4Interface | ipaddress.IPv6Interface
@@ -93,7 +96,7 @@ def _br_ex(run: _State, index: int, iface: Mapping[str, Any]) -> None:
         run.error(
             ("interfaces", index, "state"),
             "removes br-ex, which carries the node's IP on OVN-Kubernetes: the node would lose the cluster network "
-            f"(list {REMOVE_BR_EX} in spec.networkAccept if you mean it)",
+            f"(list {REMOVE_BR_EX} in {ACCEPT} if you mean it)",
         )
     elif iface.get("type") == "ovs-bridge":
         run.error(
@@ -279,7 +282,7 @@ def _removed_route(run: _State, path: findings.Path, route: Mapping[str, Any]) -
         run.error(
             path,
             "removes the default route: the node would be cut off from everything beyond its subnets "
-            f"(list {REMOVE_DEFAULT_ROUTE} in spec.networkAccept if you mean it)",
+            f"(list {REMOVE_DEFAULT_ROUTE} in {ACCEPT} if you mean it)",
         )
 
 
@@ -305,7 +308,7 @@ def _check_dns(run: _State) -> None:
         run.error(
             ("dns-resolver", "config", "server"),
             f"removes every DNS server: the node could not resolve its registry (list {REMOVE_DNS} in "
-            "spec.networkAccept if you mean it)",
+            f"{ACCEPT} if you mean it)",
         )
     for index, server in _each(servers):
         address = parse_ip(server)

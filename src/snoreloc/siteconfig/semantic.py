@@ -1,11 +1,12 @@
 """The checks a schema cannot express: what the values mean, and what the referenced files hold.
 
-Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs, SSH keys, proxy, NTP, extra
-manifests, timeouts) is checked on its own and only when the schema found nothing wrong inside it, so one mistake
-gives one message. Referenced files are read here, once, through `files`; their contents come back with the findings
-so the loader builds the model from exactly the bytes that were checked. Every secret is registered for redaction as
-soon as it is read. Every `host:port` (mirror sources and mirrors, registry-CA registries, pull-secret registries)
-has its port checked here: the schema's patterns can say "digits" but not "1-65535".
+Each section (domain, network, each certificate pair, pull secret, mirrors, registry CAs here; each setting's
+own in its module, run through `registry.check`) is checked on its own and only when the schema found nothing wrong
+inside it, so one mistake gives one message. Referenced files are read here, once, through `files`; their contents
+come back with the findings so the loader builds the model from exactly the bytes that were checked. Every secret is
+registered for redaction as soon as it is read. Every `host:port` (mirror sources and mirrors, registry-CA
+registries, pull-secret registries) has its port checked here: the schema's patterns can say "digits" but not
+"1-65535".
 """
 
 from __future__ import annotations
@@ -13,111 +14,30 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import ipaddress
 import json
 import re
-import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
-
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings, manifests, model, nmstate_check, schema, structural, yamlpos
+from snoreloc.siteconfig import (
+    checks,
+    files,
+    findings,
+    fragments,
+    model,
+    nmstate_check,
+    schema,
+    structural,
+    yamlpos,
+)
+from snoreloc.siteconfig import registry as settings_registry
+from snoreloc.siteconfig.settings import network_accept, network_probes
 
-SPEC: findings.Path = ("spec",)
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_MAX_NAME = 253
 _MAX_LABEL = 63
-_REGISTRY_KEY = re.compile(schema.MIRROR_PATTERN)
-_PORTS = range(1, 65536)
-
-
-@dataclass(frozen=True)
-class Checked:
-    """Findings plus what the checks read and parsed, for the model: source bytes by the path of their
-    `{file|pem}` object, the network, the pull secret document."""
-
-    found: tuple[findings.Finding, ...]
-    sources: Mapping[findings.Path, bytes] = field(repr=False)
-    network: dict[str, Any] | None = None
-    pull_secret: dict[str, Any] | None = field(default=None, repr=False)
-    manifests: tuple[model.Manifest, ...] = ()
-
-
-class _Run:
-    def __init__(self, base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> None:
-        self.base_dir = base_dir
-        self.now = now
-        self.broken = broken
-        self.out: list[findings.Finding] = []
-        self.sources: dict[findings.Path, bytes] = {}
-        self.network: dict[str, Any] | None = None
-        self.pull_secret: dict[str, Any] | None = None
-        self.manifests: tuple[model.Manifest, ...] = ()
-
-    def sound(self, path: findings.Path) -> bool:
-        """No schema error inside `path` or on any of its ancestors."""
-        return not any(findings.is_under(b, path) or findings.is_under(path, b) for b in self.broken)
-
-    def error(self, path: findings.Path, message: str) -> None:
-        self.out.append(findings.error(path, message))
-
-    def warn(self, path: findings.Path, message: str) -> None:
-        self.out.append(findings.warning(path, message))
-
-    def read(self, path: findings.Path, ref: str, *, secret: bool) -> bytes | None:
-        try:
-            data = files.read(self.base_dir, ref)
-        except files.RefError as exc:
-            self.error(path, str(exc))
-            return None
-        if secret:
-            redact.register_secret(data.content)
-            if files.too_open(data.mode):
-                self.warn(path, f"holds a secret but has mode {data.mode:04o}; make it 0600 (chmod 600 {ref})")
-        return data.content
-
-    def source(self, path: findings.Path, obj: Mapping[str, Any], *, secret: bool) -> bytes | None:
-        """The bytes of a `{file: ...}` or `{pem: ...}` object, remembered under `path`.
-
-        Problems with the content are reported at `origin(path, obj)`: the `file` or `pem` line that supplied it.
-        """
-        if "file" in obj:
-            content = self.read((*path, "file"), str(obj["file"]), secret=secret)
-        else:
-            content = str(obj["pem"]).encode()
-            if secret:
-                redact.register_secret(content)
-        if content is not None:
-            self.sources[path] = content
-        return content
-
-
-def origin(path: findings.Path, obj: Mapping[str, Any]) -> findings.Path:
-    return (*path, "file" if "file" in obj else "pem")
-
-
-def port_problem(reference: str) -> str | None:
-    """Why the port of `reference` (`host[:port][/path]`) is not a TCP port, or None (no port, or a good one).
-
-    The schema patterns only say "digits": 99999 or 0 would pass them and fail every pull at the site.
-    """
-    _, colon, port = reference.split("/", 1)[0].rpartition(":")
-    if not colon or not (port.isascii() and port.isdigit()) or int(port) in _PORTS:
-        return None
-    return f"port {port} is out of range: ports are {_PORTS.start}-{_PORTS.stop - 1}"
-
-
-def _port(run: _Run, path: findings.Path, reference: Any) -> None:
-    """A port problem of the host[:port] reference at `path`, unless the schema already rejected it."""
-    problem = port_problem(reference) if isinstance(reference, str) and run.sound(path) else None
-    if problem:
-        run.error(path, problem)
+_REGISTRY_KEY = re.compile(fragments.MIRROR_PATTERN)
 
 
 def domain_problems(domain: str) -> list[str]:
@@ -131,8 +51,8 @@ def domain_problems(domain: str) -> list[str]:
         return ["needs at least two labels: <cluster name>.<base domain>"]
     problems = [_label_problem(label) for label in labels]
     longest = f"console-openshift-console.apps.{domain}"
-    if len(longest) > _MAX_NAME:
-        problems.append(f"is too long: the console host would be {len(longest)} characters (limit {_MAX_NAME})")
+    if len(longest) > checks.MAX_NAME:
+        problems.append(f"is too long: the console host would be {len(longest)} characters (limit {checks.MAX_NAME})")
     return [p for p in problems if p]
 
 
@@ -146,8 +66,8 @@ def _label_problem(label: str) -> str:
     return ""
 
 
-def _domain(run: _Run, spec: Mapping[str, Any]) -> str | None:
-    path = (*SPEC, "domain")
+def _domain(run: checks.Run, spec: Mapping[str, Any]) -> str | None:
+    path = (*checks.SPEC, "domain")
     if not run.sound(path):
         return None
     problems = domain_problems(str(spec["domain"]))
@@ -156,13 +76,8 @@ def _domain(run: _Run, spec: Mapping[str, Any]) -> str | None:
     return None if problems else str(spec["domain"])
 
 
-def _accepted(spec: Mapping[str, Any]) -> frozenset[str]:
-    accept = spec.get("networkAccept")
-    return frozenset(str(name) for name in accept) if isinstance(accept, list) else frozenset()
-
-
-def _network_file(run: _Run, ref: str, accept: frozenset[str]) -> dict[str, Any] | None:
-    path = (*SPEC, "network", "file")
+def _network_file(run: checks.Run, ref: str, accept: frozenset[str]) -> dict[str, Any] | None:
+    path = (*checks.SPEC, "network", "file")
     raw = run.read(path, ref, secret=False)
     if raw is None:
         return None
@@ -185,56 +100,40 @@ def _network_file(run: _Run, ref: str, accept: frozenset[str]) -> dict[str, Any]
     return None if failed or not isinstance(doc.data, dict) else doc.data
 
 
-def _network(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "network")
+def _network(run: checks.Run, spec: Mapping[str, Any]) -> None:
+    path = (*checks.SPEC, "network")
     network = spec.get("network")
     if not isinstance(network, Mapping):
         return
     if "file" in network:
         if run.sound(path):
-            run.network = _network_file(run, str(network["file"]), _accepted(spec))
+            run.network = _network_file(run, str(network["file"]), network_accept.accepted(spec))
     else:
         # nmstate checks tolerate malformed parts, so a typo in one interface does not hide the others' problems
-        run.out += [f for f in nmstate_check.check(network, path, _accepted(spec)) if run.sound(f.path)]
+        run.out += [f for f in nmstate_check.check(network, path, network_accept.accepted(spec)) if run.sound(f.path)]
         run.network = dict(network)
     broken = any(f.severity is findings.Severity.ERROR and findings.is_under(f.path, path) for f in run.out)
     if run.network is not None and not broken:
-        _probed(run, spec, run.network)
+        network_probes.check_probed(run, spec, run.network)
 
 
-def _probed(run: _Run, spec: Mapping[str, Any], network: Mapping[str, Any]) -> None:
-    """A network change must be checked by something, or say `networkProbes: none`."""
-    probes = spec.get("networkProbes")
-    path = (*SPEC, "networkProbes")
-    for index, target in enumerate(probes.get("tcp") or () if isinstance(probes, Mapping) else ()):
-        _port(run, (*path, "tcp", index), target)
-    if probes == schema.PROBE_NONE or not run.sound(path):
-        return
-    if not nmstate_check.probe_sources(network, probes if isinstance(probes, Mapping) else {}):
-        run.error(
-            (*SPEC, "network"),
-            "nothing would prove this network works before it is committed: it names no default gateway or DNS "
-            "server and uses no DHCP; add them, add `networkProbes.tcp` targets, or set `networkProbes: none`",
-        )
-
-
-def _pair(run: _Run, which: str, pair: Mapping[str, Any], names: tuple[str, ...]) -> None:
-    path = (*SPEC, "certificates", which)
+def _pair(run: checks.Run, which: str, pair: Mapping[str, Any], names: tuple[str, ...]) -> None:
+    path = (*checks.SPEC, "certificates", which)
     cert = run.source((*path, "certificate"), pair["certificate"], secret=False)
     key = run.source((*path, "key"), pair["key"], secret=True)
     if cert is not None:
         for problem in certs.check_chain(cert, names, run.now):
-            run.error(origin((*path, "certificate"), pair["certificate"]), problem)
+            run.error(checks.origin((*path, "certificate"), pair["certificate"]), problem)
     if key is not None:
         for problem in certs.check_key(cert or b"", key):
-            run.error(origin((*path, "key"), pair["key"]), problem)
+            run.error(checks.origin((*path, "key"), pair["key"]), problem)
 
 
-def _certificates(run: _Run, spec: Mapping[str, Any], domain: str | None) -> None:
-    if not run.sound((*SPEC, "certificates")):
+def _certificates(run: checks.Run, spec: Mapping[str, Any], domain: str | None) -> None:
+    if not run.sound((*checks.SPEC, "certificates")):
         return
     for which, pair in (spec.get("certificates") or {}).items():
-        if run.sound((*SPEC, "certificates", which)):
+        if run.sound((*checks.SPEC, "certificates", which)):
             names = model.served_names(which, domain).required if domain else ()
             _pair(run, which, pair, names)
 
@@ -257,10 +156,10 @@ def _auth_problem(entry: Any) -> str | None:
 def _registry_key_problem(registry: str) -> str | None:
     if not _REGISTRY_KEY.match(registry):
         return "the registry must be host[:port][/path] (no scheme)"
-    return port_problem(registry)
+    return checks.port_problem(registry)
 
 
-def _auths(run: _Run, doc: Any, where: findings.Path, inline: bool) -> bool:
+def _auths(run: checks.Run, doc: Any, where: findings.Path, inline: bool) -> bool:
     auths = doc.get("auths") if isinstance(doc, Mapping) else None
     if not isinstance(auths, Mapping) or not auths:
         run.error(where, 'must be a JSON object with a non-empty "auths" mapping')
@@ -276,8 +175,8 @@ def _auths(run: _Run, doc: Any, where: findings.Path, inline: bool) -> bool:
     return good
 
 
-def _pull_secret_bytes(run: _Run, secret: Any) -> tuple[bytes | None, findings.Path]:
-    path = (*SPEC, "pullSecret")
+def _pull_secret_bytes(run: checks.Run, secret: Any) -> tuple[bytes | None, findings.Path]:
+    path = (*checks.SPEC, "pullSecret")
     if "file" in secret:
         return run.read((*path, "file"), str(secret["file"]), secret=True), (*path, "file")
     if "json" in secret:
@@ -289,8 +188,8 @@ def _pull_secret_bytes(run: _Run, secret: Any) -> tuple[bytes | None, findings.P
     return raw, (*path, "inline")
 
 
-def _pull_secret(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "pullSecret")
+def _pull_secret(run: checks.Run, spec: Mapping[str, Any]) -> None:
+    path = (*checks.SPEC, "pullSecret")
     secret = spec.get("pullSecret")
     sources = [k for k in ("file", "json", "inline") if isinstance(secret, Mapping) and k in secret]
     if len(sources) != 1 or not run.sound((*path, sources[0])) or path in run.broken:
@@ -312,22 +211,22 @@ def _entries(spec: Mapping[str, Any], key: str) -> list[tuple[findings.Path, Map
     """The mappings of the list `spec[key]` with their paths (nothing when the list is malformed)."""
     entries = spec.get(key)
     items = enumerate(entries) if isinstance(entries, list) else ()
-    return [((*SPEC, key, index), entry) for index, entry in items if isinstance(entry, Mapping)]
+    return [((*checks.SPEC, key, index), entry) for index, entry in items if isinstance(entry, Mapping)]
 
 
-def _mirror_ports(run: _Run, spec: Mapping[str, Any], key: str) -> None:
+def _mirror_ports(run: checks.Run, spec: Mapping[str, Any], key: str) -> None:
     for path, entry in _entries(spec, key):
-        _port(run, (*path, "source"), entry.get("source"))
+        checks.port(run, (*path, "source"), entry.get("source"))
         mirrors = entry.get("mirrors")
         for position, mirror in enumerate(mirrors if isinstance(mirrors, list) else ()):
-            _port(run, (*path, "mirrors", position), mirror)
+            checks.port(run, (*path, "mirrors", position), mirror)
 
 
-def _mirrors(run: _Run, spec: Mapping[str, Any], key: str) -> None:
+def _mirrors(run: checks.Run, spec: Mapping[str, Any], key: str) -> None:
     _mirror_ports(run, spec, key)
     first_seen: dict[str, int] = {}
     for index, entry in enumerate(spec.get(key) or []):
-        path = (*SPEC, key, index)
+        path = (*checks.SPEC, key, index)
         if not run.sound(path):
             continue
         if entry["source"] in entry["mirrors"]:
@@ -337,11 +236,11 @@ def _mirrors(run: _Run, spec: Mapping[str, Any], key: str) -> None:
             run.warn((*path, "source"), f"same source as {key}[{earlier}]; the cluster merges their mirrors")
 
 
-def _registry_ca(run: _Run, spec: Mapping[str, Any]) -> None:
+def _registry_ca(run: checks.Run, spec: Mapping[str, Any]) -> None:
     seen: dict[str, int] = {}
     for index, entry in enumerate(spec.get("registryCA") or []):
-        path = (*SPEC, "registryCA", index)
-        _port(run, (*path, "registry"), entry.get("registry") if isinstance(entry, Mapping) else None)
+        path = (*checks.SPEC, "registryCA", index)
+        checks.port(run, (*path, "registry"), entry.get("registry") if isinstance(entry, Mapping) else None)
         if not run.sound(path):
             continue
         registry = str(entry["registry"]).lower()
@@ -350,21 +249,11 @@ def _registry_ca(run: _Run, spec: Mapping[str, Any]) -> None:
                 (*path, "registry"), f"already listed at registryCA[{seen[registry]}]; put both CAs in one bundle"
             )
         bundle = run.source((*path, "certificate"), entry["certificate"], secret=False)
-        chain = _bundle(run, origin((*path, "certificate"), entry["certificate"]), bundle) if bundle else None
+        chain = (
+            checks.bundle(run, checks.origin((*path, "certificate"), entry["certificate"]), bundle) if bundle else None
+        )
         if chain:
             run.sources[(*path, "certificate")] = certs.pem_bundle(chain)  # without comments or stray text
-
-
-def _bundle(run: _Run, path: findings.Path, bundle: bytes) -> list[x509.Certificate] | None:
-    try:
-        chain = certs.parse_chain(bundle)
-    except certs.CertError as exc:
-        run.error(path, str(exc))
-        return None
-    for position, cert in enumerate(chain, start=1):
-        if cert.not_valid_after_utc <= run.now:
-            run.warn(path, f"certificate {position} of the bundle expired on {cert.not_valid_after_utc:%Y-%m-%d}")
-    return chain
 
 
 def _has_credentials(registries: list[str], mirror: str) -> bool:
@@ -372,7 +261,7 @@ def _has_credentials(registries: list[str], mirror: str) -> bool:
     return any(mirror == key or mirror.startswith(key.rstrip("/") + "/") for key in registries)
 
 
-def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
+def _mirror_credentials(run: checks.Run, spec: Mapping[str, Any]) -> None:
     """A replace-mode pull secret becomes the cluster's only one: warn for each mirror it has no credentials for."""
     secret = spec.get("pullSecret")
     if run.pull_secret is None or not isinstance(secret, Mapping) or secret.get("mode", "replace") != "replace":
@@ -391,176 +280,7 @@ def _mirror_credentials(run: _Run, spec: Mapping[str, Any]) -> None:
                     )
 
 
-def ssh_key_problem(line: str) -> str | None:
-    """Why an `authorized_keys` line is not a usable public key, or None. Security-key (`sk-`) types, which
-    `cryptography` does not load, are checked for a well-formed key blob of the declared type."""
-    kind, blob = line.split()[:2]
-    if not kind.startswith("sk-"):
-        try:
-            serialization.load_ssh_public_key(f"{kind} {blob}".encode())
-        except (ValueError, UnsupportedAlgorithm):
-            return f"is not a valid {kind} public key (the base64 part does not decode to one)"
-        return None
-    try:
-        raw = base64.b64decode(blob, validate=True)
-    except binascii.Error:
-        return "is not a valid public key: its key part is not base64"
-    size = int.from_bytes(raw[:4], "big")
-    if raw[4 : 4 + size] != kind.encode():
-        return f"is not a valid {kind} public key (the key part holds another type)"
-    return None
-
-
-def _ssh_keys(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "sshAuthorizedKeys", "keys")
-    if "sshAuthorizedKeys" not in spec or not run.sound(path):
-        return
-    seen: dict[str, int] = {}
-    for index, line in enumerate(spec["sshAuthorizedKeys"]["keys"]):
-        problem = ssh_key_problem(line)
-        if problem:
-            run.error((*path, index), problem)
-        blob = line.split()[1]
-        if blob in seen:
-            run.error((*path, index), f"the same key as keys[{seen[blob]}] (with another comment); list it once")
-        seen.setdefault(blob, index)
-
-
-PROXY_SCHEMES = {"httpProxy": ("http",), "httpsProxy": ("http", "https")}
-
-
-def proxy_url_problem(field_name: str, url: str) -> str | None:
-    """Why a proxy URL is unusable, or None. The message never quotes the URL (it may hold a password)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "is not a URL (or its port is not a number 1-65535)"
-    schemes = PROXY_SCHEMES[field_name]
-    if parts.scheme not in schemes:
-        return f"must start with {' or '.join(f'{scheme}://' for scheme in schemes)}"
-    if not parts.hostname:
-        return "has no host"
-    if port == 0:
-        return "has port 0; use 1-65535"
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        return "must be scheme://host[:port] (user and password before the host if needed), with no path or query"
-    return None
-
-
-def register_proxy_password(url: str) -> None:
-    """Register the password a proxy URL carries, if any (a URL that does not parse registers as a whole)."""
-    try:
-        password = urllib.parse.urlsplit(url).password
-    except ValueError:
-        redact.register_secret(url)
-        return
-    if password:
-        redact.register_secret(password)
-
-
-def _proxy(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "proxy")
-    proxy = spec.get("proxy")
-    if not isinstance(proxy, Mapping):
-        return
-    for name in PROXY_SCHEMES:
-        url = proxy.get(name)
-        if not isinstance(url, str):
-            continue
-        register_proxy_password(url)
-        problem = proxy_url_problem(name, url) if run.sound((*path, name)) else None
-        if problem:
-            run.error((*path, name), problem)
-    if "trustedCA" in proxy and run.sound((*path, "trustedCA")):
-        where = (*path, "trustedCA")
-        bundle = run.source(where, proxy["trustedCA"], secret=False)
-        chain = _bundle(run, origin(where, proxy["trustedCA"]), bundle) if bundle else None
-        if chain:
-            run.sources[where] = certs.pem_bundle(chain)
-
-
-def _catalog_sources(run: _Run, spec: Mapping[str, Any]) -> None:
-    catalogs = spec.get("catalogSources")
-    sources = catalogs.get("sources") if isinstance(catalogs, Mapping) else None
-    seen: dict[str, int] = {}
-    for index, entry in enumerate(sources if isinstance(sources, list) else ()):
-        path = (*SPEC, "catalogSources", "sources", index)
-        if not isinstance(entry, Mapping) or not run.sound(path):
-            continue
-        _port(run, (*path, "image"), str(entry["image"]).split("/", 1)[0])
-        if seen.setdefault(entry["name"], index) != index:
-            run.error(
-                (*path, "name"), f"already used by sources[{seen[entry['name']]}]; each catalog needs its own name"
-            )
-
-
-def _extra_manifests(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "extraManifests")
-    value = spec.get("extraManifests")
-    if not isinstance(value, Mapping) or not run.sound(path):
-        return
-    found, problems = manifests.check(value, run.base_dir, path)
-    for problem in problems:
-        run.error(problem.path, problem.message)
-    run.manifests = tuple(found)
-
-
-_NTP_SOURCE = re.compile(schema.NTP_SOURCE_PATTERN)
-NTP_KINDS = ("servers", "pools")
-
-
-def ntp_source_problem(value: str) -> str | None:
-    """Why `value` cannot be one chrony `server`/`pool` name, or None. It becomes a line of chrony.conf, so the whole
-    string must be one host name or IP address: the schema's `$` would let a final line break through."""
-    if not _NTP_SOURCE.fullmatch(value):
-        return "must be one host name or IP address on one line, without spaces, options or line breaks"
-    if ":" in value or value.replace(".", "").isdigit():
-        try:
-            address = ipaddress.ip_address(value)
-        except ValueError:
-            return "is not a valid IP address"
-        if address.is_unspecified or address.is_multicast:
-            return "is not an address a time server can have (unspecified or multicast)"
-        return None
-    if len(value) > _MAX_NAME:
-        return f"is longer than {_MAX_NAME} characters"
-    return None
-
-
-def _ntp(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "ntp")
-    ntp = spec.get("ntp")
-    if not isinstance(ntp, Mapping):
-        return
-    seen: dict[str, str] = {}
-    for kind in NTP_KINDS:
-        values = ntp.get(kind)
-        for index, value in enumerate(values if isinstance(values, list) else ()):
-            if not isinstance(value, str) or not run.sound((*path, kind, index)):
-                continue
-            problem = ntp_source_problem(value)
-            if problem:
-                run.error((*path, kind, index), problem)
-            earlier = seen.setdefault(value.lower(), f"{kind}[{index}]")
-            if earlier != f"{kind}[{index}]":
-                run.error((*path, kind, index), f"already listed as ntp.{earlier}; list each source once")
-    count = sum(len(ntp[kind]) for kind in NTP_KINDS if isinstance(ntp.get(kind), list))
-    if count > schema.NTP_MAX_SOURCES and run.sound(path):
-        run.error(path, f"lists {count} sources; at most {schema.NTP_MAX_SOURCES} servers and pools together")
-
-
-def _timeouts(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "timeouts")
-    values = spec.get("timeouts") or {}
-    if not run.sound(path) or "total" not in values:
-        return
-    for key, value in values.items():
-        if key != "total" and (*path, key) not in schema.DEPRECATED_PATHS and value > values["total"]:
-            run.error((*path, "total"), f"is shorter than timeouts.{key} ({value}s); raise total or lower {key}")
-
-
-def _deprecated(run: _Run, data: Mapping[str, Any]) -> None:
+def _deprecated(run: checks.Run, data: Mapping[str, Any]) -> None:
     for path in schema.DEPRECATED_PATHS:
         parent = _at(data, path[:-1])
         if isinstance(parent, Mapping) and path[-1] in parent:
@@ -573,40 +293,10 @@ def _at(data: Any, path: findings.Path) -> Any:
     return data
 
 
-def _operators(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "operators")
-    values = spec.get("operators") or {}
-    if not run.sound(path) or not isinstance(values, Mapping):
-        return
-    required = set(values.get("require") or ())
-    for i, name in enumerate(values.get("ignore") or ()):
-        if name in model.CORE_OPERATORS:
-            run.error((*path, "ignore", i), f"{name} is a core operator the relocation always requires; remove it")
-        elif name in required:
-            run.error((*path, "ignore", i), f"{name} is also in operators.require; keep it in one list")
-
-
-# Ports OpenShift's own services listen on in a control-plane node's host network (openshift/openshift-docs
-# snippets/network-flow-matrix.csv), and the NodePort range: the progress page must not take one of them.
-RESERVED_PORTS = frozenset(
-    {22, 53, 80, 111, 443, 1936, 2379, 2380, 5050, 5051, 6080, 6180, 6183, 6385, 6388, 6443, 8080, 8798}
-    | set(range(9000, 10000))
-    | set(range(10250, 10261))
-    | {10300, 10309, 10357, 17697, 18080, 22623, 22624}
-    | set(range(30000, 32768))
-)
-
-
-def _progress_page(run: _Run, spec: Mapping[str, Any]) -> None:
-    path = (*SPEC, "progressPage", "port")
-    port = (spec.get("progressPage") or {}).get("port")
-    if run.sound(path) and port in RESERVED_PORTS:
-        run.error(path, f"port {port} is used by OpenShift on the node; pick a free one such as 8090")
-
-
-def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> Checked:
-    """Semantic findings for a site-config whose structural problems are at the paths in `broken`."""
-    run = _Run(base_dir, now, broken)
+def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: frozenset[findings.Path]) -> checks.Checked:
+    """Semantic findings for a site-config whose structural problems are at the paths in `broken`: the core
+    sections here, then every setting's own checks (`registry.check`)."""
+    run = checks.Run(base_dir, now, broken)
     spec = data.get("spec")
     if isinstance(spec, Mapping):
         domain = _domain(run, spec) if "domain" in spec else None
@@ -617,13 +307,6 @@ def check(data: Mapping[str, Any], base_dir: str, now: dt.datetime, broken: froz
         _mirrors(run, spec, "imageTagMirrors")
         _registry_ca(run, spec)
         _mirror_credentials(run, spec)
-        _ssh_keys(run, spec)
-        _proxy(run, spec)
-        _catalog_sources(run, spec)
-        _extra_manifests(run, spec)
-        _ntp(run, spec)
-        _timeouts(run, spec)
-        _operators(run, spec)
-        _progress_page(run, spec)
+        settings_registry.check(run, spec)
     _deprecated(run, data)
-    return Checked(tuple(run.out), run.sources, run.network, run.pull_secret, run.manifests)
+    return checks.Checked(tuple(run.out), run.sources, run.network, run.pull_secret, run.parsed)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from snoreloc import errors, waits
 from snoreloc.adapters import kube
@@ -71,6 +71,14 @@ class StepOutcome:
     rollouts: Mapping[str, datetime] = field(default_factory=dict)  # operator -> time of our write that moved it
     warnings: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ChecksFirst(Protocol):
+    """A step with a check preflight makes before any change (a setting's refusal that must come first): raises
+    naming what to fix, else returns notes for the plan. The pipeline hands these to preflight."""
+
+    def preflight_check(self, ctx: context.Context) -> Sequence[str]: ...
 
 
 class Step(Protocol):
@@ -194,6 +202,7 @@ class ObjectStep:
 
     name: str
     description: str
+    note = ""  # what the plan says when there are changes (a setting's `cost.note`)
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         raise NotImplementedError
@@ -202,8 +211,8 @@ class ObjectStep:
         raise NotImplementedError
 
     def notes(self, ctx: context.Context, changes: Sequence[ObjectChange]) -> tuple[str, ...]:
-        """What the plan says beside the changes (by default nothing)."""
-        return ()
+        """What the plan says beside the changes: `note`, when there are changes and it is set."""
+        return (self.note,) if changes and self.note else ()
 
     def plan(self, ctx: context.Context) -> Plan:
         changes = tuple(self.changes(ctx))

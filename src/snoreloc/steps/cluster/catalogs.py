@@ -11,12 +11,13 @@ is refused, never overwritten; a CatalogSource of ours that the site-config no l
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import catalog_sources
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import ownership
 
@@ -84,6 +85,7 @@ def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
 class Catalogs(base.ObjectStep):
     name = "catalogs"
     description = "creating the site's operator catalogs (no node change)"
+    note = catalog_sources.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"catalog_sources": ctx.site.catalog_sources}
@@ -91,5 +93,5 @@ class Catalogs(base.ObjectStep):
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return catalog_changes(ctx)
 
-    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
-        return ("catalogs: the marketplace operator starts them; no node change, no reboot",) if changes else ()
+
+STEP = Catalogs()  # named by `siteconfig.settings.catalog_sources.SETTING.step`

@@ -29,6 +29,7 @@ from typing import Any
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import extra_manifests
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -133,11 +134,14 @@ class ExtraManifests(base.ObjectStep):
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"extra_manifests": ctx.site.extra_manifests}
 
+    def preflight_check(self, ctx: context.Context) -> list[str]:
+        return check_all(ctx)
+
     def plan(self, ctx: context.Context) -> base.Plan:
         changes = [change for target in targets(ctx) if (change := _change(ctx, target)) is not None]
         notes: tuple[str, ...] = ()
         if any(change.rollouts for change in changes):
-            notes = ("manifests: a MachineConfig among them rolls out the master pool: the node reboots",)
+            notes = (extra_manifests.SETTING.cost.note,)
         return base.Plan(self.name, tuple(changes), notes)
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
@@ -151,3 +155,6 @@ class ExtraManifests(base.ObjectStep):
             rollouts.update(dict.fromkeys(change.rollouts, written))
         changed = tuple(f"{change.action.value} {change.ref}" for change in plan.changes)
         return base.StepOutcome(changed=changed, rollouts=rollouts)
+
+
+STEP = ExtraManifests()  # named by `siteconfig.settings.extra_manifests.SETTING.step`

@@ -99,12 +99,6 @@ def require_free(ctx: context.Context) -> list[str]:
     return others
 
 
-def preflight_check(ctx: context.Context) -> list[str]:
-    """Preflight's check (before any change): `require_free`; it adds no notes to the plan."""
-    require_free(ctx)
-    return []
-
-
 def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.ObjectChange]:
     current = ctx.kube.find(CHRONY_CONFIG)
     desired = machine_config(site)
@@ -143,7 +137,15 @@ class Ntp(base.ObjectStep):
         settle = float(ctx.site.timeouts.settle)
         return base.wait_for(ctx, self.name, "the API to answer", settle, lambda: self._plan(ctx, site))
 
+    def preflight_check(self, ctx: context.Context) -> list[str]:
+        """Before any change: `require_free`; it adds no notes to the plan."""
+        require_free(ctx)
+        return []
+
     def _plan(self, ctx: context.Context, site: model.Ntp) -> base.Plan:
         others = require_free(ctx)
         changes = ntp_changes(ctx, site)
         return base.Plan(self.name, tuple(changes), (note(site, others),) if changes else ())
+
+
+STEP = Ntp()  # named by `siteconfig.settings.ntp.SETTING.step`

@@ -21,7 +21,8 @@ from typing import Any
 
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
-from snoreloc.siteconfig import model, semantic
+from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import proxy as proxy_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import ownership
 
@@ -58,7 +59,7 @@ def _register_urls(spec: Mapping[str, Any]) -> None:
     """The passwords in proxy URLs (the cluster's and the site's) never reach a plan, log or report."""
     for name in URL_FIELDS:
         if isinstance(spec.get(name), str) and spec[name]:
-            semantic.register_proxy_password(spec[name])
+            proxy_setting.register_proxy_password(spec[name])
 
 
 def ca_changes(ctx: context.Context, site: model.Proxy, proxy: kube.Obj) -> tuple[str | None, list[base.ObjectChange]]:
@@ -129,5 +130,8 @@ class Proxy(base.ObjectStep):
         if not changes:
             return ()
         if reboots(changes):
-            return ("proxy: the machine-config pool updates and the node REBOOTS (proxy URLs or noProxy changed)",)
+            return (proxy_setting.SETTING.cost.note,)
         return ("proxy: trusted CA only; the pool updates without a reboot (kubelet and CRI-O restart)",)
+
+
+STEP = Proxy()  # named by `siteconfig.settings.proxy.SETTING.step`

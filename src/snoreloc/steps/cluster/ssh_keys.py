@@ -13,11 +13,12 @@ of the object and its labels are left as they are; the whole object is backed up
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import ssh_keys as ssh_keys_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
@@ -85,6 +86,7 @@ def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
 class SshKeys(base.ObjectStep):
     name = "ssh-keys"
     description = "updating core's SSH keys (machine-config update, no reboot)"
+    note = ssh_keys_setting.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
         return {"ssh_keys": ctx.site.ssh_authorized_keys}
@@ -92,5 +94,5 @@ class SshKeys(base.ObjectStep):
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return ssh_changes(ctx)
 
-    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
-        return ("SSH keys: the machine-config pool updates without draining or rebooting the node",) if changes else ()
+
+STEP = SshKeys()  # named by `siteconfig.settings.ssh_keys.SETTING.step`

@@ -16,6 +16,7 @@ from snoreloc import errors
 from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import network_probes
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class SiteNetwork:
         probes = site.network_probes
         targets = ", ".join(str(t) for t in network.probe_targets(desired, probes))
         if not probes.enabled:
-            targets = "nothing (networkProbes: none)"
+            targets = f"nothing ({network_probes.NONE_SAID})"
         probe_note = f"apply the nmstate state, then probe: {targets or 'what DHCP gives'}"
         return base.Plan(self.name, notes=(*network.describe(desired, current), probe_note))
 

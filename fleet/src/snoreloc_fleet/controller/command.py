@@ -1,0 +1,68 @@
+"""`snoreloc fleet controller`: run the hub controller (the container's entry point, `deploy/deployment.yaml`).
+
+In the hub it uses its ServiceAccount (in-cluster); elsewhere `--kubeconfig`. Nodes reach the hub at another
+address than the controller does, so that address (and, when the cluster's own CA does not verify it, its CA) is
+given by `--hub-url`/`--hub-ca` or by a directory holding `url` and optionally `ca.crt` (`--hub-config`, the
+ConfigMap the Deployment mounts). Without either, the controller's own API address and CA are used (fine for a
+lab hub that sites reach directly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import pathlib
+
+from snoreloc import errors
+
+HELP = "run the hub controller: validate Sites, issue their reporting credentials, keep their status"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="the controller's kubeconfig (default: in-cluster ServiceAccount)")
+    parser.add_argument("--hub-url", help="the address the sites' nodes reach this hub's API at")
+    parser.add_argument("--hub-ca", metavar="FILE", help="the CA (PEM) that verifies --hub-url")
+    parser.add_argument("--hub-config", metavar="DIR", help="a directory with `url` and optionally `ca.crt`")
+    parser.add_argument("--namespace", action="append", default=[], help="watch only this namespace (repeatable)")
+    parser.add_argument("--sweep", type=float, default=300.0, help="seconds between sweeps over every Site")
+    parser.add_argument("--stale-after", type=float, default=900.0, help="seconds of silence that make a run Stale")
+    parser.add_argument("--qps", type=float, default=20.0, help="API writes per second, on average")
+    parser.add_argument("--burst", type=int, default=40, help="API writes at once")
+    parser.add_argument("--workers", type=int, default=4, help="Sites reconciled at once")
+
+
+def hub_address(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[str, bytes]:
+    """Where nodes reach the hub, and the CA that verifies it."""
+    url, ca = args.hub_url, pathlib.Path(args.hub_ca).read_bytes() if args.hub_ca else None
+    if args.hub_config:
+        directory = pathlib.Path(args.hub_config)
+        url = url or (directory / "url").read_text(encoding="utf-8").strip()
+        if ca is None and (directory / "ca.crt").is_file():
+            ca = (directory / "ca.crt").read_bytes()
+    if not url:
+        url = own_url
+    if not url.startswith("https://"):
+        raise errors.UsageError(f"the hub URL must be https://..., got {url!r}")
+    return url, ca or own_ca
+
+
+def run(args: argparse.Namespace) -> int:
+    from snoreloc_fleet import credentials  # noqa: PLC0415
+    from snoreloc_fleet.controller import operator, reconcile  # noqa: PLC0415
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # not a line per event: the reconcile says what changed
+    configuration = operator.configuration_for(args.kubeconfig)
+    own_ca = pathlib.Path(configuration.ssl_ca_cert).read_bytes() if configuration.ssl_ca_cert else b""
+    url, ca = hub_address(args, configuration.host, own_ca)
+    options = operator.Options(
+        config=reconcile.Config(credentials.Hub(url, ca), stale_after=args.stale_after),
+        kubeconfig=args.kubeconfig,
+        namespaces=tuple(args.namespace),
+        sweep=args.sweep,
+        qps=args.qps,
+        burst=args.burst,
+        workers=args.workers,
+    )
+    operator.run(options)
+    return 0

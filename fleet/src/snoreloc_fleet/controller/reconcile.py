@@ -1,0 +1,175 @@
+"""One Site's reconcile: read it afresh, check it, issue its credential, write its status only when it changes.
+
+Level-triggered and idempotent: whatever event woke it (a change of the Site, a node's report, a restart's
+listing, the periodic sweep), it reads the Site as it is now and converges on what it should be, so running it twice
+writes nothing the second time. It never writes `status.agent` (the node's), writes the rest of the status as a
+JSON merge patch of exactly what differs, keeps the `fleet.snoreloc.io/phase` label equal to the phase, and posts
+an Event when the phase changes. A 409 from the API (someone wrote first) is left to the caller's retry: the next
+pass reads again. Secrets and ConfigMaps named by `spec.files` are read with one GET each when a Site is
+reconciled; nothing else is cached.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from snoreloc import redact
+from snoreloc.adapters import kube
+from snoreloc_fleet import credentials, site, sitemedium
+from snoreloc_fleet.controller import status as status_mod
+
+LOG = logging.getLogger(__name__)
+
+SITES = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, True)
+EVENTS = kube.Resource("", "v1", "events", "Event", True)
+OWN_KEYS = (
+    site.STATUS_OBSERVED,
+    site.STATUS_PHASE,
+    site.STATUS_REASON,
+    site.STATUS_CONDITIONS,
+    site.STATUS_VALIDATION,
+    site.STATUS_MEDIA,
+    site.STATUS_CREDENTIAL,
+)
+COMPONENT = "snoreloc-fleet-controller"
+WARNING_PHASES = (site.Phase.INVALID, site.Phase.FAILED, site.Phase.STALE)
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the controller needs to know beyond the Sites: how nodes reach the hub, when a silent node is stale."""
+
+    hub: credentials.Hub
+    stale_after: float = 900.0
+
+
+@dataclass
+class Counters:
+    """Writes made, by kind (tests and metrics read them)."""
+
+    status_writes: int = 0
+    label_writes: int = 0
+    events: int = 0
+    reconciles: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str) -> None:
+        with self.lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+
+def site_ref(namespace: str, name: str) -> kube.Ref:
+    return kube.Ref(SITES, name, namespace)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    phase: str
+    wrote: bool
+
+
+def _own(current: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: current[key] for key in OWN_KEYS if key in current}
+
+
+def _desired_own(derived: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in derived.items() if value not in ({}, None)}
+
+
+def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, str] | None:
+    report = (obj.get("spec") or {}).get("report") or {}
+    if report.get("enabled", True) is False:
+        credentials.revoke(client, obj["metadata"]["namespace"], obj["metadata"]["name"])
+        return None
+    return credentials.ensure_token(client, obj, config.hub, now).status()
+
+
+def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
+    """The controller's part of the status (issuing the credential on the way when the Site is valid)."""
+    spec = obj.get("spec") or {}
+    current = obj.get("status") or {}
+    checked = None
+    credential = None
+    if not spec.get("suspend"):
+        files, missing = sitemedium.resolve_files(client, obj)
+        checked = sitemedium.check(obj, files, missing)
+        if checked.valid:
+            credential = _credential(client, obj, config, now)
+    inputs = status_mod.Inputs(
+        generation=int(obj["metadata"].get("generation") or 0),
+        checked=checked,
+        credential=credential,
+        reporting_enabled=((spec.get("report") or {}).get("enabled", True) is not False),
+        agent=current.get(site.STATUS_AGENT),
+        previous=current.get(site.STATUS_CONDITIONS) or [],
+        now=now,
+        stale_after=config.stale_after,
+    )
+    return status_mod.derive(inputs)
+
+
+def _event(client: kube.Client, obj: dict[str, Any], derived: Mapping[str, Any], now: dt.datetime) -> None:
+    phase, reason, message = str(derived[site.STATUS_PHASE]), str(derived[site.STATUS_REASON]), _reason_message(derived)
+    meta = obj["metadata"]
+    stamp = status_mod.iso(now)
+    event = {
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": {
+            "apiVersion": site.API_VERSION, "kind": site.KIND, "name": meta["name"],
+            "namespace": meta["namespace"], "uid": meta.get("uid"),
+        },
+        "reason": reason,
+        "message": redact.redact(f"phase {phase}: {message}")[:1024],
+        "type": "Warning" if phase in WARNING_PHASES else "Normal",
+        "source": {"component": COMPONENT},
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }  # fmt: skip
+    client.create(EVENTS, event)
+
+
+def _reason_message(derived: Mapping[str, Any]) -> str:
+    reason = derived.get(site.STATUS_REASON)
+    for condition in derived.get(site.STATUS_CONDITIONS) or []:
+        if condition.get("reason") == reason and condition.get("status") == "False":
+            return str(condition.get("message", ""))
+    for condition in derived.get(site.STATUS_CONDITIONS) or []:
+        if condition.get("reason") == reason:
+            return str(condition.get("message", ""))
+    return str(reason or "")
+
+
+def reconcile(
+    client: kube.Client, config: Config, ref: kube.Ref, now: dt.datetime, counters: Counters | None = None
+) -> Outcome | None:
+    """Converge one Site; None when it is gone or going (its owned objects go with it)."""
+    counters = counters or Counters()
+    counters.add("reconciles")
+    obj = client.find(ref)
+    if obj is None or obj["metadata"].get("deletionTimestamp"):
+        return None
+    derived = desired_status(client, obj, config, now)
+    current = _own(obj.get("status") or {})
+    patch = kube.merge_patch(current, _desired_own(derived))
+    phase = str(derived[site.STATUS_PHASE])
+    if (obj["metadata"].get("labels") or {}).get(site.PHASE_LABEL) != phase:  # first: selecting by it never lags
+        client.patch(ref, {"metadata": {"labels": {site.PHASE_LABEL: phase}}})
+        counters.add("label_writes")
+    if patch:
+        client.request("PATCH", ref.path("status"), body={"status": patch}, content_type=kube.MERGE_PATCH, retry=True)
+        counters.add("status_writes")
+        LOG.info(
+            "site %s/%s: status updated (phase %s, reason %s)",
+            ref.namespace,
+            ref.name,
+            phase,
+            derived[site.STATUS_REASON],
+        )
+    if current.get(site.STATUS_PHASE) != phase:
+        _event(client, obj, derived, now)
+        counters.add("events")
+    return Outcome(phase, bool(patch))

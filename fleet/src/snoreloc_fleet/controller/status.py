@@ -1,0 +1,206 @@
+"""A Site's status from what the controller found: pure functions, no API, so every phase is tested by table.
+
+Inputs: the checked medium (`sitemedium.Checked`), the credential issued (or why none), the node's report as it
+stands in `status.agent`, the conditions already there (a condition keeps its `lastTransitionTime` until its status
+changes), and the time. Output: the controller's part of the status; `status.agent` is the node's and is never
+written here.
+
+Phases: Invalid (the agent's rules refuse the site-config, an input is missing, or a secret is inline), Ready (valid,
+credential issued, no report yet; also after an edit, until the node runs the new site-config), InProgress (the node
+reports a run), Stale (it reported a run in progress, then nothing for `stale_after`, or for its wait's budget plus
+five minutes when that is longer), Relocated (done, with the digest the hub issued), Failed (failed, partial or
+rolled back, with the digest the hub issued).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from snoreloc import errors
+from snoreloc_fleet import site
+from snoreloc_fleet.site import Condition as Cond
+from snoreloc_fleet.site import Phase, Reason
+from snoreloc_fleet.sitemedium import Checked
+
+WAIT_GRACE = 300.0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the status is derived from."""
+
+    generation: int
+    checked: Checked | None  # None: suspended
+    credential: Mapping[str, str] | None  # the credential's status block; None: none issued
+    reporting_enabled: bool
+    agent: Mapping[str, Any] | None
+    previous: Sequence[Mapping[str, Any]]  # the conditions already in status
+    now: dt.datetime
+    stale_after: float = 900.0
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _when(text: object) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _finding(problem: errors.Problem) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "path": problem.path[: site.MAX_FINDING_PATH],
+        "message": problem.message[: site.MAX_FINDING_MESSAGE],
+    }
+    if problem.line is not None:
+        found["line"] = problem.line
+    return found
+
+
+def validation(checked: Checked) -> dict[str, Any]:
+    """The findings, bounded (`more` counts what did not fit)."""
+    problems = [*checked.inline, *checked.missing, *checked.problems]
+    kept = problems[: site.MAX_FINDINGS]
+    warnings = list(checked.warnings[: site.MAX_FINDING_WARNINGS])
+    more = len(problems) - len(kept) + len(checked.warnings) - len(warnings)
+    return {"errors": [_finding(p) for p in kept], "warnings": [_finding(p) for p in warnings], "more": more}
+
+
+def _summary(problems: Sequence[errors.Problem]) -> str:
+    first = problems[0].render()
+    rest = f" (and {len(problems) - 1} more: see status.validation)" if len(problems) > 1 else ""
+    return (first + rest)[: site.MAX_CONDITION_MESSAGE]
+
+
+def _validated(checked: Checked) -> tuple[bool, Reason, str]:
+    if checked.inline:
+        return False, Reason.INLINE_SECRET, _summary(checked.inline)
+    if checked.missing:
+        return False, Reason.MISSING_INPUT, _summary(checked.missing)
+    if checked.problems:
+        return False, Reason.INVALID_SITE_CONFIG, _summary(checked.problems)
+    note = f" ({len(checked.warnings)} warnings)" if checked.warnings else ""
+    return True, Reason.VALID, f"the site-config passes every rule of `snoreloc validate`{note}"
+
+
+def _media_ready(inputs: Inputs, valid: bool) -> tuple[bool, Reason, str]:
+    if not valid:
+        return False, Reason.NOT_VALID, "fix the findings in status.validation first"
+    if not inputs.reporting_enabled:
+        return True, Reason.REPORTING_DISABLED, "make the stick: it reports to no hub (spec.report.enabled is false)"
+    if inputs.credential is None:
+        return False, Reason.NO_REPORT, "the reporting credential is not issued yet"
+    expires = inputs.credential.get("expiresAt", "")
+    return True, Reason.CREDENTIAL_ISSUED, f"make the stick (snoreloc fleet make-media); its token expires {expires}"
+
+
+def _stale(agent: Mapping[str, Any], inputs: Inputs) -> bool:
+    reported = _when(agent.get("reportedAt"))
+    if agent.get("runState") != "running" or reported is None:
+        return False
+    limit = inputs.stale_after
+    waiting = agent.get("waiting")
+    if waiting:  # a long wait reports at least once a minute, but a node may be cut off while it lasts
+        left = float(waiting.get("budgetSeconds") or 0.0) - float(waiting.get("elapsedSeconds") or 0.0)
+        limit = max(limit, left + WAIT_GRACE)
+    return (inputs.now - reported).total_seconds() > limit
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the node's report says, against the digest the hub issued."""
+
+    reporting: tuple[bool, Reason, str]
+    relocated: tuple[bool, Reason, str]
+    failed: tuple[bool, Reason, str]
+    phase: Phase
+    reason: Reason
+
+
+def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
+    agent = inputs.agent or {}
+    idle = Phase.READY if ready else Phase.PENDING
+    if not agent:
+        quiet = (False, Reason.NO_REPORT, "no report from the node yet")
+        return _Run(quiet, quiet, (False, Reason.NOT_FAILED, "no report"), idle, Reason.NO_REPORT)
+    state, step = str(agent.get("runState", "")), str(agent.get("step", ""))
+    source = Reason.IMPORTED if agent.get("source") == "imported" else Reason.REPORTED
+    reporting = (True, source, f"last report {agent.get('reportedAt', '')}: {state}, step {step}")
+    if _stale(agent, inputs):
+        reporting = (False, Reason.SILENT, f"no report since {agent.get('reportedAt')} while the run was at {step}")
+    current = agent.get("siteConfigDigest") == digest
+    if not current:
+        message = f"the node ran {agent.get('siteConfigDigest')}; this Site now describes {digest}: make a new stick"
+        mismatch = (False, Reason.DIGEST_MISMATCH, message)
+        if state == "running":
+            return _Run(reporting, mismatch, (False, Reason.NOT_FAILED, message), Phase.IN_PROGRESS, Reason.RUNNING)
+        return _Run(reporting, mismatch, (False, Reason.NOT_FAILED, message), idle, Reason.DIGEST_MISMATCH)
+    failure = agent.get("failure") or {}
+    if state in site.RUN_DONE:
+        done = (True, Reason.DONE, f"relocated ({state}) with site-config {digest}")
+        return _Run(reporting, done, (False, Reason.NOT_FAILED, state), Phase.RELOCATED, Reason.DONE)
+    if state in site.RUN_FAILED:
+        what = f"{state} at {failure.get('step') or step}: {failure.get('message', '')}"
+        return _Run(
+            reporting,
+            (False, Reason.RUN_FAILED, what),
+            (True, Reason.RUN_FAILED, what),
+            Phase.FAILED,
+            Reason.RUN_FAILED,
+        )
+    running = (False, Reason.RUNNING, f"{state}: step {step}")
+    phase = Phase.STALE if reporting[1] is Reason.SILENT else Phase.IN_PROGRESS
+    reason = Reason.SILENT if phase is Phase.STALE else Reason.RUNNING
+    return _Run(reporting, running, (False, Reason.NOT_FAILED, state), phase, reason)
+
+
+def _condition(
+    kind: Cond, verdict: tuple[bool, Reason, str], inputs: Inputs, previous: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    status = "True" if verdict[0] else "False"
+    before = previous.get(kind.value) or {}
+    since = before.get("lastTransitionTime") if before.get("status") == status else None
+    return {
+        "type": kind.value,
+        "status": status,
+        "observedGeneration": inputs.generation,
+        "lastTransitionTime": since or iso(inputs.now),
+        "reason": verdict[1].value,
+        "message": verdict[2][: site.MAX_CONDITION_MESSAGE],
+    }
+
+
+def derive(inputs: Inputs) -> dict[str, Any]:
+    """The controller's part of the Site's status."""
+    previous = {str(c.get("type")): c for c in inputs.previous}
+    base: dict[str, Any] = {site.STATUS_OBSERVED: inputs.generation}
+    if inputs.checked is None:
+        return {**base, site.STATUS_PHASE: Phase.PENDING.value, site.STATUS_REASON: Reason.SUSPENDED.value}
+    checked = inputs.checked
+    validated = _validated(checked)
+    media = _media_ready(inputs, validated[0])
+    run = _run(inputs, checked.digest, media[0])
+    verdicts = {
+        Cond.VALIDATED: validated,
+        Cond.MEDIA_READY: media,
+        Cond.REPORTING: run.reporting,
+        Cond.RELOCATED: run.relocated,
+        Cond.FAILED: run.failed,
+    }
+    phase, reason = (run.phase, run.reason) if validated[0] else (Phase.INVALID, validated[1])
+    status = {
+        **base,
+        site.STATUS_PHASE: phase.value,
+        site.STATUS_REASON: reason.value,
+        site.STATUS_CONDITIONS: [_condition(kind, v, inputs, previous) for kind, v in verdicts.items()],
+        site.STATUS_VALIDATION: validation(checked),
+        site.STATUS_MEDIA: {"digest": checked.digest, "files": list(checked.files)} if validated[0] else {},
+        site.STATUS_CREDENTIAL: dict(inputs.credential or {}),
+    }
+    return status

@@ -1,0 +1,175 @@
+"""The controller against the hub simulator over HTTPS: a valid Site gets Ready with a credential scoped to its own
+status; its token is refused elsewhere (403), after revocation (401) and after deletion; status is written only
+when it changes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pytest
+from snoreloc_fleet import credentials, site
+from snoreloc_fleet.controller import operator
+
+from snoreloc.adapters import clock, kube
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import (
+    NS,
+    SITES,
+    Running,
+    get_site,
+    ready_site,
+    report_kubeconfig,
+    site_client,
+    site_object,
+    wait_for,
+    wait_phase,
+)
+
+
+def _report(state: str = "running") -> dict[str, object]:
+    return {"status": {site.STATUS_AGENT: {"runState": state, "step": "settle", "source": "node"}}}
+
+
+def test_a_valid_site_gets_ready_with_a_credential_scoped_to_its_own_status(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    obj = ready_site(admin, "store-1")
+    status = obj["status"]
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conditions["Validated"] == ("True", "Valid")
+    assert conditions["MediaReady"] == ("True", "CredentialIssued")
+    assert conditions["Reporting"] == ("False", "NoReport")
+    assert status["media"]["digest"].startswith("sha256:")
+    assert status["media"]["files"] == ["site-config.yaml", "pull-secret.json"]
+    assert status["credential"]["expiresAt"] > status["credential"]["issuedAt"]
+    assert obj["metadata"]["labels"][site.PHASE_LABEL] == "Ready"
+    assert not obj["metadata"].get("annotations") and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
+    role = admin.get(kube.Ref(credentials.ROLES, "site-store-1", NS))
+    assert role["rules"] == credentials.role_rules("store-1")
+    for resource, name in ((credentials.SERVICEACCOUNTS, "site-store-1"), (kube.SECRETS, "store-1-report")):
+        owners = admin.get(kube.Ref(resource, name, NS))["metadata"]["ownerReferences"]
+        assert owners == [credentials.owner_reference(obj)]
+
+
+def test_a_sites_token_patches_its_own_status_only(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    for name in ("store-1", "store-2"):
+        admin.create(SITES, site_object(name))
+    for name in ("store-1", "store-2"):
+        wait_phase(admin, name, site.Phase.READY)
+    own = site_client(hub, report_kubeconfig(admin, "store-1"), "store-1.kubeconfig")
+    try:
+        own.request("PATCH", kube.Ref(SITES, "store-1", NS).path("status"), body=_report(),
+                    content_type=kube.MERGE_PATCH, retry=False)  # fmt: skip
+        with pytest.raises(kube.Forbidden, match="403"):
+            own.request("PATCH", kube.Ref(SITES, "store-2", NS).path("status"), body=_report(),
+                        content_type=kube.MERGE_PATCH, retry=False)  # fmt: skip
+        with pytest.raises(kube.Forbidden, match="403"):
+            own.patch(kube.Ref(SITES, "store-1", NS), {"spec": {"suspend": True}}, retry=False)
+        with pytest.raises(kube.Forbidden, match="403"):
+            own.request("GET", SITES.path(namespace=NS), retry=False)
+        with pytest.raises(kube.Forbidden, match="403"):
+            own.request("GET", kube.SECRETS.path(namespace=NS), retry=False)
+    finally:
+        own.close()
+    wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
+    assert get_site(admin, "store-2")["status"].get(site.STATUS_AGENT) is None
+
+
+def test_a_revoked_token_is_refused_and_a_new_one_issued(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    ready_site(admin, "store-1")
+    old = report_kubeconfig(admin, "store-1")
+    credentials.revoke(admin, NS, "store-1")
+    revoked = site_client(hub, old, "old.kubeconfig")
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    try:
+        with pytest.raises(kube.Forbidden, match="401"):
+            revoked.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+    finally:
+        revoked.close()
+    new = wait_for("a new reporting kubeconfig", lambda: (k := report_kubeconfig(admin, "store-1")) != old and k)
+    fresh = site_client(hub, new, "new.kubeconfig")
+    try:
+        fresh.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+    finally:
+        fresh.close()
+
+
+def test_status_is_written_only_when_it_changes(
+    hub: HubSimulator, admin: kube.Client, start_controller: object
+) -> None:
+    running = start_controller(sweep=0.2)  # type: ignore[operator]
+    ready_site(admin, "store-1")
+    counters = running.controller.counters
+    wait_for("three sweeps", lambda: counters.reconciles >= 5)
+    writes = (counters.status_writes, counters.label_writes, counters.events)
+    before = counters.reconciles
+    wait_for("five more reconciles", lambda: counters.reconciles >= before + 5)
+    assert (counters.status_writes, counters.label_writes, counters.events) == writes
+    assert writes == (1, 1, 1)
+
+
+def test_deleting_a_site_removes_its_credential(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    ready_site(admin, "store-1")
+    token_config = report_kubeconfig(admin, "store-1")
+    admin.delete(kube.Ref(SITES, "store-1", NS))
+    owned = [
+        kube.Ref(credentials.SERVICEACCOUNTS, "site-store-1", NS), kube.Ref(credentials.ROLES, "site-store-1", NS),
+        kube.Ref(credentials.ROLEBINDINGS, "site-store-1", NS), kube.Ref(kube.SECRETS, "site-store-1-binding", NS),
+        kube.Ref(kube.SECRETS, "store-1-report", NS),
+    ]  # fmt: skip
+    wait_for("the Site's objects gone", lambda: all(admin.find(ref) is None for ref in owned))
+    stale = site_client(hub, token_config, "deleted.kubeconfig")
+    try:
+        with pytest.raises(kube.Forbidden, match="401"):
+            stale.request("GET", kube.Ref(SITES, "store-1", NS).path("status"), retry=False)
+    finally:
+        stale.close()
+
+
+def _credential(admin: kube.Client) -> dict[str, str]:
+    return dict(get_site(admin, "store-1")["status"]["credential"])
+
+
+class _Later(clock.SystemClock):
+    """The controller's clock, `offset` seconds ahead (as the hub's token clock is, after `advance_clock`)."""
+
+    def __init__(self, offset: float) -> None:
+        self.offset = offset
+
+    def now(self) -> dt.datetime:
+        return super().now() + dt.timedelta(seconds=self.offset)
+
+
+def test_a_token_near_its_expiry_is_renewed_and_an_expired_one_refused(
+    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running]
+) -> None:
+    first = start_controller()
+    admin.create(SITES, site_object("store-1", report={"expirationSeconds": 3600}))
+    credential = wait_phase(admin, "store-1", site.Phase.READY)["status"]["credential"]
+    old = report_kubeconfig(admin, "store-1")
+    first.stop()
+    hub.advance_clock(3000)  # 10 minutes of the hour left: less than a fifth
+    start_controller(clock=_Later(3000))
+    renewed = wait_for("a renewed token", lambda: (k := report_kubeconfig(admin, "store-1")) != old and k)
+    later = wait_for(
+        "the new expiry", lambda: (c := get_site(admin, "store-1")["status"]["credential"]) != credential and c
+    )
+    assert later["expiresAt"] > credential["expiresAt"]
+    hub.advance_clock(700)  # past the first token's hour
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    expired, fresh = site_client(hub, old, "old.kubeconfig"), site_client(hub, renewed, "new.kubeconfig")
+    try:
+        with pytest.raises(kube.Forbidden, match="401"):
+            expired.request("GET", path, retry=False)
+        fresh.request("GET", path, retry=False)
+    finally:
+        expired.close()
+        fresh.close()

@@ -1,0 +1,42 @@
+"""`snoreloc fleet controller`: where nodes reach the hub (flags, the Deployment's mounted ConfigMap directory, else
+the controller's own API address and CA), and a hub URL that is not https refused as a usage error."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+
+import pytest
+from snoreloc_fleet.controller import command
+
+from snoreloc import errors
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_the_mounted_config_names_the_hub(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "url").write_text("https://api.hub.example.com:6443\n")
+    (tmp_path / "ca.crt").write_bytes(b"HUB CA")
+    assert command.hub_address(_args("--hub-config", str(tmp_path)), "https://10.0.0.1", b"OWN") == (
+        "https://api.hub.example.com:6443",
+        b"HUB CA",
+    )
+
+
+def test_flags_win_and_the_own_ca_fills_in(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "url").write_text("https://from-config:6443")
+    args = _args("--hub-config", str(tmp_path), "--hub-url", "https://flag:6443")
+    assert command.hub_address(args, "https://10.0.0.1", b"OWN") == ("https://flag:6443", b"OWN")
+
+
+def test_without_either_the_controllers_own_address_is_used() -> None:
+    assert command.hub_address(_args(), "https://127.0.0.1:6443", b"OWN") == ("https://127.0.0.1:6443", b"OWN")
+
+
+def test_a_plain_http_hub_is_refused() -> None:
+    with pytest.raises(errors.UsageError, match="https"):
+        command.hub_address(_args("--hub-url", "http://hub:6443"), "https://own", b"")

@@ -1,0 +1,87 @@
+"""Debian's kubectl (1.20, `make kubectl-debian`) as a fleet owner uses it on the hub: `kubectl apply -k deploy/`
+(created, then unchanged), Sites applied (client-side and `--server-side`), `kubectl get sites` with the printer
+columns once the controller has reconciled them, an invalid Site read back with its Validated=False findings, and
+`kubectl kustomize deploy/` rendering what `snoreloc fleet install` applies."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+from typing import Any
+
+import pytest
+import yaml
+from snoreloc_fleet import install, site
+from snoreloc_fleet.controller import operator
+
+from hubsim.test_hub_kubectl import KUBECTL
+from snoreloc.adapters import kube
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import NS, site_config, site_object, wait_phase
+
+pytestmark = pytest.mark.skipif(
+    KUBECTL is None, reason="Debian's kubectl is not unpacked: run `make kubectl-debian` (or set SNORELOC_KUBECTL)"
+)
+DEPLOY = install.DEPLOY
+
+
+def _yaml(obj: dict[str, Any]) -> str:
+    return yaml.safe_dump(obj, sort_keys=False)
+
+
+def test_kubectl_applies_sites_and_prints_their_columns(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, kubectl: Any
+) -> None:
+    applied = kubectl("apply", "-f", str(DEPLOY / "crd.yaml"))  # over the CRD the fixture created: configured
+    assert applied.code == 0 and "sites.fleet.snoreloc.io" in applied.out, applied.err
+    created = kubectl("apply", "-f", "-", stdin=_yaml(site_object("store-1")))
+    assert created.out.strip() == "site.fleet.snoreloc.io/store-1 created", created.err
+    ssa = kubectl("apply", "--server-side", "-f", "-", stdin=_yaml(site_object("store-2")))
+    assert ssa.out.strip() == "site.fleet.snoreloc.io/store-2 serverside-applied", ssa.err
+    for name in ("store-1", "store-2"):
+        wait_phase(admin, name, site.Phase.READY)
+    again = kubectl("apply", "-f", "-", stdin=_yaml(site_object("store-1")))
+    assert again.out.strip() == "site.fleet.snoreloc.io/store-1 unchanged", again.err
+
+    lines = kubectl("get", "sites", "-n", NS).out.splitlines()
+    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "AGE"]
+    rows = [line.split() for line in lines[1:]]
+    assert [row[:3] for row in rows] == [["store-1", "Ready", "NoReport"], ["store-2", "Ready", "NoReport"]]
+    assert all(re.fullmatch(r"\d+s", row[3]) for row in rows)  # no step nor report yet: empty cells, then the age
+    selected = kubectl("get", "sites", "-n", NS, "-l", f"{site.PHASE_LABEL}=Ready", "-o", "name").out.split()
+    assert selected == ["site.fleet.snoreloc.io/store-1", "site.fleet.snoreloc.io/store-2"]
+
+
+def test_kubectl_shows_an_invalid_sites_findings(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, kubectl: Any
+) -> None:
+    broken = site_object("store-9", site_config("store-9", domain="not a domain"))
+    assert kubectl("apply", "-f", "-", stdin=_yaml(broken)).code == 0
+    wait_phase(admin, "store-9", site.Phase.INVALID)
+    shown = kubectl("get", "site", "store-9", "-n", NS, "-o", "json")
+    status = json.loads(shown.out)["status"]
+    validated = next(c for c in status["conditions"] if c["type"] == "Validated")
+    assert (validated["status"], validated["reason"]) == ("False", "InvalidSiteConfig")
+    assert status["validation"]["errors"][0]["path"] == "spec.siteConfig.domain"
+    columns = kubectl("get", "sites", "-n", NS).out.splitlines()[1].split()
+    assert columns[:3] == ["store-9", "Invalid", "InvalidSiteConfig"]
+
+
+def test_kubectl_kustomize_renders_what_install_applies(kubectl: Any, tmp_path: pathlib.Path) -> None:
+    rendered = kubectl("kustomize", str(DEPLOY))
+    assert rendered.code == 0, rendered.err
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered.out)}
+    shipped = {(o["kind"], o["metadata"]["name"]): o for o in install.manifests()}
+    assert by_kind == shipped
+
+
+def test_kubectl_apply_k_sets_up_the_hub(kubectl: Any) -> None:
+    first = kubectl("apply", "-k", str(DEPLOY))
+    assert first.code == 0, first.err
+    assert len(first.out.splitlines()) == len(list(install.manifests()))
+    assert "deployment.apps/snoreloc-fleet-controller created" in first.out
+    again = kubectl("apply", "-k", str(DEPLOY))
+    assert again.code == 0, again.err
+    assert all(line.endswith("unchanged") for line in again.out.splitlines()), again.out

@@ -1,0 +1,62 @@
+"""`snoreloc fleet make-media SITE`: the FAT image the technician's stick is made from, written by the agent's own
+media maker with the site-config, its files and the reporting kubeconfig; nothing written for a Site that is not
+ready (exit 75) or whose inputs changed since the controller checked them (exit 75)."""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import shutil
+from collections.abc import Callable
+
+import pytest
+import yaml
+from snoreloc_fleet import site
+from snoreloc_fleet.controller import operator
+
+from snoreloc.adapters import command, kube
+from snoreloc.cli import main
+from snoreloc.siteconfig import medium
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import NS, SITES, Running, ready_site, site_config, site_object, wait_phase
+
+needs_mtools = pytest.mark.skipif(
+    any(shutil.which(tool) is None for tool in ("mkfs.vfat", "mcopy", "mtype")), reason="needs dosfstools and mtools"
+)
+
+
+def _make(hub: HubSimulator, name: str, *output: str) -> int:
+    return main.main(["fleet", "make-media", name, "-n", NS, "--kubeconfig", str(hub.kubeconfig_path), *output])
+
+
+@needs_mtools
+@pytest.mark.allow_subprocess
+def test_the_fat_image_carries_the_site_config_and_the_reporting_kubeconfig(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
+) -> None:
+    ready_site(admin, "store-1")
+    image = tmp_path / "store-1.img"
+    assert _make(hub, "store-1", "--fat", str(image)) == 0
+
+    def read(name: str) -> str:
+        return command.SubprocessRunner().run(["mtype", "-i", str(image), f"::/{name}"], timeout=60).stdout
+
+    assert yaml.safe_load(read(medium.SITE_CONFIG_NAME))["metadata"]["name"] == "store-1"
+    assert "auths" in read("pull-secret.json")
+    kubeconfig = yaml.safe_load(read(medium.HUB_FILE))
+    assert kubeconfig["contexts"][0]["context"]["namespace"] == NS
+
+
+def test_nothing_is_written_for_a_site_not_ready_or_changed_since(
+    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running], tmp_path: pathlib.Path
+) -> None:
+    start_controller(sweep=3600.0)  # no sweep during the test: the changed Secret stays unseen
+    admin.create(SITES, site_object("store-9", site_config("store-9", domain="not a domain")))
+    wait_phase(admin, "store-9", site.Phase.INVALID)
+    assert _make(hub, "store-9", "--out-dir", str(tmp_path / "invalid")) == 75
+    ready_site(admin, "store-1")
+    changed = base64.b64encode(b'{"auths": {"other:5000": {"auth": "b3RoZXI6cHc="}}}').decode()
+    admin.patch(kube.Ref(kube.SECRETS, "pull-secret", NS), {"data": {".dockerconfigjson": changed}})
+    assert _make(hub, "store-1", "--out-dir", str(tmp_path / "changed")) == 75  # seen at the next sweep
+    assert not (tmp_path / "invalid").exists() and not (tmp_path / "changed").exists()

@@ -1,0 +1,70 @@
+"""The Site CRD: the shipped file is what `snoreloc_fleet.site` builds, its bounds are the agent's, and
+`kubectl kustomize` of deploy/ renders it."""
+
+from __future__ import annotations
+
+import pathlib
+
+import yaml
+from snoreloc_fleet import install, site
+
+from snoreloc.engine import hubreport
+
+DEPLOY = pathlib.Path(site.__file__).parent / "deploy"
+
+
+def test_the_shipped_crd_is_the_generated_one() -> None:
+    assert (DEPLOY / "crd.yaml").read_text(encoding="utf-8") == site.crd_yaml(), (
+        "regenerate: python -m snoreloc_fleet.site > fleet/src/snoreloc_fleet/deploy/crd.yaml"
+    )
+
+
+def test_the_crd_has_the_status_subresource_and_the_printer_columns() -> None:
+    version = site.crd()["spec"]["versions"][0]
+    assert version["subresources"] == {"status": {}}
+    columns = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert columns == ["Phase", "Step", "Reported", "Reason", "Age"]
+    assert {c["jsonPath"] for c in version["additionalPrinterColumns"]} >= {".status.phase", ".status.agent.step"}
+
+
+def test_the_report_is_bounded_with_the_agents_limits() -> None:
+    agent = site.crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    report = agent[site.STATUS_AGENT]["properties"]
+    assert report["steps"]["maxItems"] == hubreport.MAX_STEPS
+    assert report["warnings"]["maxItems"] == hubreport.MAX_WARNINGS
+    assert report["todo"]["maxLength"] == hubreport.MAX_TEXT
+    assert report["failure"]["properties"]["message"]["maxLength"] == hubreport.MAX_TEXT
+
+
+def test_every_status_string_and_list_is_bounded() -> None:
+    def walk(node: object, path: str) -> list[str]:
+        unbounded = []
+        if isinstance(node, dict):
+            free = "maxLength" not in node and "enum" not in node and node.get("format") != "date-time"
+            if node.get("type") == "string" and free:
+                unbounded.append(path)
+            if node.get("type") == "array" and "maxItems" not in node:
+                unbounded.append(path)
+            for key, value in node.items():
+                unbounded += walk(value, f"{path}.{key}")
+        return unbounded
+
+    status = site.crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert walk(status, "status") == []
+
+
+def test_install_applies_what_the_kustomization_lists() -> None:
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text(encoding="utf-8"))
+    kinds = [obj["kind"] for obj in install.manifests()]
+    assert kinds[0] == "CustomResourceDefinition"
+    assert len(kustomization["resources"]) == 5
+    assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment"} <= set(kinds)
+    assert all((obj["apiVersion"], obj["kind"]) in install.KINDS for obj in install.manifests())
+
+
+def test_install_sets_the_hub_address_and_image() -> None:
+    objects = [install.customised(o, "https://hub.example:6443", "PEM", "registry/x:1") for o in install.manifests()]
+    config = next(o for o in objects if o["kind"] == "ConfigMap")
+    assert config["data"] == {"url": "https://hub.example:6443", "ca.crt": "PEM"}
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry/x:1"
