@@ -211,7 +211,9 @@ def run(
 ) -> Outcome:
     """The whole rollback under the run lock: forecast, restore, wait, journal. Raises what `run` would raise."""
     entries = store.entries()
-    told = forecast(client, entries)
+    what = "the API to answer (to say what the rollback will cause)"  # it may be restarting under a revision
+    wait = waits.Wait(STEP, what, float(site.timeouts.api), interval=5.0)
+    told = waits.until(lambda: forecast(client, entries), wait, clock)
     for line in told.lines():
         announce(line)
     earlier = [name for name in jour.pending() if name not in told.rollouts]
