@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean realhost image-test kubectl-debian
+.PHONY: demo demo-fleet test check lint bench clean realhost image-test kubectl-debian
 
 $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/snoreloc demo
+
+# A fleet of 50 sites on a simulated hub: render, validate, the controller, sticks, node reports, status, report.
+demo-fleet: $(STAMP)
+	$(BIN)/snoreloc demo --fleet 50
 
 lint: $(STAMP)
 	$(BIN)/ruff check src sim fleet tests bench tools

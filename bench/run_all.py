@@ -23,6 +23,8 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_status
+import fleet_validate
 import hub_sites
 import relocation
 import routes_memory
@@ -71,6 +73,8 @@ BENCHMARKS: dict[str, Main] = {
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
+    "fleet_validate": fleet_validate.main,
+    "fleet_status": fleet_status.main,
     "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
@@ -86,6 +90,8 @@ QUICK: dict[str, list[str]] = {
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
+    "fleet_validate": ["--sites", "200", "--repetitions", "1"],
+    "fleet_status": ["--sites", "200", "--repetitions", "1"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 

@@ -20,6 +20,11 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("controller", "snoreloc_fleet.controller.command"),
     ("make-media", "snoreloc_fleet.makemedia"),
     ("import-report", "snoreloc_fleet.importreport"),
+    ("render", "snoreloc_fleet.ops.cli_render"),
+    ("validate", "snoreloc_fleet.ops.cli_validate"),
+    ("status", "snoreloc_fleet.ops.cli_status"),
+    ("why", "snoreloc_fleet.ops.cli_why"),
+    ("report", "snoreloc_fleet.ops.cli_report"),
 )
 
 

@@ -1,4 +1,5 @@
-"""`snoreloc rollback`: put back every object snoreloc changed, exactly as it was before its first change.
+"""`snoreloc rollback`: put back every object snoreloc changed, exactly as it was before its first change, and the
+node's files the host steps changed (the DNS overrides, restarting dnsmasq) when this is the node that ran them.
 
 Before the first write it says what the rollback will cause (which rollouts, whether the node reboots, that the host
 network stays at the site); then it waits, bounded and visibly, until the cluster has settled again
@@ -89,7 +90,7 @@ def _banner_after(args: argparse.Namespace, exc: errors.SnorelocError | None) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.engine import node, pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
     from snoreloc.steps import context  # noqa: PLC0415 (lazy, as above)
 
     site = _site(args)
@@ -105,13 +106,17 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         client.close()
-    _banner_after(args, None)
     doc = as_doc(outcome)
+    paths_ = common.make_paths(args)
+    if (paths_.state_dir / "host-backups").is_dir():  # only the node that ran the host steps has any
+        host = node.host_services(args.root, lambda: client, clock, lambda _line: None).host
+        doc["host"] = list(node.rollback_host(paths_, host))
+    _banner_after(args, None)
     if args.output == "json":
         sys.stdout.write(json.dumps({**doc, "reboot": outcome.forecast.reboot}, indent=2) + "\n")
         return 0
-    for what in ("restored", "deleted", "recreated"):
-        sys.stdout.writelines(f"{what}: {item}\n" for item in doc[what])
+    for what in ("restored", "deleted", "recreated", "host"):
+        sys.stdout.writelines(f"{what}: {item}\n" for item in doc.get(what, []))
     sys.stdout.writelines(f"gone: {ref} (its content removed by the cluster)\n" for ref in outcome.namespaces)
     count = len(outcome.restored) + len(outcome.deleted) + len(outcome.recreated)
     sys.stdout.write(f"rolled back {count} object(s)")

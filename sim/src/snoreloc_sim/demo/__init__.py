@@ -27,9 +27,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--svg", default=DEFAULT_SVG, help=f"where to write the run's timeline picture (default {DEFAULT_SVG})"
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
+    parser.add_argument(
+        "--fleet",
+        type=int,
+        metavar="N",
+        help="instead: a fleet of N sites on a simulated hub (render, validate, controller, sticks, reports, status)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fleet:
+        from snoreloc_sim.demo import fleet  # noqa: PLC0415 (lazy, as below; needs the snoreloc-fleet distribution)
+
+        return fleet.run(args)
     from snoreloc_sim.demo import flow  # noqa: PLC0415 (lazy: the simulator and the kubernetes client are heavy)
 
     return flow.run(args)
