@@ -12,7 +12,7 @@ from snoreloc.siteconfig import model
 from snoreloc.steps.cluster import proxy
 from snoreloc_sim import certs as sim_certs
 
-from .conftest import Relocation, contains, site_config, spec_of, wait_healthy
+from .conftest import Relocation, contains, settled, site_config, spec_of
 
 # A proxy URL or noProxy change drains and reboots the node (twice with its rollback): on a real cluster given to the
 # suite the test's own clean-up would meet that outage and leave the cluster changed for the next test. The tests
@@ -22,7 +22,6 @@ REBOOTS = pytest.mark.simonly
 PASSWORD = "pr0xy-S3cret-77"
 PROXY_URL = f"http://edge-bot:{PASSWORD}@proxy.edge7.example.net:3128"
 OTHER_STEPS = ("certificates", "cluster-config", "ssh-keys", "domain", "routes", "csr")
-REBOOT = 600.0  # cluster seconds: a node reboot and the pool update around it
 CA_REF = kube.Ref(kube.CONFIGMAPS, proxy.TRUSTED_CA, "openshift-config")
 
 
@@ -90,11 +89,9 @@ def test_the_users_trusted_ca_config_map_is_merged_not_replaced(relocation: Relo
 def test_rollback_restores_the_proxy_exactly_across_the_reboot_it_causes(relocation: Relocation) -> None:
     before = spec_of(relocation.get(proxy.PROXY_CLUSTER))
     relocation.run(site_proxy(ca=ca_pem("proxy-ca")))
-    try:  # restoring the proxy reboots the node; the rollback resumes where the outage stopped it
-        pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
-    except kube.Unreachable:
-        wait_healthy(relocation, REBOOT)
-        pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    # restoring the proxy reboots the node: the rollback rides that out, and returns settled
+    pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    assert settled(relocation.client)
     after = spec_of(relocation.get(proxy.PROXY_CLUSTER))
     assert contains(after, before) and after["spec"] == before["spec"]
     assert relocation.client.find(CA_REF) is None

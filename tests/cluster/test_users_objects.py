@@ -14,6 +14,7 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
+from snoreloc.factory import seal
 from snoreloc.siteconfig import model
 from snoreloc_sim import certs as sim_certs
 
@@ -262,8 +263,12 @@ def test_a_users_secret_with_our_certificate_name_is_refused_not_taken_over(relo
     add_secret(relocation, "snoreloc-ingress-cert", "openshift-ingress", [f"*.apps.{NEW_DOMAIN}"])
     theirs = relocation.get(kube.Ref(kube.SECRETS, "snoreloc-ingress-cert", "openshift-ingress"))
     writes = relocation.client.writes
-    with pytest.raises(errors.PermanentStepError, match="not created by snoreloc"):
+    with pytest.raises(errors.PermanentStepError, match="not created by snoreloc") as refused:
         relocation.run()
+    assert refused.value.message.startswith("preflight: ")  # found by preflight, before any cluster step writes
+    assert "Rename or delete" in refused.value.hint and "add the label" in refused.value.hint
     assert relocation.client.writes == writes  # refused before any write: no secret of ours, no label on theirs
+    [clash] = seal.KubeClusterFacts(relocation.client).name_clashes()  # and `seal` finds it at the factory
+    assert "Secret openshift-ingress/snoreloc-ingress-cert" in clash and "rename or delete it" in clash
     after = relocation.get(kube.Ref(kube.SECRETS, "snoreloc-ingress-cert", "openshift-ingress"))
     assert after["metadata"] == theirs["metadata"] and after["data"] == theirs["data"]

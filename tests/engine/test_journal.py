@@ -156,7 +156,7 @@ def test_status_maps_every_run_state(tmp_path: Path, state: journal.RunState, ca
     code = main.main(["status", "--root", str(tmp_path), "--output", "json"])
     shown = json.loads(capsys.readouterr().out)
     assert shown["state"] == state.value
-    running_without_lock = state is journal.RunState.RUNNING
+    running_without_lock = state in (journal.RunState.RUNNING, journal.RunState.ROLLING_BACK)
     assert shown["interrupted"] is running_without_lock
     assert code == (status_cmd.INTERRUPTED_EXIT if running_without_lock else status_cmd.exit_codes()[state])
     assert set(status_cmd.exit_codes()) == set(journal.RunState)

@@ -78,8 +78,12 @@ def test_tarball_holds_everything_useful_and_no_secret(
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
     members = _members(output)
     assert sorted(members) == [
+        "snoreloc-logs/MANIFEST.txt",
         "snoreloc-logs/backups.json",
+        "snoreloc-logs/journal-NetworkManager.txt",
+        "snoreloc-logs/journal-crio.txt",
         "snoreloc-logs/journal-kubelet.txt",
+        "snoreloc-logs/journal-nmstate.txt",
         "snoreloc-logs/journal-snoreloc.txt",
         "snoreloc-logs/site-config/FILES.txt",
         "snoreloc-logs/site-config/site-config.yaml",
@@ -102,7 +106,8 @@ def test_tarball_holds_everything_useful_and_no_secret(
         {"apiVersion": "v1", "kind": "Secret", "name": "pull-secret", "namespace": "openshift-config"}
     ]
     assert "pulling with <redacted>" in members["snoreloc-logs/journal-snoreloc.txt"]
-    assert [c[:3] for c in runner.commands()] == [("journalctl", "-u", "snoreloc"), ("journalctl", "-u", "kubelet")]
+    units = [c[2] for c in runner.commands() if c[0] == "journalctl"]
+    assert units == ["snoreloc", "kubelet", "NetworkManager", "nmstate", "crio"]
 
 
 def test_missing_state_and_failing_journal_still_make_a_tarball(tmp_path: pathlib.Path) -> None:

@@ -13,9 +13,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from snoreloc import errors
-from snoreloc.adapters import clock, command, fs
+from snoreloc.adapters import clock, command, fs, kube
 from snoreloc.factory import machineconfig, seal
 from snoreloc.host import kubelet
+from snoreloc.steps.openshift import name_clashes
 
 OPTIONS = machineconfig.FactoryOptions(
     internal_ips=(ipaddress.ip_interface("192.168.127.10/24"), ipaddress.ip_interface("fd00:127::10/64")),
@@ -34,6 +35,10 @@ IP_JSON = json.dumps(
 class FakeFacts:
     unhealthy: list[str] = field(default_factory=list)
     pool: list[str] = field(default_factory=list)
+    clashes: list[str] = field(default_factory=list)
+
+    def name_clashes(self) -> list[str]:
+        return self.clashes
 
     def unhealthy_operators(self) -> list[str]:
         return self.unhealthy
@@ -151,6 +156,10 @@ def _no_machineconfig(node: seal.Node, facts: FakeFacts, runner: command.FakeRun
     node.host.remove(machineconfig.CONFIG_PATH)
 
 
+def _name_clash(node: seal.Node, facts: FakeFacts, runner: command.FakeRunner) -> None:
+    facts.clashes.append(name_clashes.fix(kube.Ref(kube.SECRETS, "snoreloc-api-cert", "openshift-config")))
+
+
 Breaker = Callable[[seal.Node, FakeFacts, command.FakeRunner], None]
 
 
@@ -166,6 +175,7 @@ Breaker = Callable[[seal.Node, FakeFacts, command.FakeRunner], None]
         (_cert_expired, "kubelet-cert: the kubelet client certificate expired"),
         (_cert_missing, "kubelet-cert: cannot read the kubelet client certificate"),
         (_no_machineconfig, "machineconfig: /etc/snoreloc/config is missing"),
+        (_name_clash, "names: Secret openshift-config/snoreloc-api-cert exists but was not created by snoreloc"),
     ],
     ids=lambda value: getattr(value, "__name__", "")[1:],
 )

@@ -163,7 +163,7 @@ def test_status_says_what_to_do_and_where_the_page_is(
 ) -> None:
     state = tmp_path / "state"
     doc = _finished_run()
-    doc.update(state="failed", error={"message": "boom", "hint": "h", "exit_code": 70})
+    doc.update(state="failed", error={"message": "boom", "hint": errors.SnorelocError.default_hint, "exit_code": 70})
     doc["steps"]["routes"]["state"] = "failed"
     state.mkdir()
     (state / "status.json").write_text(json.dumps(doc))

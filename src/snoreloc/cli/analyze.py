@@ -1,4 +1,7 @@
-"""`snoreloc analyze`: where the time went, step by step, from status.json (cloud-init's `analyze` is the model)."""
+"""`snoreloc analyze`: where the time went, step by step, from status.json (cloud-init's `analyze` is the model).
+
+The journal keeps the last runs (`journal.MAX_HISTORY`); `analyze` shows the last one that did work, so a re-run
+that found nothing to do does not hide the relocation, unless `--run N` asks for another (`view.pick_run`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from snoreloc.cli import common
 if TYPE_CHECKING:
     from snoreloc.engine import journal
 
-HELP = "per-step timings of the last run, from status.json"
+HELP = "per-step timings of the last run that did work (or of --run N), from status.json"
 OUTPUTS = ("svg",)  # argument names of the files this verb writes (checked before it runs: cli.main)
 INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 
@@ -23,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_state(parser)
     common.add_output(parser)
     parser.add_argument("--svg", metavar="FILE", help="also draw the run's timeline (steps, rollouts, waits) as SVG")
+    parser.add_argument(
+        "--run",
+        type=int,
+        metavar="N",
+        help="the run to show: 1 is the oldest kept, -1 the latest (default: the last run that did work)",
+    )
 
 
 def write_svg(doc: journal.Document, path: str, status: Path) -> None:
@@ -39,20 +48,38 @@ def _critical_chain(doc: journal.Document) -> list[str]:
     return view.timeline_of(view.facts(doc)).critical_chain
 
 
+def _about(doc: journal.Document) -> dict[str, str]:
+    started = doc.run.started if doc.run else None
+    return {
+        "state": doc.state.value,
+        "mode": doc.run.mode if doc.run else "",
+        "started": started.isoformat(timespec="seconds") if started else "",
+    }
+
+
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import journal  # noqa: PLC0415 (lazy: `--help` builds this parser too)
+    from snoreloc.engine import journal, view  # noqa: PLC0415 (lazy: `--help` builds this parser too)
 
     status = common.make_paths(args).status
-    doc = journal.read(status)
+    whole = journal.read(status)
+    number, doc = view.pick_run(whole, args.run)
     if args.svg:
         write_svg(doc, args.svg, status)
     rows = journal.timings(doc)
     total = sum(row.seconds or 0.0 for row in rows)
     chain = _critical_chain(doc)
     if args.output == "json":
-        out = {"steps": [row.as_json() for row in rows], "total_seconds": round(total, 3), "critical_chain": chain}
+        out = {
+            "run": {"number": number, "of": len(whole.runs()), **_about(doc)},
+            "steps": [row.as_json() for row in rows],
+            "total_seconds": round(total, 3),
+            "critical_chain": chain,
+        }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
+    about = _about(doc)
+    sys.stdout.write(f"run {number} of {len(whole.runs())}: {about['mode'] or 'run'}, {about['state']}, started ")
+    sys.stdout.write(f"{about['started'] or 'unknown'} (--run N shows another)\n")
     sys.stdout.write(f"{'step':16} {'state':10} {'seconds':>9}  share\n")
     for row in rows:
         seconds = row.seconds or 0.0

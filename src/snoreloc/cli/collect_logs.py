@@ -12,14 +12,23 @@ import time
 
 from snoreloc.cli import common
 
-HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
+HELP = (
+    "write a tarball of status, report, route table, logs, journals, network states, a read of the cluster and the "
+    "redacted site-config for triage, with a MANIFEST of what is in it and what could not be read"
+)
 OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
-INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
+INPUTS = ("kubeconfig",)  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_state(parser)
     parser.add_argument("--output", help="tarball to write (default: ./snoreloc-logs-<host>-<time>.tar.gz)")
+    parser.add_argument(
+        "--kubeconfig",
+        default=common.DEFAULT_KUBECONFIG,
+        help="read ClusterOperators, the master pool, the Node and CSRs through this kubeconfig (default: the "
+        "node-local one; an empty value skips the cluster)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +41,13 @@ def run(args: argparse.Namespace) -> int:
     )
     runner = command.SubprocessRunner(enter_host=command.in_container())
     inputs = [state / name for name in ("status.json", "report.json", "snoreloc.log")]
-    bundle.write_tarball(output, bundle.collect(state, runner, root=pathlib.Path(args.root)), inputs=inputs)
+    cluster = None
+    if args.kubeconfig:
+        from snoreloc.engine import cluster_read  # noqa: PLC0415 (as above)
+
+        connect = cluster_read.connector(args.kubeconfig, common.make_clock(args))
+        cluster = lambda: cluster_read.read(connect)  # noqa: E731 (read when the bundle asks for it)
+    members = bundle.collect(state, runner, root=pathlib.Path(args.root), cluster=cluster)
+    bundle.write_tarball(output, members, inputs=inputs)
     print(output)
     return 0

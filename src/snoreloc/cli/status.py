@@ -1,8 +1,9 @@
 """`snoreloc status`: the relocation's state from status.json, for people and for scripts.
 
-Exit codes: 0 done, 1 failed (or cut off), 2 done with warnings, 3 still running. `--wait` blocks (bounded)
-until the run is no longer running. A journal that says "running" while no process holds the run lock was cut off
-(a crash, a reboot): it is shown as interrupted and exits 1.
+Exit codes: 0 done, 1 failed (or cut off, rolled back, rollback failed), 2 done with warnings, 3 still running (a
+relocation or a rollback). `--wait` blocks (bounded) until the run is no longer running. A journal that says
+"running" or "rolling-back" while no process holds the run lock was cut off (a crash, a reboot): it is shown as
+interrupted and exits 1, and the line to act on says which verb resumes it.
 """
 
 from __future__ import annotations
@@ -45,7 +46,9 @@ def exit_codes() -> dict[journal.RunState, int]:
         state.DONE_WITH_WARNINGS: 2,
         state.FAILED: 1,
         state.PARTIAL: 1,
+        state.ROLLING_BACK: 3,
         state.ROLLED_BACK: 1,
+        state.ROLLBACK_FAILED: 1,
     }
 
 
@@ -55,12 +58,14 @@ def _read(args: argparse.Namespace) -> tuple[journal.Document, bool]:
 
     the_paths = common.make_paths(args)
     doc = journal.read(the_paths.status)
-    return doc, doc.state is journal.RunState.RUNNING and not lock.held(the_paths.lock)
+    going = doc.state in (journal.RunState.RUNNING, journal.RunState.ROLLING_BACK)
+    return doc, going and not lock.held(the_paths.lock)
 
 
 def _headline(doc: journal.Document, interrupted: bool) -> str:
     if interrupted:
-        return f"status: {doc.state.value} (interrupted: no snoreloc process is running; `snoreloc run` resumes)"
+        again = "rollback" if doc.state.value == "rolling-back" else "run"
+        return f"status: {doc.state.value} (interrupted: no snoreloc process is running; `snoreloc {again}` resumes)"
     return f"status: {doc.state.value}"
 
 
@@ -118,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
 
     doc, interrupted = _read(args)
     deadline = time.monotonic() + args.timeout
-    while args.wait and doc.state is journal.RunState.RUNNING and not interrupted and time.monotonic() < deadline:
+    going = (journal.RunState.RUNNING, journal.RunState.ROLLING_BACK)
+    while args.wait and doc.state in going and not interrupted and time.monotonic() < deadline:
         time.sleep(0.5)
         doc, interrupted = _read(args)
     guide = _guide(doc, interrupted, args)

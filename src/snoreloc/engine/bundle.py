@@ -10,6 +10,12 @@ status.json (`--site-config`, `/etc/snoreloc/site-config.yaml`) when that is els
 every secret found in the site-config, its referenced secret files and the backups is registered with `redact`,
 so it is masked wherever it surfaces, in any log line. Every file is read through `safefile` (bounded, regular
 files only; the log as its last part), and the site-config the journal names is taken only if it is a SiteConfig.
+
+What support asks for first is in it too: the route table (`routes.jsonl`), the journals of NetworkManager, nmstate
+and CRI-O, the node's network state before and after the network step (from the journal) and now (`nmstatectl
+show`), and a read of the cluster at collection time (`engine.cluster_read`). Every member is bounded in size
+(`MAX_MEMBER_BYTES`; a cut says so) and every command or read in time. `MANIFEST.txt` lists what is in the bundle
+with its size, and what could not be read and why, so a missing item is a fact rather than a question.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ import logging
 import pathlib
 import tarfile
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -30,23 +36,105 @@ from snoreloc import errors, redact, safefile
 from snoreloc.siteconfig import discovery
 
 LOG = logging.getLogger(__name__)
-JOURNAL_UNITS: tuple[tuple[str, int], ...] = (("snoreloc", 5000), ("kubelet", 2000))
+if TYPE_CHECKING:
+    from snoreloc.engine import cluster_read
+
+JOURNAL_UNITS: tuple[tuple[str, int], ...] = (
+    ("snoreloc", 5000),
+    ("kubelet", 2000),
+    ("NetworkManager", 3000),
+    ("nmstate", 1000),
+    ("crio", 3000),
+)
 JOURNAL_TIMEOUT = 60.0
+NMSTATE_TIMEOUT = 30.0
+MAX_MEMBER_BYTES = 16 * 1024 * 1024  # a member; more is cut, with a last line saying so
+MANIFEST = "MANIFEST.txt"
+STATE_FILES = ("status.json", "report.json", "snoreloc.log", "routes.jsonl")
+ClusterRead = Callable[[], "cluster_read.Read"]
 
 
-def collect(state: pathlib.Path, runner: Any, root: pathlib.Path = pathlib.Path("/")) -> dict[str, bytes]:
-    """Every member of the tarball, by name, already redacted. `runner` is an `adapters.command.Runner`."""
+def collect(
+    state: pathlib.Path,
+    runner: Any,
+    root: pathlib.Path = pathlib.Path("/"),
+    cluster: ClusterRead | None = None,
+) -> dict[str, bytes]:
+    """Every member of the tarball, by name, already redacted, with `MANIFEST.txt`. `runner` is an
+    `adapters.command.Runner`; `cluster` reads the cluster (`cluster_read.read`), None when there is no API to ask."""
     used = used_site_config(state, root)
     register_known_secrets(state, used)
-    members = {name: _redacted_file(state / name) for name in ("status.json", "report.json", "snoreloc.log")}
+    unread: dict[str, str] = {}
+    members: dict[str, bytes | None] = {name: _redacted_file(state / name) for name in STATE_FILES}
+    unread |= {name: f"no {state / name} (no run has written it)" for name, data in members.items() if data is None}
     members.update(site_config_members(state / "site-config"))
     if used is not None:
         members.update(used_site_config_members(used))
     members["backups.json"] = _json(backup_metadata(state / "backups"))
     members["timeline.svg"] = timeline_svg(state / "status.json")
     for unit, lines in JOURNAL_UNITS:
-        members[f"journal-{unit}.txt"] = journal(runner, unit, lines)
-    return {name: data for name, data in members.items() if data is not None}
+        members[f"journal-{unit}.txt"], why = journal_of(runner, unit, lines)
+        if why:
+            unread[f"journal-{unit}.txt"] = why
+    found, missing = network_members(state / "status.json", runner)
+    members |= found
+    unread |= missing
+    if cluster is None:
+        unread["cluster/"] = "not asked: no kubeconfig for the API"
+    else:
+        read = cluster()
+        members |= read.members
+        unread |= read.unread
+    kept = {name: _bounded(data) for name, data in members.items() if data is not None}
+    kept[MANIFEST] = manifest(kept, unread)
+    return kept
+
+
+def _bounded(data: bytes) -> bytes:
+    limit = MAX_MEMBER_BYTES
+    if len(data) <= limit:
+        return data
+    return data[:limit] + f"\n... cut at {limit} bytes of {len(data)}\n".encode()
+
+
+def manifest(members: dict[str, bytes], unread: dict[str, str]) -> bytes:
+    """What the bundle holds (name and size) and what it could not read, and why."""
+    lines = ["# snoreloc collect-logs bundle: what is in it, and what could not be read", "", "in the bundle:"]
+    lines += [f"  {name}\t{len(data)} bytes" for name, data in sorted(members.items())]
+    lines += ["", "could not be read:" if unread else "could not be read: nothing"]
+    lines += [f"  {name}: {why}" for name, why in sorted(unread.items())]
+    return redact.redact("\n".join(lines) + "\n").encode("utf-8")
+
+
+def network_members(status: pathlib.Path, runner: Any) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The node's network before and after the network step (as the journal keeps them) and now (nmstate)."""
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy: only when a run left a journal)
+    from snoreloc.steps.host import site_network  # noqa: PLC0415 (as above)
+
+    found: dict[str, bytes] = {}
+    unread: dict[str, str] = {}
+    try:
+        details = journal.read(status).record(site_network.SiteNetwork.name).details if status.exists() else {}
+    except errors.SnorelocError as exc:
+        details, unread["network/before.json"] = {}, exc.message
+    for key, name in (
+        (site_network.NETWORK_BEFORE, "network/before.json"),
+        (site_network.NETWORK_AFTER, "network/after.json"),
+    ):
+        if key in details:
+            found[name] = _json(details[key])
+        else:
+            unread.setdefault(name, "the last run's network step did not apply a change (or no run reached it)")
+    try:
+        result = runner.run(["nmstatectl", "show", "--json"], timeout=NMSTATE_TIMEOUT, check=False)
+    except Exception as exc:  # a missing nmstatectl is a fact for the manifest, not a reason to fail
+        unread["network/now.json"] = f"nmstatectl show failed: {exc}"
+        return found, unread
+    if result.returncode == 0 and result.stdout:
+        found["network/now.json"] = redact.redact(result.stdout).encode("utf-8")
+    else:
+        unread["network/now.json"] = f"nmstatectl show exited {result.returncode}: {result.stderr.strip()[:200]}"
+    return found, unread
 
 
 # --- secrets --------------------------------------------------------------------------------------------------------
@@ -174,7 +262,7 @@ def timeline_svg(status: pathlib.Path) -> bytes | None:
     if not status.exists():
         return None
     try:
-        run = view.facts(journal.read(status))
+        run = view.facts(view.pick_run(journal.read(status))[1])  # the last run that did work, as `analyze` shows
     except errors.SnorelocError:
         return None
     return redact.redact(timeline.svg(view.timeline_of(run))).encode()
@@ -312,12 +400,19 @@ def _identity(obj: dict[str, Any]) -> dict[str, str]:
 
 
 def journal(runner: Any, unit: str, lines: int) -> bytes:
+    return journal_of(runner, unit, lines)[0]
+
+
+def journal_of(runner: Any, unit: str, lines: int) -> tuple[bytes, str]:
+    """This boot's last `lines` of `unit`'s journal (bounded in time), and why it could not be read ("" if it was)."""
     argv = ["journalctl", "-u", unit, "-b", "--no-pager", "-o", "short-iso", "-n", str(lines)]
     try:
         result = runner.run(argv, timeout=JOURNAL_TIMEOUT, check=False)
     except Exception as exc:  # a missing journal is a fact to report in the tarball, not a reason to fail
-        return redact.redact(f"journalctl failed: {exc}\n").encode("utf-8")
-    return redact.redact(result.stdout or result.stderr).encode("utf-8")
+        why = redact.redact(f"journalctl failed: {exc}")
+        return (why + "\n").encode("utf-8"), why
+    why = "" if result.returncode == 0 else redact.redact(f"journalctl exited {result.returncode}")
+    return redact.redact(result.stdout or result.stderr).encode("utf-8"), why
 
 
 def write_tarball(output: pathlib.Path, members: dict[str, bytes], inputs: Sequence[pathlib.Path] = ()) -> None:

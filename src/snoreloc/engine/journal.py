@@ -12,6 +12,11 @@ otherwise re-encode it.
 The records are typed (`Document`, `StepRecord`, ...); `to_storage`/`from_storage` are the only places that know the
 JSON keys. Format 1 (snoreloc 0.1.0) also stored `_started_mono`, a monotonic clock reading meaningless in another
 process: format 2 keeps it in memory only and adds `waiting`. Both load; a newer format is refused by name.
+
+Every run (and rollback) that starts files the one before it under `history` (its state, its steps' times and
+outcomes, its rollouts and waits: what the timeline and `analyze` need, not the steps' details), the last
+`MAX_HISTORY` of them. A re-run that finds nothing to do therefore no longer erases the picture of the run that
+did the work (`Document.runs`, `did_work`). A journal without `history` (written before) reads as one run.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ __all__ = [
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+MAX_HISTORY = 20  # past runs kept in status.json (each a few KiB: step times, rollouts, waits)
+HISTORY = "history"
 
 
 class RunState(enum.Enum):
@@ -61,7 +68,9 @@ class RunState(enum.Enum):
     DONE_WITH_WARNINGS = "done-with-warnings"
     FAILED = "failed"
     PARTIAL = "partial"
+    ROLLING_BACK = "rolling-back"
     ROLLED_BACK = "rolled-back"
+    ROLLBACK_FAILED = "rollback-failed"
 
 
 class StepState(enum.Enum):
@@ -258,6 +267,30 @@ class Document:
     waiting: WaitRecord | None = None
     rollout_log: intervals.Log = field(default_factory=list)  # the timeline's rollouts (engine/intervals.py)
     wait_log: intervals.Log = field(default_factory=list)  # and its finished waits
+    history: list[dict[str, Any]] = field(default_factory=list)  # earlier runs, oldest first (storage form)
+
+    def runs(self) -> list[Document]:
+        """Every run kept, oldest first; the last is this one."""
+        past = [Document.from_storage(entry) for entry in self.history if isinstance(entry, Mapping)]
+        return [*past, self]
+
+    def did_work(self) -> bool:
+        """Whether this run ran a step (rather than finding every step unchanged), or a rollback waited."""
+        started = self.run.started if self.run else None
+        if started is None:
+            return False
+        ran = any(rec.started is not None and rec.started >= started for rec in self.steps.values())
+        return ran or bool(self.wait_log) or bool(self.rollout_log)
+
+    def archived(self) -> dict[str, Any]:
+        """This run as `history` keeps it: what the timeline and the timings need, no step details."""
+        steps = {}
+        for name, record in self.steps.items():
+            kept = record.to_storage()
+            steps[name] = {key: kept[key] for key in ("state", "started", "finished", "duration", "skipped", "error")}
+        whole = self.to_storage()
+        kept_keys = ("version", "state", "order", "site_config", "run", "error", intervals.ROLLOUTS, intervals.WAITS)
+        return {**{key: whole[key] for key in kept_keys}, "steps": steps}
 
     def step_names(self) -> list[str]:
         """The steps in run order (a journal written before `order` was known: in the order recorded)."""
@@ -279,6 +312,7 @@ class Document:
             "waiting": None if self.waiting is None else self.waiting.to_storage(),
             intervals.ROLLOUTS: list(self.rollout_log),
             intervals.WAITS: list(self.wait_log),
+            HISTORY: list(self.history),
         }
 
     @classmethod
@@ -296,6 +330,7 @@ class Document:
             waiting=WaitRecord.from_storage(data.get("waiting")),
             rollout_log=[dict(entry) for entry in data.get(intervals.ROLLOUTS) or []],
             wait_log=[dict(entry) for entry in data.get(intervals.WAITS) or []],
+            history=[dict(entry) for entry in data.get(HISTORY) or [] if isinstance(entry, Mapping)],
         )
 
 
@@ -395,6 +430,7 @@ class Journal:
         """`site_path` is the file the site-config was loaded from (`collect-logs` includes it, redacted)."""
         with self._lock:
             doc = self._doc
+            self._archive()
             doc.state, doc.order, doc.error, doc.waiting = RunState.RUNNING, list(order), None, None
             doc.site = SiteRef(site_name, site_fingerprint, site_path)
             doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode)
@@ -402,6 +438,12 @@ class Journal:
                 doc.steps.setdefault(name, StepRecord())
             doc.rollout_log, doc.wait_log = [], []  # a new run draws its own timeline
             self._save()
+
+    def _archive(self) -> None:
+        """File the run that ended under `history` (bounded) before a new one starts."""
+        doc = self._doc
+        if doc.run is not None:
+            doc.history = [*doc.history, doc.archived()][-MAX_HISTORY:]
 
     def start_step(self, name: str, fingerprint: str) -> None:
         with self._lock:
@@ -456,7 +498,35 @@ class Journal:
         """Forget every step (after a rollback): the next run starts from the beginning."""
         with self._lock:
             self._doc.state, self._doc.steps, self._doc.rollouts, self._doc.waiting = state, {}, {}, None
-            self._doc.rollout_log, self._doc.wait_log = [], []
+            self._doc.order, self._doc.error = [], None
+            self._save()
+
+    def begin_rollback(self) -> None:
+        """A rollback starts: the steps stay as they were until it has restored everything (`end_rollback`)."""
+        with self._lock:
+            doc = self._doc
+            self._archive()
+            doc.state, doc.error, doc.waiting = RunState.ROLLING_BACK, None, None
+            doc.run = RunInfo(os.getpid(), self._clock.now(), None, "rollback")
+            doc.rollout_log, doc.wait_log = [], []
+            self._save()
+
+    def set_in_motion(self, rollouts: Mapping[str, datetime]) -> None:
+        """Rollouts a write outside the steps (a rollback's restores) set moving, for `settle`'s waits."""
+        with self._lock:
+            self._doc.rollouts.update(rollouts)
+            self._save()
+
+    def end_rollback(self, error: errors.SnorelocError | None) -> None:
+        """Rolled back (every step forgotten: the next run starts from the beginning), or failed with `error`."""
+        if error is None:
+            self.reset(RunState.ROLLED_BACK)
+        else:
+            self.end_run(RunState.ROLLBACK_FAILED, error)
+            return
+        with self._lock:
+            run = self._doc.run or RunInfo(os.getpid(), None, None, "rollback")
+            self._doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode)
             self._save()
 
     def on_wait(self, waiting: waits.Waiting | None) -> None:

@@ -80,7 +80,7 @@ class Reporter:
         systemd.status(f"step {index}/{self.total} {step}: {what}")
 
     def failed(self, exc: errors.SnorelocError) -> None:
-        now = view.todo("failed", step=self.current, exit_code=int(exc.exit_code))
+        now = view.todo("failed", step=self.current, exit_code=int(exc.exit_code), hint=exc.hint)
         self.banner.failed(self.current, exc.message, exc.hint, now=now, page=self.page)
         self.echo(f"{self.current}: failed: {exc.message}")
         systemd.status(f"failed at {self.current}: {exc.message}")

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from snoreloc import errors
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import backups, journal, lock, paths, report, runner
+from snoreloc.engine import backups, journal, lock, paths, report, restore, runner
 from snoreloc.siteconfig import model, registry
 from snoreloc.steps import base, context
 from snoreloc.steps.cluster import certificates, cluster_config, csr, domain, preflight, routes, settle
+from snoreloc.steps.openshift import name_clashes
 
 LOG = logging.getLogger(__name__)
 
@@ -30,7 +31,7 @@ def cluster_steps() -> list[base.Step]:
     checks = [step.preflight_check for step in optional.values() if isinstance(step, base.ChecksFirst)]
     core: list[base.Step] = [
         csr.Csr(),
-        preflight.Preflight(checks=checks),
+        preflight.Preflight(checks=[name_clashes.preflight_check, *checks]),
         certificates.Certificates(),
         cluster_config.ClusterConfig(),
         domain.Domain(),
@@ -104,11 +105,26 @@ def execute(
             report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
 
 
-def rollback(paths_: paths.Paths, client: kube.Client, clock: clock_mod.Clock) -> backups.RollbackResult:
-    """Restore every original we saved, delete what we created, and reset the journal."""
+def rollback(
+    paths_: paths.Paths,
+    client: kube.Client,
+    clock: clock_mod.Clock,
+    *,
+    site: model.SiteConfig | None = None,
+    settings: context.Settings | None = None,
+    announce: restore.Announce | None = None,
+) -> restore.Outcome:
+    """Restore every original we saved, delete what we created, wait until the cluster has settled again, and
+    journal it (`engine.restore`). `site` gives the settle budget, the node and the operators to require: the
+    site-config the relocation used, when it is at hand."""
     paths_.ensure()
     with lock.RunLock(paths_.lock):
-        result = backups.rollback(client, backups.Store(paths_.backups, clock))
-        backups.await_gone(client, clock, result.namespaces)
-        journal.Journal(paths_.status, clock).reset(journal.RunState.ROLLED_BACK)
-        return result
+        return restore.run(
+            client,
+            backups.Store(paths_.backups, clock),
+            journal.Journal(paths_.status, clock),
+            clock,
+            site=site or model.SiteConfig(name="", domain=""),
+            settings=settings or context.Settings(),
+            announce=announce or LOG.info,
+        )

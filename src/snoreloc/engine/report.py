@@ -59,6 +59,8 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
         "kubeconfig": KUBECONFIG_COMMAND,
         "changed": changed,
         "routes": doc.record("routes").details.get("routes", []),
+        "route_counts": doc.record("routes").details.get("counts", {}),  # by result; and how many were on an
+        # earlier site's apps domain (a relocation after a relocation)
         "kept": [
             item for rec in records for item in rec.details.get("kept") or []
         ],  # users' settings left as they were
@@ -102,7 +104,8 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(f"changed ({len(rep['changed'])}):")
         lines += [f"  {item}" for item in rep["changed"]]
     if rep["routes"]:
-        lines.append(f"routes ({len(rep['routes'])}):")
+        counts = ", ".join(f"{n} {what}" for what, n in (rep.get("route_counts") or {}).items())
+        lines.append(f"routes ({len(rep['routes'])}{': ' + counts if counts else ''}):")
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
     lines += [f"kept: {k}" for k in rep.get("kept") or []]
     lines += [f"warning: {w}" for w in rep["warnings"]]

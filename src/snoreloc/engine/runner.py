@@ -124,6 +124,7 @@ class Runner:
         selected = _selected(self.steps, self.options)
         if self.options.dry_run:
             return self._run_selected(selected)
+        _refuse_after_unfinished_rollback(self.journal.doc.state)
         self.journal.begin_run(
             site_name=self.ctx.site.name,
             site_fingerprint=fingerprint.of(self.ctx.site),
@@ -161,3 +162,13 @@ class Runner:
             return journal.RunState.PARTIAL
         warned = any(r.warnings for r in recorded) or result.warnings
         return journal.RunState.DONE_WITH_WARNINGS if warned else journal.RunState.DONE
+
+
+def _refuse_after_unfinished_rollback(state: journal.RunState) -> None:
+    """A run over a rollback that did not finish would save the half-restored objects as the originals."""
+    if state in (journal.RunState.ROLLING_BACK, journal.RunState.ROLLBACK_FAILED):
+        raise errors.UnavailableError(
+            f"the last rollback did not finish (journal state {state.value}); a run now would take the half-restored "
+            "objects for the originals",
+            hint="Run `snoreloc rollback` again to finish it; then `snoreloc run` relocates afresh.",
+        )

@@ -27,6 +27,7 @@ __all__ = [
     "StepRow",
     "facts",
     "page_address",
+    "pick_run",
     "progress",
     "publish_page",
     "timeline_of",
@@ -75,30 +76,64 @@ class Progress:
     hint: str = ""
 
 
-def todo(state: str, *, step: str = "", exit_code: int | None = None, console_url: str = "") -> str:
-    """One line for the technician: what to do now, given where the run is."""
+ROLLBACK_INTERRUPTED = "rollback-interrupted"  # the journal says rolling-back, but no process holds the run lock
+_ADVICE = {
+    "new": "Nothing has run yet: the relocation starts when the node boots with the stick labelled "
+    "relocation-config (or with `snoreloc run`).",
+    "rolling-back": "Wait: the rollback is running (it may reboot the node). Keep the node powered on; nothing to do.",
+    ROLLBACK_INTERRUPTED: "The rollback was cut off: run `snoreloc rollback` again to finish it.",
+    "rolled-back": "Nothing to do: the cluster's objects are back as before the relocation (the host network stays "
+    "at the site). To relocate again, run `snoreloc run`.",
+}
+
+
+def todo(state: str, *, step: str = "", exit_code: int | None = None, console_url: str = "", hint: str = "") -> str:
+    """One line for the technician: what to do now, given where the run is (every journal state, plus
+    "interrupted" and "rollback-interrupted" as `snoreloc status` sees a run no process holds). A failure whose
+    hint says how to fix it (a refusal: rename, delete or label an object) gives that fix, not "call support"."""
     if state in _FAILED:
-        return _after_failure(step, exit_code)
+        return _after_failure(step, exit_code, hint)
+    if state == "rollback-failed":
+        return _after_rollback_failure(exit_code, hint)
     if state == "done":
         return "Nothing to do: the relocation is done." + (f" Web console: {console_url}" if console_url else "")
     if state == "done-with-warnings":
         return f"Done with warnings: send them to support with the bundle (`snoreloc collect-logs --output {BUNDLE}`)."
-    return "Wait: the relocation is running. Keep the node powered on; nothing to do."
+    return _ADVICE.get(state, "Wait: the relocation is running. Keep the node powered on; nothing to do.")
 
 
-def _after_failure(step: str, exit_code: int | None) -> str:
+def _after_rollback_failure(exit_code: int | None, hint: str = "") -> str:
+    if exit_code in (None, errors.ExitCode.TEMPORARY):
+        return "The rollback did not finish: run `snoreloc rollback` again (it resumes and waits again)."
+    if hint and hint not in _GENERIC_HINTS:
+        return f"Fix this, then run `snoreloc rollback` again: {hint}"
+    return f"The rollback failed: call support with the bundle at {BUNDLE}."
+
+
+# Hints every error of a kind carries: they say nothing the technician can act on beyond the line below.
+_GENERIC_HINTS = frozenset(
+    kind.default_hint
+    for kind in (errors.SnorelocError, errors.InternalError, errors.PermanentStepError, errors.UnavailableError)
+)
+
+
+def _after_failure(step: str, exit_code: int | None, hint: str = "") -> str:
     if step == SITE_CONFIG_STEP or exit_code == errors.ExitCode.BAD_CONFIG:
         return "Re-insert the stick labelled relocation-config (with a corrected site-config), then reboot the node."
     support = f"call support with the bundle at {BUNDLE} (write it with `snoreloc collect-logs --output {BUNDLE}`)"
     if exit_code in (None, errors.ExitCode.TEMPORARY):  # cut off (power, kill) or a wait ran out
         return f"Reboot the node or run `snoreloc run` to resume; if it fails again, {support}."
+    if hint and hint not in _GENERIC_HINTS:
+        return f"Fix this, then run `snoreloc run` again: {hint}"
     return support[0].upper() + support[1:] + "."
 
 
 def todo_of(run: RunFacts, state: str = "", console_url: str = "") -> str:
     """`todo` for a run (`state`, when given, as `snoreloc status` sees it: a dead run is "interrupted")."""
+    if run.state == "rolling-back" and state == "interrupted":
+        state = ROLLBACK_INTERRUPTED
     failed = next((step.name for step in run.steps if step.state == "failed"), "")
-    return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url)
+    return todo(state or run.state, step=failed, exit_code=run.exit_code, console_url=console_url, hint=run.hint)
 
 
 def publish_page(state_dir: Path, url: str) -> Callable[[], None]:
@@ -200,6 +235,23 @@ def facts(doc: journal.Document) -> RunFacts:
     )
 
 
+def pick_run(doc: journal.Document, number: int | None = None) -> tuple[int, journal.Document]:
+    """The run `analyze`, the bundle and the timeline show, with its number (1: the oldest kept): `number` when
+    given (negative counts back from the latest), else the last run that did work (a re-run that found nothing to
+    do would draw an empty axis), else the latest."""
+    runs = doc.runs()
+    if number is not None:
+        if not (1 <= number <= len(runs) or -len(runs) <= number <= -1):
+            raise errors.UsageError(
+                f"--run {number}: this journal keeps {len(runs)} run(s), numbered 1 (the oldest kept) to {len(runs)}"
+            )
+        index = number - 1 if number > 0 else len(runs) + number
+        return index + 1, runs[index]
+    worked = [i for i, run in enumerate(runs) if run.did_work()]
+    index = worked[-1] if worked else len(runs) - 1
+    return index + 1, runs[index]
+
+
 # --- the progress page ------------------------------------------------------------------------------------------
 
 
@@ -231,7 +283,7 @@ def progress(
     now: datetime | None = None,
 ) -> Progress:
     """The page's model from the run's facts and the wait in progress."""
-    going = run.state in ("new", "running")
+    going = run.state in ("new", "running", "rolling-back")
     return Progress(
         site=redact.redact(site) or run.site,
         state=run.state,

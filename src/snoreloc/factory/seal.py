@@ -58,6 +58,9 @@ class ClusterFacts(Protocol):
 
     def node_name(self) -> str: ...
 
+    def name_clashes(self) -> list[str]:
+        """Users' objects under the names snoreloc creates (`steps.name_clashes`), each with its fix."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -147,6 +150,7 @@ def check_node_dns(node: Node) -> list[Finding]:
 
 def check_cluster(facts: ClusterFacts, options: Options) -> list[Finding]:
     findings = [Finding("cluster", f"ClusterOperator {entry}") for entry in facts.unhealthy_operators()]
+    findings += [Finding("names", text) for text in facts.name_clashes()]  # found here, not after the site's network
     return findings + [
         Finding("machineconfig", text) for text in facts.pool_problems(options.pool, options.machineconfig)
     ]
@@ -344,6 +348,12 @@ class KubeClusterFacts:
     def version(self) -> str:
         cv = self.client.get(kube.Ref(kube.CLUSTERVERSIONS, "version"))
         return str(cv.get("status", {}).get("desired", {}).get("version", ""))
+
+    def name_clashes(self) -> list[str]:
+        from snoreloc.steps.cluster import ntp  # noqa: PLC0415 (lazy: only seal's cluster check needs the steps)
+        from snoreloc.steps.openshift import name_clashes  # noqa: PLC0415 (as above)
+
+        return [name_clashes.fix(ref) for ref in name_clashes.found(self.client, extra=(ntp.CHRONY_CONFIG,))]
 
     def node_name(self) -> str:
         nodes = self.client.list(kube.NODES)

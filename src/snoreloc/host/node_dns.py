@@ -40,7 +40,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.adapters import fs, systemd
 from snoreloc.host import internal_ip
 
@@ -144,7 +144,7 @@ def backup(host: fs.HostFS, state_dir: Path, host_path: str) -> None:
         "mode": host.mode(host_path) if existed else None,
     }
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fs.HostFS(path.parent).write_text(path.name, json.dumps(doc, indent=1), mode=0o600)
+    safefile.write(path, json.dumps(doc, indent=1), mode=0o600)
 
 
 def answered(host: fs.HostFS) -> list[str]:
@@ -192,7 +192,7 @@ def restore(host: fs.HostFS, units: systemd.Systemd, state_dir: Path) -> Restore
 
 def _restore_one(host: fs.HostFS, path: Path) -> Restored:
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(safefile.read(path, safefile.BACKUP))
         host_path = str(doc["path"])
         if host_path not in BACKUP_FILES:
             raise ValueError(f"names {host_path}, not a file snoreloc backs up")

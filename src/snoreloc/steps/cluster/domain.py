@@ -20,7 +20,7 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.steps import base, context
-from snoreloc.steps.openshift import apiserver_revision, serving
+from snoreloc.steps.openshift import apiserver_revision, serving, site_domains
 
 
 def merged_named_certificates(current: list[Any], names: list[str], secret: str) -> list[Any]:
@@ -39,26 +39,27 @@ def merged_named_certificates(current: list[Any], names: list[str], secret: str)
     return [*kept, {"names": names, "servingCertificate": {"name": secret}}]
 
 
-def replaceable_route(entry: Mapping[str, Any], factory_apps: str) -> bool:
-    """A componentRoute we may replace: ours (it uses our secret) or one still on the factory apps domain."""
+def replaceable_route(entry: Mapping[str, Any], *old_apps: str) -> bool:
+    """A componentRoute we may replace: ours (it uses our secret) or one still on the factory apps domain or on
+    the apps domain of a site snoreloc set before (`site_domains`)."""
     ours = (entry.get("servingCertKeyPairSecret") or {}).get("name") == serving.INGRESS_SECRET
-    return ours or str(entry.get("hostname") or "").endswith(f".{factory_apps}")
+    return ours or any(str(entry.get("hostname") or "").endswith(f".{apps}") for apps in old_apps if apps)
 
 
-def users_component_routes(current: list[Any], factory_apps: str) -> list[Any]:
+def users_component_routes(current: list[Any], *old_apps: str) -> list[Any]:
     """Entries for our component routes that the user moved to a domain of their own: kept as they are."""
     ours = {(namespace, name) for namespace, name, _prefix, _operator in serving.COMPONENT_ROUTES}
     return [
         entry
         for entry in current
-        if (entry.get("namespace"), entry.get("name")) in ours and not replaceable_route(entry, factory_apps)
+        if (entry.get("namespace"), entry.get("name")) in ours and not replaceable_route(entry, *old_apps)
     ]
 
 
-def merged_component_routes(current: list[Any], wanted: list[dict[str, Any]], factory_apps: str) -> list[Any]:
+def merged_component_routes(current: list[Any], wanted: list[dict[str, Any]], *old_apps: str) -> list[Any]:
     """Merge by (namespace, name): ours and factory-domain entries are replaced, the user's own are kept, other
     entries keep their place."""
-    kept = {(e.get("namespace"), e.get("name")) for e in users_component_routes(current, factory_apps)}
+    kept = {(e.get("namespace"), e.get("name")) for e in users_component_routes(current, *old_apps)}
     wanted = [w for w in wanted if (w["namespace"], w["name"]) not in kept]
     keys = {(w["namespace"], w["name"]) for w in wanted}
     return [entry for entry in current if (entry.get("namespace"), entry.get("name")) not in keys] + wanted
@@ -92,12 +93,12 @@ def _apiserver(ctx: context.Context) -> base.ObjectChange | None:
 def _ingress(ctx: context.Context) -> base.ObjectChange | None:
     wanted = wanted_component_routes(ctx)
     current = ctx.kube.get(base.INGRESS_CLUSTER)
-    factory_apps = str((current.get("spec") or {}).get("domain") or "")
+    old_apps = _old_apps(ctx, current)
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         spec = obj.setdefault("spec", {})
         spec["appsDomain"] = ctx.site.apps_domain
-        spec["componentRoutes"] = merged_component_routes(spec.get("componentRoutes") or [], wanted, factory_apps)
+        spec["componentRoutes"] = merged_component_routes(spec.get("componentRoutes") or [], wanted, *old_apps)
         return obj
 
     change = base.update(base.INGRESS_CLUSTER, current, mutate, why="apps domain and component routes")
@@ -142,12 +143,15 @@ def kept_notes(ctx: context.Context) -> tuple[str, ...]:
     if kept is not None:
         notes.append(f"kept the router's defaultCertificate {kept}: it already serves *.{ctx.site.apps_domain}")
     ingress = ctx.kube.get(base.INGRESS_CLUSTER)
-    factory_apps = str((ingress.get("spec") or {}).get("domain") or "")
-    for entry in users_component_routes((ingress.get("spec") or {}).get("componentRoutes") or [], factory_apps):
+    old_apps = _old_apps(ctx, ingress)
+    for entry in users_component_routes((ingress.get("spec") or {}).get("componentRoutes") or [], *old_apps):
         notes.append(
             f"kept componentRoute {entry.get('namespace')}/{entry.get('name')} on {entry.get('hostname')}: "
-            "it is on a domain of your own, not the factory apps domain"
+            "it is on a domain of your own, not the factory's or an earlier site's apps domain"
         )
+    earlier = old_apps[1:]
+    if earlier:
+        notes.append(f"earlier site apps domain(s) {', '.join(earlier)}: their routes move to {ctx.site.apps_domain}")
     return tuple(notes)
 
 
@@ -159,10 +163,17 @@ def served_hosts(ctx: context.Context) -> dict[str, str]:
     hosts = {
         name: f"{prefix}.{ctx.site.apps_domain}" for _namespace, name, prefix, _operator in serving.COMPONENT_ROUTES
     }
-    spec = ctx.kube.get(base.INGRESS_CLUSTER).get("spec") or {}
-    for entry in users_component_routes(spec.get("componentRoutes") or [], str(spec.get("domain") or "")):
+    ingress = ctx.kube.get(base.INGRESS_CLUSTER)
+    for entry in users_component_routes(
+        (ingress.get("spec") or {}).get("componentRoutes") or [], *_old_apps(ctx, ingress)
+    ):
         hosts[str(entry.get("name"))] = str(entry.get("hostname"))
     return hosts
+
+
+def _old_apps(ctx: context.Context, ingress: kube.Obj) -> tuple[str, ...]:
+    """The factory apps domain, then those of the sites snoreloc set before (whose componentRoutes are ours)."""
+    return (str((ingress.get("spec") or {}).get("domain") or ""), *site_domains.earlier_apps_domains(ctx))
 
 
 def check_secrets(ctx: context.Context) -> None:
@@ -192,7 +203,7 @@ class Domain(base.ObjectStep):
 
     def plan(self, ctx: context.Context) -> base.Plan:
         # Ingress and router first, APIServer last: its rollout takes the API away for a minute.
-        found = [_ingresscontroller(ctx), _ingress(ctx), _apiserver(ctx)]
+        found = [site_domains.change(ctx), _ingresscontroller(ctx), _ingress(ctx), _apiserver(ctx)]
         return base.Plan(self.name, tuple(c for c in found if c is not None), kept_notes(ctx))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:

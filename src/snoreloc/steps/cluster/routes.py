@@ -1,7 +1,9 @@
 """Routes: move every route from the factory apps domain to the site's, keeping each route object.
 
-Prior tools deleted stale routes and let owners recreate them, which loses every user route. Here each route
-under the old apps domain is kept and handled by kind:
+The old apps domains are the factory's and those of every site snoreloc set here before (`site_domains`), so a
+second relocation (a corrected stick, a move back) moves the routes the first one moved. Prior tools deleted stale
+routes and let owners recreate them, which loses every user route. Here each route under an old apps domain is kept
+and handled by kind:
 
 - an explicit host: its suffix is rewritten by a merge patch of `spec.host`; TLS, annotations and everything
   else stay as they are;
@@ -27,6 +29,7 @@ listing then pause together until it answers (`_Outage`) rather than each retryi
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import enum
 import logging
 import queue
@@ -40,7 +43,7 @@ from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
-from snoreloc.steps.openshift import rollouts, serving
+from snoreloc.steps.openshift import rollouts, serving, site_domains
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class RouteInfo:
     new_host: str
     handling: Handling
     uncovered: tuple[str, ...] | None = None  # the names of its own certificate when they miss the new host
+    earlier: str = ""  # the apps domain of an earlier site it is on (`site_domains`), not the factory's
 
     @property
     def certificate_warning(self) -> str | None:
@@ -104,8 +108,22 @@ def own_certificate_names(route: kube.Obj) -> tuple[str, ...] | None:
 
 
 def classify(
-    route: kube.Obj, old: str, new: str, own: model.OwnCertificates = model.OwnCertificates.MOVE_AND_WARN
+    route: kube.Obj,
+    old: str,
+    new: str,
+    own: model.OwnCertificates = model.OwnCertificates.MOVE_AND_WARN,
+    earlier: tuple[str, ...] = (),
 ) -> RouteInfo:
+    """How one route is handled. `old` is the factory apps domain, `earlier` those of sites snoreloc set before:
+    a route on any of them is ours to move (the longest matching domain decides its prefix)."""
+    host = str((route.get("spec") or {}).get("host") or "")
+    source = max((d for d in (old, *earlier) if d and host.endswith("." + d)), key=len, default=old)
+    info = _classify_from(route, source, new, own)
+    moved = source != old and info.handling not in (Handling.ARRIVED, Handling.UNTOUCHED)
+    return dataclasses.replace(info, earlier=source) if moved else info
+
+
+def _classify_from(route: kube.Obj, old: str, new: str, own: model.OwnCertificates) -> RouteInfo:
     meta = route["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
     host = str((route.get("spec") or {}).get("host") or "")
@@ -129,6 +147,13 @@ def classify(
     return RouteInfo(namespace, name, host, new_host, handling)
 
 
+def moved_from(ctx: context.Context) -> tuple[str, tuple[str, ...]]:
+    """The factory apps domain, and those of the sites snoreloc set before: routes on any of them are ours."""
+    ingress = ctx.kube.get(base.INGRESS_CLUSTER)
+    factory = str((ingress.get("spec") or {}).get("domain") or "") or base.factory_apps_domain(ctx)
+    return factory, site_domains.earlier_apps_domains(ctx, ingress)
+
+
 def survey(ctx: context.Context) -> tuple[str, list[RouteInfo]]:
     """The old apps domain and how each route is handled, read page by page (see `_listed`)."""
     return base.factory_apps_domain(ctx), _listed(ctx, {})
@@ -141,9 +166,10 @@ def _listed(ctx: context.Context, held: Mapping[kube.Ref, RouteInfo]) -> list[Ro
     pages) is started over once it answers, within the API timeout."""
 
     def once() -> list[RouteInfo]:
-        old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+        (old, earlier), new = moved_from(ctx), ctx.site.apps_domain
         own = ctx.site.routes.own_certificates
-        return [_shared(classify(route, old, new, own), held) for page in ctx.kube.pages(kube.ROUTES) for route in page]
+        pages = ctx.kube.pages(kube.ROUTES)
+        return [_shared(classify(route, old, new, own, earlier), held) for page in pages for route in page]
 
     return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, once)
 
@@ -311,7 +337,7 @@ def _relisted(
     every original is kept before its route's patch. An outage pauses the listing with the patches (`_Outage`) and
     it reads on from the page it had reached; a listing the server forgot (410) starts over, skipping the routes
     already handed over."""
-    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+    (old, earlier), new = moved_from(ctx), ctx.site.apps_domain
     own = ctx.site.routes.own_certificates
     found: dict[kube.Ref, RouteInfo] = {}
     token: str | None = None
@@ -331,7 +357,7 @@ def _relisted(
         originals: list[tuple[kube.Ref, kube.Obj | None]] = []
         fresh: list[RouteInfo] = []
         for route in page:
-            info = _shared(classify(route, old, new, own), held)
+            info = _shared(classify(route, old, new, own, earlier), held)
             if info.ref in found:
                 continue
             found[info.ref] = info
@@ -365,7 +391,7 @@ class Routes(base.ObjectStep):
         infos = _listed(ctx, {})
         owners = [f"{i.namespace}/{i.name}" for i in infos if i.handling is Handling.OWNER]
         notes = tuple(f"wait for its operator to regenerate route {name}" for name in owners)
-        notes += certificate_warnings(infos)
+        notes += certificate_warnings(infos) + earlier_notes(infos)
         changes = tuple(_rewrite(info) for info in rewrites(infos))
         return base.Plan(self.name, changes, notes, data={"infos": infos})
 
@@ -391,16 +417,17 @@ class Routes(base.ObjectStep):
     def _wait_owners(self, ctx: context.Context, owners: list[RouteInfo]) -> dict[kube.Ref, str]:
         if not owners:
             return {}
+        domains = moved_from(ctx)
 
         def moved() -> dict[kube.Ref, str] | None:
-            return None if _stale(ctx, owners) else {o.ref: "regenerated" for o in owners}
+            return None if _stale(ctx, owners, domains) else {o.ref: "regenerated" for o in owners}
 
         try:
             return base.wait_for(
                 ctx, self.name, "operators to regenerate their routes", ctx.settings.operator_regen_timeout, moved
             )
         except errors.WaitTimeout:
-            stale = _stale(ctx, owners)
+            stale = _stale(ctx, owners, domains)
             return {o.ref: "not regenerated by its operator" if o.ref in stale else "regenerated" for o in owners}
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
@@ -417,20 +444,52 @@ class Routes(base.ObjectStep):
         del held
         results.update(self._wait_owners(ctx, [i for i in infos if i.handling is Handling.OWNER]))
         table = [_row(info, results) for info in infos]
-        warnings = tuple(
-            f"route {row['namespace']}/{row['name']}: {row['result']}"
-            for row in table
-            if row["result"].startswith(("failed", "skipped", "not regenerated"))
-        ) + certificate_warnings(infos)
+        warnings = (
+            tuple(
+                f"route {row['namespace']}/{row['name']}: {row['result']}"
+                for row in table
+                if row["result"].startswith(("failed", "skipped", "not regenerated"))
+            )
+            + certificate_warnings(infos)
+            + not_moved_from_earlier(table)
+        )
         changed = tuple(f"update {ref}" for ref, result in results.items() if result == "migrated")
         return base.StepOutcome(changed=changed, warnings=warnings, details={"routes": table, "counts": _counts(table)})
 
 
-def _stale(ctx: context.Context, owners: list[RouteInfo]) -> set[kube.Ref]:
-    """The operators' routes still on the old apps domain: one read each (a handful), not a list of every route."""
-    old, new = base.factory_apps_domain(ctx), ctx.site.apps_domain
+def _stale(ctx: context.Context, owners: list[RouteInfo], domains: tuple[str, tuple[str, ...]]) -> set[kube.Ref]:
+    """The operators' routes still on an old apps domain (`domains`: `moved_from`): one read each (a handful), not
+    a list of every route."""
+    (old, earlier), new = domains, ctx.site.apps_domain
     found = ((owner.ref, ctx.kube.find(owner.ref)) for owner in owners)
-    return {ref for ref, route in found if route is not None and classify(route, old, new).handling is Handling.OWNER}
+    return {
+        ref
+        for ref, route in found
+        if route is not None and classify(route, old, new, earlier=earlier).handling is Handling.OWNER
+    }
+
+
+def earlier_notes(infos: list[RouteInfo]) -> tuple[str, ...]:
+    """The plan's line per earlier site apps domain: how many of its routes move (they are ours, like the
+    factory's)."""
+    counts: dict[str, int] = {}
+    for info in infos:
+        if info.earlier:
+            counts[info.earlier] = counts.get(info.earlier, 0) + 1
+    return tuple(
+        f"{n} route(s) on {domain}, an earlier site's apps domain: moved like the factory's"
+        for domain, n in counts.items()
+    )
+
+
+def not_moved_from_earlier(table: list[dict[str, str]]) -> tuple[str, ...]:
+    """Every route left on an earlier site's apps domain, named with why (a kept own certificate, a failure)."""
+    return tuple(
+        f"route {row['namespace']}/{row['name']} stays on {row['old_host']} (an earlier site's apps domain): "
+        f"{row['result']}"
+        for row in table
+        if row.get("earlier") and row["result"] not in ("migrated", "regenerated", "already migrated")
+    )
 
 
 def certificate_warnings(infos: list[RouteInfo]) -> tuple[str, ...]:
@@ -453,7 +512,12 @@ def _row(info: RouteInfo, results: Mapping[kube.Ref, str]) -> dict[str, str]:
     row["result"] = result
     if info.uncovered is not None:
         row["certificate"] = f"own certificate for {', '.join(info.uncovered) or 'no readable names'}"
+    if info.earlier:
+        row["earlier"] = info.earlier
     return row
+
+
+EARLIER_COUNT = "from an earlier site domain"  # the report's count of the routes that were on one
 
 
 def _counts(table: list[dict[str, str]]) -> dict[str, int]:
@@ -461,4 +525,6 @@ def _counts(table: list[dict[str, str]]) -> dict[str, int]:
     for row in table:
         key = row["result"].split(":")[0]
         counts[key] = counts.get(key, 0) + 1
+        if row.get("earlier"):
+            counts[EARLIER_COUNT] = counts.get(EARLIER_COUNT, 0) + 1
     return counts

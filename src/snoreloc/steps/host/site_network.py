@@ -30,6 +30,26 @@ def policy_for(timeouts: model.Timeouts) -> network.Policy:
     return network.Policy(probe_window=float(window), rollback_timeout=window + ROLLBACK_MARGIN)
 
 
+NETWORK_BEFORE, NETWORK_AFTER = "network_before", "network_after"  # the collect-logs bundle reads them
+_KEPT_INTERFACE_FIELDS = ("name", "type", "state", "mac-address", "mtu", "ipv4", "ipv6", "bridge", "controller")
+
+
+def state_summary(state: Mapping[str, Any]) -> dict[str, Any]:
+    """What support needs of an nmstate state (interfaces with their addresses, routes, DNS), kept in the journal:
+    the whole of `show` on a real host carries every OVS and veth detail, many kilobytes that status.json would
+    rewrite on every save."""
+    interfaces = [
+        {key: iface[key] for key in _KEPT_INTERFACE_FIELDS if key in iface}
+        for iface in state.get("interfaces") or []
+        if isinstance(iface, Mapping)
+    ]
+    return {
+        "interfaces": interfaces,
+        "routes": state.get("routes") or {},
+        "dns-resolver": state.get("dns-resolver") or {},
+    }
+
+
 class SiteNetwork:
     """Apply the site's nmstate network: probe before commit, roll back if the probe fails."""
 
@@ -83,6 +103,7 @@ class SiteNetwork:
         desired = self.desired(ctx)
         if desired is None:
             return base.StepOutcome()
+        before = state_summary(self.host.nmstate.show())
         outcome = network.converge(
             self.host.nmstate,
             self.host.prober,
@@ -93,9 +114,9 @@ class SiteNetwork:
             progress=LOG.info,
         )
         checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]
-        return base.StepOutcome(
-            details={"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks}
-        )
+        details: dict[str, Any] = {"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks}
+        details |= {NETWORK_BEFORE: before, NETWORK_AFTER: state_summary(self.host.nmstate.show())}
+        return base.StepOutcome(details=details)
 
     def verify(self, ctx: context.Context) -> None:
         desired = self.desired(ctx)
