@@ -24,6 +24,7 @@ import baselines
 import certificates
 import common
 import hub_sites
+import fleet_validate
 import relocation
 import routes_memory
 import routes_scale
@@ -72,6 +73,7 @@ BENCHMARKS: dict[str, Main] = {
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
     "hub_sites": hub_sites.main,
+    "fleet_validate": fleet_validate.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -87,6 +89,7 @@ QUICK: dict[str, list[str]] = {
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
+    "fleet_validate": ["--sites", "200", "--repetitions", "1"],
 }
 
 

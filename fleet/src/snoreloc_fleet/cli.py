@@ -20,6 +20,8 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("controller", "snoreloc_fleet.controller.command"),
     ("make-media", "snoreloc_fleet.makemedia"),
     ("import-report", "snoreloc_fleet.importreport"),
+    ("render", "snoreloc_fleet.ops.cli_render"),
+    ("validate", "snoreloc_fleet.ops.cli_validate"),
 )
 
 

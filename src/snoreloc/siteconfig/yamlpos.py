@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from yaml._yaml import CParser
+from yaml._yaml import Mark as CMark
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from snoreloc.siteconfig import findings
 
@@ -29,6 +34,8 @@ MAX_DOCUMENT_NODES = 20_000  # keys and values as written (composing); a realist
 MAX_NUMBER_CHARS = 64  # a port, a timeout or an MTU needs a handful; thousands of digits cost quadratic time
 
 _TAG = "tag:yaml.org,2002:"
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
+_YamlMark = yaml.Mark | CMark  # libyaml's events (so our nodes) carry its own Mark type
 _NUMBERS = frozenset((_TAG + "int", _TAG + "float"))
 _PLAIN_SCALARS = frozenset(_TAG + name for name in ("str", "int", "float", "bool", "null"))
 
@@ -77,7 +84,7 @@ class YamlError(Exception):
         self.column = column
 
 
-def _mark(mark: yaml.Mark) -> Mark:
+def _mark(mark: _YamlMark) -> Mark:
     return Mark(mark.line + 1, mark.column + 1)
 
 
@@ -85,23 +92,29 @@ def _short(tag: str) -> str:
     return "!!" + tag.removeprefix(_TAG) if tag.startswith(_TAG) else tag
 
 
-def _fail(message: str, mark: yaml.Mark | None) -> YamlError:
+def _fail(message: str, mark: _YamlMark | None) -> YamlError:
     return YamlError(message, mark.line + 1, mark.column + 1) if mark else YamlError(message)
 
 
-class _LimitedLoader(yaml.SafeLoader):
-    """SafeLoader that counts nodes, aliases and nesting while composing, before any structure is built from them."""
+class _LimitedLoader(Composer, CParser, SafeConstructor, Resolver):
+    """SafeLoader that counts nodes, aliases and nesting while composing, before any structure is built from them.
+
+    libyaml (`CParser`) scans and parses, the Python `Composer` composes: scanning in Python cost 90 % of a
+    site-config's validation (issue 23's bench), and composing here is what keeps the counts ahead of the graph.
+    """
 
     def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+        CParser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
         self._depth = 0
         self._aliases = 0
         self._nodes = 0
 
-    def _here(self) -> yaml.Mark:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        mark: yaml.Mark = event.start_mark
-        return mark
+    def _here(self) -> _YamlMark | None:
+        event = self.peek_event()
+        return event.start_mark if event is not None else None
 
     def _count(self) -> None:
         if self.check_event(yaml.AliasEvent):
@@ -233,6 +246,8 @@ def _compose_nodes(
     except yaml.reader.ReaderError as exc:
         raise _unprintable(text, exc) from None
     except yaml.MarkedYAMLError as exc:
+        if (exc.problem or "").startswith(_LIBYAML_TOO_DEEP):  # libyaml's scanner looks ahead past our count
+            raise _fail(f"nested deeper than {MAX_DEPTH} levels", exc.problem_mark) from None
         problem = exc.problem or "invalid YAML"
         where = f" {exc.context}" if exc.context else ""
         raise _fail(f"invalid YAML: {problem}{where}", exc.problem_mark) from None

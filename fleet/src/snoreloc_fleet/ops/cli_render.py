@@ -1,0 +1,59 @@
+"""`snoreloc fleet render`: one template plus an inventory -> one site directory per site, or nothing at all.
+
+Every row is rendered in memory first; any problem (an unknown column, a secret in a cell, a file found nowhere)
+is printed with its inventory line and column and nothing is written (exit 65). Then each site directory is
+written whole, and `inventory-trace.json` beside them lets `snoreloc fleet validate DIR` point back at the cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from snoreloc import errors
+from snoreloc_fleet.ops import inventory, template, tree
+
+HELP = "render one site-config per inventory row from a template (CSV or YAML inventory)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--template", required=True, type=pathlib.Path, help="the site-config with ${column} values")
+    parser.add_argument(
+        "--inventory", required=True, type=pathlib.Path, help="sites.csv or sites.yaml, one row per site"
+    )
+    parser.add_argument("--out", required=True, type=pathlib.Path, help="the directory to write <site>/ into")
+
+
+def render_all(
+    tpl: template.Template, rows: list[inventory.Row], inventory_dir: pathlib.Path
+) -> list[template.Rendered]:
+    return [template.render(tpl, row, inventory_dir) for row in rows]
+
+
+def refuse(sites: list[template.Rendered]) -> None:
+    """Raise ConfigError listing every site's problems when any site could not be rendered."""
+    problems = [p for s in sites for p in s.problems]
+    if problems:
+        failed = sum(1 for s in sites if s.problems)
+        raise errors.ConfigError(
+            f"{failed} of {len(sites)} sites cannot be rendered; nothing was written",
+            problems=problems,
+            hint="Each line names the inventory cell and the template line; fix them and render again.",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    tpl = template.load(args.template)
+    rows = inventory.load(args.inventory)
+    sites = render_all(tpl, rows, args.inventory.parent)
+    refuse(sites)
+    tree.check_targets(args.out, [s.row.name for s in sites])
+    args.out.mkdir(parents=True, exist_ok=True)
+    for site in sites:
+        tree.write_site(args.out, site, tpl)
+    tree.write_trace(args.out, tpl, sites)
+    sys.stdout.write(
+        f"rendered {len(sites)} site-configs into {args.out}; check them: snoreloc fleet validate {args.out}\n"
+    )
+    return int(errors.ExitCode.OK)

@@ -1,0 +1,24 @@
+"""The fleet-validate benchmark runs at a toy size and writes a well-formed result (no assertion about speed)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import common  # noqa: E402
+import fleet_validate  # noqa: E402
+
+
+def test_fleet_validate_benchmark_measures_the_command_and_its_floor(tmp_path: Path) -> None:
+    payload = fleet_validate.measure(sites=12, repetitions=1, jobs=2)
+    loaded = json.loads(common.write_result("fleet_validate", payload, tmp_path).read_text())
+    results = loaded["results"]
+    assert results["sites"] == 12 and results["jobs"] == 2
+    for name in ("validate", "floor"):
+        assert results[name]["wall_s"]["n"] == 1 and results[name]["per_s"]["median"] > 0
+    judged = loaded["targets"]["site_configs_per_s"]
+    assert judged["limit"] == fleet_validate.TARGET_PER_S and judged["comparison"] == ">="
