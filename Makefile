@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean realhost image-test kubectl-debian
+.PHONY: demo demo-fleet test check lint bench clean realhost image-test kubectl-debian
 
 $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/snoreloc demo
+
+demo-fleet: $(STAMP)
+	$(BIN)/snoreloc demo --fleet
 
 lint: $(STAMP)
 	$(BIN)/ruff check src sim fleet tests bench tools

@@ -23,8 +23,8 @@ import api_economy
 import baselines
 import certificates
 import common
-import hub_sites
 import fleet_validate
+import hub_sites
 import relocation
 import routes_memory
 import routes_scale

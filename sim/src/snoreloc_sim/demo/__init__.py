@@ -12,6 +12,7 @@ import os
 import tempfile
 
 DEFAULT_SVG = os.path.join(tempfile.gettempdir(), "snoreloc-demo-timeline.svg")
+FLEET_SITES = 50  # `snoreloc demo --fleet` (and `make demo-fleet`) without a number
 HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
 
 
@@ -27,9 +28,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--svg", default=DEFAULT_SVG, help=f"where to write the run's timeline picture (default {DEFAULT_SVG})"
     )
     parser.add_argument("--output", choices=("text", "json"), default="text", help="report format on stdout")
+    parser.add_argument(
+        "--fleet",
+        type=int,
+        nargs="?",
+        const=FLEET_SITES,
+        metavar="N",
+        help=f"the fleet instead: a simulated hub, N generated sites (default {FLEET_SITES}) rendered and validated "
+        "(one invalid), their sticks, --nodes of them relocating and reporting, then the fleet's state",
+    )
+    parser.add_argument(
+        "--nodes", type=int, default=3, help="with --fleet: how many sites' nodes relocate and report (default 3)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fleet is not None:
+        from snoreloc_sim.demo import fleet  # noqa: PLC0415 (lazy, as flow)
+
+        return fleet.run(args)
     from snoreloc_sim.demo import flow  # noqa: PLC0415 (lazy: the simulator and the kubernetes client are heavy)
 
     return flow.run(args)
