@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 demo: $(STAMP)
 	$(BIN)/snoreloc demo
 
+# A fleet of 50 sites on a simulated hub: render, validate, the controller, sticks, node reports, status, report.
 demo-fleet: $(STAMP)
 	$(BIN)/snoreloc demo --fleet
 

@@ -23,6 +23,7 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_status
 import fleet_validate
 import hub_sites
 import relocation
@@ -72,8 +73,9 @@ BENCHMARKS: dict[str, Main] = {
     f"relocation_{MANY_ROUTES}routes": _relocation_many_routes,
     "baselines": baselines.main,
     "baselines_slow_oauth": _baselines_slow_oauth,
-    "hub_sites": hub_sites.main,
     "fleet_validate": fleet_validate.main,
+    "fleet_status": fleet_status.main,
+    "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -88,8 +90,9 @@ QUICK: dict[str, list[str]] = {
     f"relocation_{MANY_ROUTES}routes": ["--routes", "50", "--speeds", "120"],
     "baselines": ["--speed", "120"],
     "baselines_slow_oauth": ["--speed", "120"],
-    "hub_sites": ["--sites", "10", "--repetitions", "1"],
     "fleet_validate": ["--sites", "200", "--repetitions", "1"],
+    "fleet_status": ["--sites", "200", "--repetitions", "1"],
+    "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 
 

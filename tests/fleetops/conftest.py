@@ -1,4 +1,5 @@
-"""Fixtures of the fleet tests: a template and inventories in the test's directory, and a signer."""
+"""Fixtures of the fleet tests: a template and inventories in the test's directory, a signer, and the hub's own
+fixtures (the hub simulator with the Site CRD, its admin client, a controller) for the tests against a hub."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable, Sequence
 import pytest
 from fleetinputs import HEADER, write_template
 
+from hub.conftest import admin, hub, start_controller  # noqa: F401 (the hub's fixtures: simulator, admin, controller)
 from snoreloc.pki import certs
 
 

@@ -10,6 +10,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import common  # noqa: E402
+import fleet_status  # noqa: E402
 import fleet_validate  # noqa: E402
 
 
@@ -22,3 +23,13 @@ def test_fleet_validate_benchmark_measures_the_command_and_its_floor(tmp_path: P
         assert results[name]["wall_s"]["n"] == 1 and results[name]["per_s"]["median"] > 0
     judged = loaded["targets"]["site_configs_per_s"]
     assert judged["limit"] == fleet_validate.TARGET_PER_S and judged["comparison"] == ">="
+
+
+def test_fleet_status_benchmark_lists_sites_on_the_hub_simulator(tmp_path: Path) -> None:
+    payload = fleet_status.measure(sites=30, repetitions=1)
+    loaded = json.loads(common.write_result("fleet_status", payload, tmp_path).read_text())
+    results = loaded["results"]
+    assert results["sites"] == 30 and results["status"]["wall_s"]["n"] == 1
+    assert results["status_one_page"]["wall_s"]["n"] == 1
+    judged = loaded["targets"]["status_wall_s"]
+    assert judged["limit"] == fleet_status.TARGET_S and judged["comparison"] == "<="

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
 import stat
@@ -166,3 +167,33 @@ def test_render_replaces_its_own_output_but_never_a_foreign_directory(
     assert "not rendered by `snoreloc fleet render`; nothing was written" in capsys.readouterr().err
     assert (out / "store-0002" / "site-config.yaml").read_text() == "hand-made\n"
     assert "10.9.9.10" in (out / "store-0001" / "site-config.yaml").read_text()
+
+
+def test_render_sites_writes_hub_objects_with_every_file_in_a_secret(
+    tmp_path: pathlib.Path, write_inventory: Inventory, signer: tuple[bytes, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = write_template(tmp_path / "template", CERTIFICATES_BLOCK)
+    for number in (1, 2):
+        write_site_files(
+            tmp_path / "sites" / f"store-{number:04d}", serving_pair(signer, f"sno.store-{number:04d}.example.com")
+        )
+    inventory = write_inventory([site_row(n, files=f"sites/store-{n:04d}") for n in (1, 2)])
+    out = tmp_path / "hub"
+    argv = ["fleet", "render", "--template", str(template), "--inventory", str(inventory), "--sites", str(out)]
+    assert cli.main([*argv, "-n", "fleet-emea"]) == 0
+    site_objects = list(yaml.safe_load_all((out / "sites.yaml").read_text()))
+    secrets = {s["metadata"]["name"]: s for s in yaml.safe_load_all((out / "secrets.yaml").read_text())}
+    assert stat.S_IMODE((out / "secrets.yaml").stat().st_mode) == 0o600
+    assert [s["metadata"]["name"] for s in site_objects] == ["store-0001", "store-0002"]
+    first = site_objects[0]
+    assert first["kind"] == "Site" and first["metadata"]["namespace"] == "fleet-emea"
+    assert first["metadata"]["labels"] == {"region": "emea"}
+    assert first["spec"]["siteConfig"]["domain"] == "sno.store-0001.example.com"
+    files = first["spec"]["files"]
+    assert files["api.key"] == {"secretKeyRef": {"name": "store-0001-files", "key": "api.key"}}
+    assert files["pull-secret.json"] == {"secretKeyRef": {"name": "fleet-shared-files", "key": "pull-secret.json"}}
+    assert files["manifests/00-namespace.yaml"]["secretKeyRef"]["key"] == "manifests.00-namespace.yaml"
+    assert set(secrets) == {"fleet-shared-files", "store-0001-files", "store-0002-files"}
+    key = base64.b64decode(secrets["store-0002-files"]["data"]["api.key"])
+    assert key == (tmp_path / "sites" / "store-0002" / "api.key").read_bytes()
+    assert "PRIVATE KEY" not in (out / "sites.yaml").read_text()

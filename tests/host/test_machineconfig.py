@@ -195,3 +195,61 @@ def test_dispatcher_is_shellcheck_clean(tmp_path: pathlib.Path) -> None:
     script.write_text(machineconfig.dispatcher_script(OPTIONS))
     result = command.SubprocessRunner().run(["shellcheck", "-s", "bash", str(script)], timeout=60, check=False)
     assert result.returncode == 0, result.stdout
+
+
+# --- node-local DNS for a factory cluster installed without it (--node-dns) ----------------------------------------
+
+NODE_DNS = machineconfig.FactoryOptions(
+    internal_ips=(V4,), image="quay.io/snoreloc/snoreloc:0.1.0", node_dns="sno1.factory.example.com"
+)
+
+
+def test_node_dns_adds_dnsmasq_its_script_and_the_resolv_conf_dispatcher() -> None:
+    mc = machineconfig.render(NODE_DNS)
+    files = _files(mc)
+    assert files[machineconfig.DNSMASQ_SCRIPT]["mode"] == 0o755 and files[machineconfig.FORCEDNS_PATH]["mode"] == 0o755
+    assert machineconfig.decode_file(files[machineconfig.NM_UNMANAGED_RESOLV]) == "[main]\nrc-manager=unmanaged\n"
+    units = {unit["name"]: unit for unit in mc["spec"]["config"]["systemd"]["units"]}
+    assert units["dnsmasq.service"]["enabled"] is True
+    assert "ExecStartPre=/usr/local/bin/dnsmasq_config.sh" in units["dnsmasq.service"]["contents"]
+    assert machineconfig.DNSMASQ_SCRIPT not in _files(machineconfig.render(OPTIONS)), "only when asked"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (machineconfig.FactoryOptions(image="i", node_dns="sno1.example.com"), "needs the internal address"),
+        (machineconfig.FactoryOptions(internal_ips=(V4,), image="i", node_dns="Not A Domain"), "not a cluster domain"),
+    ],
+)
+def test_bad_node_dns_options_are_usage_errors(options: machineconfig.FactoryOptions, message: str) -> None:
+    with pytest.raises(errors.UsageError, match=message):
+        machineconfig.render(options)
+
+
+@pytest.mark.allow_subprocess
+def test_the_node_dns_script_answers_the_install_names_then_the_overrides(tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "dnsmasq_config.sh"
+    script.write_text(machineconfig.node_dns_script(NODE_DNS, "dnsmasq-config.sh").replace("/etc/", f"{tmp_path}/etc/"))
+    conf = tmp_path / "etc/dnsmasq.d/single-node.conf"
+
+    command.SubprocessRunner().run(["bash", str(script)], timeout=30)
+    assert conf.read_text() == "".join(
+        f"address=/{name}.sno1.factory.example.com/192.168.127.10\n" for name in ("apps", "api-int", "api")
+    )
+
+    overrides = tmp_path / "etc/default/sno_dnsmasq_configuration_overrides"
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text("SNO_CLUSTER_NAME_OVERRIDE=store042\nSNO_BASE_DOMAIN_OVERRIDE=edge.example.net\n")
+    command.SubprocessRunner().run(["bash", str(script)], timeout=30)
+    assert "address=/api.store042.edge.example.net/192.168.127.10\n" in conf.read_text()
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+@pytest.mark.allow_subprocess
+@pytest.mark.parametrize("name", ["dnsmasq-config.sh", "forcedns.sh"])
+def test_node_dns_scripts_are_shellcheck_clean(tmp_path: pathlib.Path, name: str) -> None:
+    script = tmp_path / "script"
+    script.write_text(machineconfig.node_dns_script(NODE_DNS, name))
+    result = command.SubprocessRunner().run(["shellcheck", "-s", "bash", str(script)], timeout=60, check=False)
+    assert result.returncode == 0, result.stdout

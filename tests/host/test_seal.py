@@ -77,6 +77,7 @@ def node(host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock) -> s
         (machineconfig.KUBELET_DROPIN, machineconfig.kubelet_dropin(OPTIONS), 0o644),
         (machineconfig.CRIO_DROPIN, machineconfig.crio_dropin(OPTIONS), 0o644),
         (seal.UNIT_FILE, machineconfig.unit_text(machineconfig.Runtime.CONTAINER), 0o644),
+        (machineconfig.DNSMASQ_SCRIPT, "#!/usr/bin/env bash\n", 0o755),  # the Assisted Installer's SNO dnsmasq
     ):
         host.write_text(path, text, mode=mode)
     host.write_bytes(seal.KUBELET_CLIENT_CERT, kubelet_bundle(clk.now(), 60), mode=0o600)
@@ -237,3 +238,12 @@ def test_seal_ships_it_when_told_and_says_so(node: seal.Node) -> None:
     sealed = seal.seal(node, FakeFacts(), seal.Options(allow_factory_node_ip=True))
     assert [w.check for w in sealed.warnings] == ["node-ip"]
     assert node.host.exists(kubelet.SEAL_MARKER)
+
+
+def test_a_node_without_node_local_dns_seals_with_a_warning(node: seal.Node) -> None:
+    node.host.remove(machineconfig.DNSMASQ_SCRIPT)
+
+    sealed = seal.seal(node, FakeFacts())
+
+    assert [w.check for w in sealed.warnings] == ["node-dns"]
+    assert "render the factory MachineConfig with --node-dns" in sealed.warnings[0].message

@@ -5,6 +5,7 @@ sticks). It runs the real commands against the hub simulator and the OpenShift s
 from __future__ import annotations
 
 import pathlib
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,7 +24,7 @@ def test_the_fleet_demo_validates_relocates_and_reports(
     argv = ["demo", "--fleet", "5", "--nodes", "2", "--speed", "120", "--routes", "2", "--keep", str(tmp_path)]
     assert main.main(argv) == 0
     captured = capsys.readouterr()
-    out = captured.out + captured.err
+    out = captured.out
 
     assert "$ snoreloc fleet render --template base.yaml --inventory sites.csv --out sites" in out
     assert "rendered 5 site-configs" in out
@@ -32,12 +33,21 @@ def test_the_fleet_demo_validates_relocates_and_reports(
     assert "spec.network.routes.config[0].next-hop-address: is not a valid IP address" in out
     assert "[sites.csv line 4, column gateway]" in out
     assert "5 site-configs: 4 valid, 1 invalid" in out
-    assert "4 Sites created" in out and "made 4 sticks" in out
+    assert "the controller checked 5 Sites with the agent's rules" in out and "{'Invalid': 1, 'Ready': 4}" in out
+    assert "made 4 sticks" in out
     for name in ("store-0001", "store-0002"):
         line = next(line for line in out.splitlines() if line.startswith(f"{name}: relocated in"))
-        assert "its Site: Relocated" in line and "16/16 steps" in line
+        assert "its Site: Relocated" in line and "(the node reported run done" in line
     assert "store-0004: relocated" not in out, "--nodes 2: two nodes only"
-    assert f"everything is in {tmp_path}" in captured.err
+    assert f"everything is in {tmp_path}" in out
+    status = out[out.index("$ snoreloc fleet status") : out.index("$ snoreloc fleet why")]
+    assert "5 sites" in status
+    assert re.search(r"Invalid\s+1\n", status) and re.search(r"Ready\s+2\n", status), status
+    assert re.search(r"Relocated\s+2\n", status), status
+    assert "fleet/store-0003: Invalid (InvalidSiteConfig)" in out and "fleet/store-0001: Relocated (Done)" in out
+    page = (tmp_path / fleet.REPORT).read_text(encoding="utf-8")
+    assert f"the fleet report: {tmp_path / fleet.REPORT}" in out
+    assert "5 sites" in page and "Relocated" in page and "Invalid" in page and "store-0002" in page
 
     suites = ET.parse(tmp_path / fleet.JUNIT).getroot()
     failed = [case.get("name") for case in suites.iter("testcase") if case.find("failure") is not None]

@@ -54,7 +54,7 @@ def test_node_flow_relocates_and_disarms(root: fs.HostFS, sim: simulator.Simulat
 
     assert result.state.value in ("done", "done-with-warnings")
     status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
-    assert [s for s in status["order"][:3]] == ["network", "kubelet", "api"]
+    assert [s for s in status["order"][:4]] == ["network", "node-dns", "kubelet", "api"]
     assert all(status["steps"][name]["state"] == "done" for name in status["order"])
     assert not root.exists(kubelet.SEAL_MARKER), "a successful run disarms the unit"
     units = svc.host.units.runner
@@ -157,13 +157,14 @@ def test_plan_shows_the_node_before_the_cluster(root: fs.HostFS, sim: simulator.
 
     planned = node.plan_node(_request(root, sim), svc)
 
-    assert [p.step for p in planned.plans] == ["site-config", "network", "kubelet"]
+    assert [p.step for p in planned.plans] == ["site-config", "network", "node-dns", "kubelet"]
     assert planned.plans[0].notes == (f"{root.path('/etc/snoreloc/site-config.yaml')} (host-file): valid",)
     network = planned.plans[1].notes
     assert network[0].startswith('interface eno1.120: add {"ipv4": {"address": [{"ip": "10.42.0.10"')
     assert any(line.startswith("route ") and "10.42.0.1" in line for line in network)
     assert any(line.startswith("dns-resolver: ") and "10.42.0.53" in line for line in network)
     assert network[-1] == "apply the nmstate state, then probe: gateway 10.42.0.1, dns 10.42.0.53"
-    assert planned.plans[2].notes == ("start kubelet (seal stopped it)",) and not planned.kubelet_running
+    assert planned.plans[2].notes[0].startswith("on: set SNO_CLUSTER_NAME_OVERRIDE=store042, ")
+    assert planned.plans[3].notes == ("start kubelet (seal stopped it)",) and not planned.kubelet_running
     assert svc.host.nmstate.show() == before, "plan changes nothing"
     assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]

@@ -46,3 +46,16 @@ def test_dispatcher_script_is_shellcheck_clean(tmp_path: Path, render: str) -> N
     done = subprocess.run(["shellcheck", "--shell=bash", str(script)], capture_output=True, text=True, check=False)
 
     assert (done.returncode, done.stdout + done.stderr) == (0, "")
+
+
+def test_ignition_validate_is_silent_with_node_dns(tmp_path: Path) -> None:
+    require("ignition-validate")
+    config = tmp_path / "config.ign"
+    node_dns = machineconfig.FactoryOptions(
+        internal_ips=options("v4").internal_ips, image="quay.io/snoreloc/snoreloc:0.1.0", node_dns="sno1.example.com"
+    )
+    config.write_text(json.dumps(machineconfig.render(node_dns)["spec"]["config"]))
+
+    done = subprocess.run(["ignition-validate", str(config)], capture_output=True, text=True, check=False)
+
+    assert (done.returncode, done.stdout + done.stderr) == (0, "")

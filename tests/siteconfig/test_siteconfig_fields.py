@@ -19,7 +19,7 @@ import pytest
 
 from snoreloc import redact
 from snoreloc.host import network
-from snoreloc.siteconfig import loader, model, schema, semantic, structural
+from snoreloc.siteconfig import checks, loader, model, registry, schema, semantic, structural
 from snoreloc.siteconfig.settings import timeouts
 from snoreloc.steps.host import site_network
 
@@ -98,9 +98,18 @@ def _model_path(prop: tuple[str, ...]) -> str | None:
     return None
 
 
-def _resolves(dotted: str) -> bool:
-    cls: Any = model.SiteConfig
-    for part in dotted.split("."):
+def _fieldless(key: str) -> Any:
+    """The model class of a setting that has no `SiteConfig` field (read with `site.get(SETTING)`), or None."""
+    for entry in registry.SETTINGS:
+        if entry.key == key and not entry.field:
+            return type(entry.load(None, checks.Checked((), {})))
+    return None
+
+
+def _resolves(dotted: str, key: str = "") -> bool:
+    cls: Any = _fieldless(key) or model.SiteConfig
+    parts = dotted.split(".")[1:] if _fieldless(key) else dotted.split(".")
+    for part in parts:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         if part not in fields:
             return False
@@ -123,7 +132,7 @@ def test_every_schema_property_maps_to_a_model_field() -> None:
         if prop in UNMODELLED or prop in {("metadata",), ("spec",)} or prop in schema.DEPRECATED_PATHS:
             continue
         dotted = _model_path(prop)
-        if dotted is None or not _resolves(dotted):
+        if dotted is None or not _resolves(dotted, prop[1] if len(prop) > 1 else ""):
             homeless.append(".".join(prop))
     assert homeless == []
 

@@ -22,6 +22,9 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("import-report", "snoreloc_fleet.importreport"),
     ("render", "snoreloc_fleet.ops.cli_render"),
     ("validate", "snoreloc_fleet.ops.cli_validate"),
+    ("status", "snoreloc_fleet.ops.cli_status"),
+    ("why", "snoreloc_fleet.ops.cli_why"),
+    ("report", "snoreloc_fleet.ops.cli_report"),
 )
 
 

@@ -25,7 +25,7 @@ from typing import Any, Self
 
 import yaml
 
-from snoreloc_sim import faults, model, registry, server, tls
+from snoreloc_sim import dns, faults, model, registry, server, tls
 
 LOG = logging.getLogger(__name__)
 
@@ -135,7 +135,10 @@ class Simulator(Served):
     `seed` is the OpenShift minor version ("4.12": ICSP only, "4.14": IDMS served but the factory mirror is an
     ICSP, "4.16": IDMS era; see `seeds`); `speed` divides every simulated duration; `faults` is a FaultSpec or
     its string form (see `faults`); `routes` adds that many user routes; `port`/`router_port` 0 pick free ports;
-    `workdir` (default: a private temporary directory) holds the kubeconfig.
+    `workdir` (default: a private temporary directory) holds the kubeconfig. Name resolution (`snoreloc_sim.dns`):
+    `site_dns` is what the site's DNS answers (default: every name, pointing at the node); `node_dns` says whether
+    the factory node has the SNO dnsmasq configuration; `host_root` is the node's root directory, where the
+    node's dnsmasq reads its overrides file on `restart_dnsmasq()`.
     """
 
     def __init__(
@@ -151,6 +154,9 @@ class Simulator(Served):
         workdir: Path | str | None = None,
         expired_kubelet_cert: bool = False,
         crd_dir: Path | None = None,
+        site_dns: dns.SiteDns | None = None,
+        node_dns: bool = True,
+        host_root: Path | None = None,
     ) -> None:
         self.seed = seed
         self.speed = speed
@@ -164,6 +170,8 @@ class Simulator(Served):
         self._state: _Running | None = None
         self.seed_facts: Any = None
         self.startup_seconds = 0.0
+        self._site_dns, self._node_dns, self.host_root = site_dns, node_dns, host_root
+        self.dns: dns.Resolution | None = None
 
     # lifecycle
 
@@ -196,8 +204,29 @@ class Simulator(Served):
                 cluster, version=self.seed, routes=self.routes, expired_kubelet_cert=self.expired_kubelet_cert
             )
         if controllers is not None:
-            controllers.start(cluster)
+            self.dns = self._resolution(facts) if facts is not None else None
+            controllers.start(cluster, self.dns)
         return facts
+
+    def _resolution(self, facts: Any) -> dns.Resolution:
+        install = dns.Install(facts.cluster_name, facts.base_domain, facts.internal_ip) if self._node_dns else None
+        site = self._site_dns if self._site_dns is not None else dns.SiteDns.everything(facts.internal_ip)
+        return dns.Resolution(dns.NodeDns(install, self.host_root), site)
+
+    def resolve(self, name: str) -> list[str]:
+        """What `name` resolves to on the node (its dnsmasq, then the site's DNS); empty when it does not."""
+        return self.dns.lookup(name) if self.dns is not None else []
+
+    def attach_host_root(self, root: Path) -> None:
+        """Where the node's files are (the demo's and the tests' temporary host root)."""
+        if self.dns is not None:
+            self.dns.node.root = root
+            self.dns.node.restart()  # the boot's start of dnsmasq.service: its script writes its file there
+
+    def restart_dnsmasq(self) -> None:
+        """The node's `systemctl restart dnsmasq.service`: its script re-reads the overrides file."""
+        if self.dns is not None:
+            self.dns.node.restart()
 
     def _halt(self) -> None:
         if self._state is not None:

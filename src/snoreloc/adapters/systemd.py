@@ -33,6 +33,10 @@ class Systemd:
         """Start the unit and return once systemd has queued it (`--no-block`: we watch readiness ourselves)."""
         self.runner.run(["systemctl", "start", "--no-block", unit], timeout=self.timeout)
 
+    def restart(self, unit: str) -> None:
+        """Restart the unit and return once it has started again (its ExecStartPre= ran)."""
+        self.runner.run(["systemctl", "restart", unit], timeout=self.timeout)
+
     def stop(self, unit: str) -> None:
         self.runner.run(["systemctl", "stop", unit], timeout=self.timeout)
 

@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--role", default="master", help="MachineConfigPool role label (default: master)")
     parser.add_argument("--name", help="MachineConfig name (default: 99-<role>-snoreloc)")
     parser.add_argument("--agent-args", default="", help="extra arguments for `snoreloc run` at the site")
+    parser.add_argument(
+        "--node-dns",
+        metavar="CLUSTER_DOMAIN",
+        help="also give the node its own DNS for this install-time cluster domain (only for a cluster without the "
+        "SNO dnsmasq configuration, as `seal` reports; one reboot at the factory, none at the site)",
+    )
 
 
 def options_from(args: argparse.Namespace) -> machineconfig.FactoryOptions:
@@ -60,6 +66,7 @@ def options_from(args: argparse.Namespace) -> machineconfig.FactoryOptions:
         role=args.role,
         name=args.name,
         args=args.agent_args,
+        node_dns=args.node_dns,
     )
 
 

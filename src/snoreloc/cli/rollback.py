@@ -1,4 +1,5 @@
-"""`snoreloc rollback`: put back every object snoreloc changed, exactly as it was before its first change."""
+"""`snoreloc rollback`: put back every object snoreloc changed, exactly as it was before its first change, and the
+node's files the host steps changed (the DNS overrides, restarting dnsmasq) when this is the node that ran them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.engine import node, pipeline  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
     clock = common.make_clock(args)
     client = common.make_client(args, clock)
@@ -24,7 +25,15 @@ def run(args: argparse.Namespace) -> int:
         result = pipeline.rollback(common.make_paths(args), client, clock)
     finally:
         client.close()
-    doc = {"restored": result.restored, "deleted": result.deleted, "recreated": result.recreated}
+    doc: dict[str, tuple[str, ...]] = {
+        "restored": result.restored,
+        "deleted": result.deleted,
+        "recreated": result.recreated,
+    }
+    paths_ = common.make_paths(args)
+    if (paths_.state_dir / "host-backups").is_dir():  # only the node that ran the host steps has any
+        host = node.host_services(args.root, lambda: client, clock, lambda _line: None).host
+        doc["host"] = tuple(node.rollback_host(paths_, host))
     if args.output == "json":
         gone = [str(ref) for ref in result.namespaces]  # waited for: deleted namespaces that are gone now
         sys.stdout.write(json.dumps({**doc, "gone": gone}, indent=2) + "\n")

@@ -19,10 +19,11 @@ from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, pro
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import hubreport, journal, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
+from snoreloc.host import node_dns as host_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
 from snoreloc.steps import base, context
-from snoreloc.steps.host import api_wait, kubelet_start, site_network
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class Services:
     clock: clock_mod.Clock
     echo: Echo
     pages: list[page.PageServer] = field(default_factory=list)  # the progress page, once started
+    resolve: context.Resolver = kube.resolve  # the node's resolver (tests and the demo: the simulator's)
 
 
 class Reporter:
@@ -124,14 +126,29 @@ def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
     plans = (
         base.Plan("site-config", notes=(f"{found.path} ({origin}): valid",)),
         site_network.SiteNetwork(svc.host).plan_for(site),
+        node_dns.NodeDns(svc.host, req.paths.state_dir).plan_for(site),
         base.Plan("kubelet", notes=("kubelet already runs",) if running else ("start kubelet (seal stopped it)",)),
     )
     return NodePlan(site, str(found.path), plans, running)
 
 
-def node_steps(host: HostServices) -> list[base.Step]:
+def node_steps(host: HostServices, paths_: paths.Paths) -> list[base.Step]:
     """The host steps, in the order they run before the cluster steps."""
-    return [site_network.SiteNetwork(host), kubelet_start.StartKubelet(host), api_wait.WaitForApi()]
+    return [
+        site_network.SiteNetwork(host),
+        node_dns.NodeDns(host, paths_.state_dir),
+        kubelet_start.StartKubelet(host),
+        api_wait.WaitForApi(),
+    ]
+
+
+def rollback_host(paths_: paths.Paths, host: HostServices) -> list[str]:
+    """Put back what the host steps changed and kept originals of (the node's DNS overrides); what was done."""
+    restored = host_dns.restore(host.fs, host.units, paths_.state_dir)
+    if restored is None:
+        return []
+    what = "restored" if restored.existed else "removed (the factory had none)"
+    return [f"{host_dns.OVERRIDES} {what}; {host_dns.UNIT} restarted"]
 
 
 def relocate(req: NodeRequest, svc: Services) -> runner.Result:
@@ -145,7 +162,7 @@ def relocate(req: NodeRequest, svc: Services) -> runner.Result:
 
 
 def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    steps = node_steps(svc.host) + pipeline.cluster_steps()
+    steps = node_steps(svc.host, req.paths) + pipeline.cluster_steps()
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
@@ -207,7 +224,8 @@ def linger(pages: list[page.PageServer]) -> None:
 def _run_steps(
     req: NodeRequest, site: model.SiteConfig, steps: list[base.Step], svc: Services, say: Reporter
 ) -> runner.Result:
-    request = pipeline.Request(site, req.paths, replace(req.options, mode="node"), req.settings)
+    settings = replace(req.settings, on_node=True)
+    request = pipeline.Request(site, req.paths, replace(req.options, mode="node"), settings, resolve=svc.resolve)
     client = svc.client_factory()
     try:
         return pipeline.execute(request, client, svc.clock, steps=steps, progress=say)

@@ -6,6 +6,13 @@ that pin the node IP to it, so the site's new addresses do not change the node's
 `/etc/snoreloc/config`, which tells the unit how to run the agent (image or host install) and tells `seal` what to
 check. Rendering returns a plain dict (so it can be created through the API as well as printed). It never disables
 kubelet: a MachineConfig that did would take the factory node down; `seal` does that.
+
+With `--node-dns CLUSTER_DOMAIN` it also carries the node-local DNS an Assisted Installer SNO already has (its
+`50-master-dnsmasq-configuration`), for a factory cluster installed without it: a dnsmasq unit whose
+`ExecStartPre=` script answers `api`, `api-int` and `*.apps` of the cluster domain with the node's internal
+address and reads the same overrides file with the same names, a NetworkManager dispatcher script that puts that
+dnsmasq first in `/etc/resolv.conf`, and `rc-manager=unmanaged`. Applying it costs one reboot at the factory (the
+pool update); at the site the `node-dns` step then needs none.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 import yaml
 
 from snoreloc import errors
-from snoreloc.host import internal_ip
+from snoreloc.host import internal_ip, node_dns
 
 IGNITION_VERSION = "3.2.0"
 MC_API_VERSION = "machineconfiguration.openshift.io/v1"
@@ -33,6 +40,10 @@ CRIO_DROPIN = "/etc/systemd/system/crio.service.d/30-nodenet.conf"
 CONFIG_PATH = internal_ip.CONFIG_PATH
 parse_config = internal_ip.parse_config
 UNIT_NAME = "snoreloc.service"
+DNSMASQ_SCRIPT = node_dns.SCRIPT
+FORCEDNS_PATH = "/etc/NetworkManager/dispatcher.d/forcedns"
+NM_UNMANAGED_RESOLV = "/etc/NetworkManager/conf.d/single-node.conf"
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
@@ -60,6 +71,7 @@ class FactoryOptions:
     role: str = "master"
     name: str | None = None
     args: str = ""
+    node_dns: str | None = None  # the install-time cluster domain the node-local dnsmasq answers
 
     @property
     def mc_name(self) -> str:
@@ -82,6 +94,10 @@ def _problems(options: FactoryOptions) -> list[str]:
     versions = [address.version for address in options.internal_ips]
     if len(versions) != len(set(versions)):
         problems.append("give at most one internal IPv4 and one internal IPv6 address")
+    if options.node_dns is not None and not _DOMAIN.match(options.node_dns):
+        problems.append(f"--node-dns {options.node_dns!r} is not a cluster domain like sno1.factory.example.com")
+    if options.node_dns is not None and not options.internal_ips:
+        problems.append("--node-dns needs the internal address dnsmasq answers with (--internal-ip/--internal-ipv6)")
     if any(char in options.args for char in "\"'\\\n$`"):
         problems.append("--agent-args must not contain quotes, backslashes, $ or backticks")
     return problems
@@ -144,6 +160,34 @@ def unit_text(runtime: Runtime) -> str:
     return resources.files("snoreloc.factory.data").joinpath(name).read_text("utf-8")
 
 
+def node_dns_script(options: FactoryOptions, name: str) -> str:
+    """The dnsmasq `ExecStartPre=` script or the `forcedns` dispatcher, for the install's domain and address."""
+    cluster, base = node_dns.split(options.node_dns or "")
+    template = resources.files("snoreloc.factory.data").joinpath(name).read_text("utf-8")
+    values = {"@HOST_IP@": str(_ordered(options)[0].ip), "@CLUSTER_NAME@": cluster, "@BASE_DOMAIN@": base}
+    for key, value in values.items():
+        template = template.replace(key, value)
+    return template
+
+
+def _node_dns_files(options: FactoryOptions) -> list[dict[str, Any]]:
+    if options.node_dns is None:
+        return []
+    return [
+        _file(DNSMASQ_SCRIPT, node_dns_script(options, "dnsmasq-config.sh"), 0o755),
+        _file(FORCEDNS_PATH, node_dns_script(options, "forcedns.sh"), 0o755),
+        _file(NM_UNMANAGED_RESOLV, "[main]\nrc-manager=unmanaged\n", 0o644),
+    ]
+
+
+def _units(options: FactoryOptions) -> list[dict[str, Any]]:
+    units = [{"name": UNIT_NAME, "enabled": True, "contents": unit_text(options.runtime)}]
+    if options.node_dns is not None:
+        dnsmasq = resources.files("snoreloc.factory.data").joinpath("snoreloc-dnsmasq.service").read_text("utf-8")
+        units.append({"name": node_dns.UNIT, "enabled": True, "contents": dnsmasq})
+    return units
+
+
 def _file(path: str, text: str, mode: int) -> dict[str, Any]:
     encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
     return {"path": path, "mode": mode, "overwrite": True, "contents": {"source": f"data:;base64,{encoded}"}}
@@ -157,7 +201,7 @@ def files(options: FactoryOptions) -> list[dict[str, Any]]:
             _file(KUBELET_DROPIN, kubelet_dropin(options), 0o644),
             _file(CRIO_DROPIN, crio_dropin(options), 0o644),
         ]
-    return found
+    return found + _node_dns_files(options)
 
 
 def render(options: FactoryOptions) -> dict[str, Any]:
@@ -171,7 +215,7 @@ def render(options: FactoryOptions) -> dict[str, Any]:
             "config": {
                 "ignition": {"version": IGNITION_VERSION},
                 "storage": {"files": files(options)},
-                "systemd": {"units": [{"name": UNIT_NAME, "enabled": True, "contents": unit_text(options.runtime)}]},
+                "systemd": {"units": _units(options)},
             }
         },
     }

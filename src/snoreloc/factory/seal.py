@@ -2,7 +2,8 @@
 
 Checks (every failure is listed at once, so the installer fixes all of them in one go):
 the cluster is healthy; the factory MachineConfig is in the pool's rendered config and the pool is updated; the
-internal IP is on its interface; the dispatcher script and the kubelet/CRI-O drop-ins are in place; in container
+internal IP is on its interface; the dispatcher script and the kubelet/CRI-O drop-ins are in place; the node has
+the SNO dnsmasq configuration that lets it answer for its new names at the site (a warning when not); in container
 mode the agent image is on the node (the site has no registry for it); the kubelet client certificate outlives the
 stated shelf time (expiring on the shelf is a warning, since the agent approves the node's renewal CSRs at the
 site; `strict` makes it a refusal; already expired or unreadable is always a refusal).
@@ -32,7 +33,7 @@ import snoreloc
 from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, kube, systemd
 from snoreloc.factory import machineconfig
-from snoreloc.host import kubelet
+from snoreloc.host import kubelet, node_dns
 
 LOG = logging.getLogger(__name__)
 
@@ -127,8 +128,21 @@ def check_node(node: Node, options: Options) -> list[Finding]:
         missing = f"{machineconfig.CONFIG_PATH} is missing: the factory MachineConfig is not applied to this node"
         return [Finding("machineconfig", missing), *check_kubelet_cert(node, options)]
     findings = check_files(node, config) + check_internal_ips(node, config) + check_image(node, config)
-    findings += check_decoupled(config, options)
+    findings += check_decoupled(config, options) + check_node_dns(node)
     return findings + check_kubelet_cert(node, options)
+
+
+def check_node_dns(node: Node) -> list[Finding]:
+    """A warning when the node cannot answer for its new names at the site (no SNO dnsmasq configuration)."""
+    if node_dns.configured(node.host):
+        return []
+    message = (
+        f"this node has no SNO dnsmasq configuration ({node_dns.SCRIPT}): at the site the new names can only come "
+        "from the site DNS, and the run refuses to start until they resolve. To have the node answer them itself, "
+        "render the factory MachineConfig with --node-dns <this cluster's domain> and apply it (one reboot here, "
+        "none at the site)"
+    )
+    return [Finding("node-dns", message, fatal=False)]
 
 
 def check_cluster(facts: ClusterFacts, options: Options) -> list[Finding]:

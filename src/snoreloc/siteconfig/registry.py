@@ -16,6 +16,7 @@ from snoreloc import errors
 from snoreloc.siteconfig import checks, findings, setting
 from snoreloc.siteconfig.settings import (
     catalog_sources,
+    dns,
     extra_manifests,
     kubelet,
     network_accept,
@@ -42,6 +43,7 @@ SETTINGS: tuple[setting.Setting[Any], ...] = (
     routes.SETTING,
     operators.SETTING,
     progress_page.SETTING,
+    dns.SETTING,
 )
 
 

@@ -57,6 +57,7 @@ class Settings:
     operator_regen_timeout: float = 300.0
     csr_wait: float = 0.0  # how long the csr step waits for pending CSRs to appear (0: look once)
     node_name: str | None = None
+    on_node: bool = False  # the node flow: `resolve` is the node's own resolver, as the cluster's pods see it
 
 
 @dataclass

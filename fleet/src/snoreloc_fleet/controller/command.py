@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import pathlib
+from typing import TYPE_CHECKING
 
 from snoreloc import errors
+
+if TYPE_CHECKING:
+    from snoreloc_fleet.ops.metrics import FleetMetrics
 
 HELP = "run the hub controller: validate Sites, issue their reporting credentials, keep their status"
 
@@ -29,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qps", type=float, default=20.0, help="API writes per second, on average")
     parser.add_argument("--burst", type=int, default=40, help="API writes at once")
     parser.add_argument("--workers", type=int, default=4, help="Sites reconciled at once")
+    parser.add_argument(
+        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port (/metrics; default: off)"
+    )
 
 
 def hub_address(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[str, bytes]:
@@ -63,6 +70,18 @@ def run(args: argparse.Namespace) -> int:
         qps=args.qps,
         burst=args.burst,
         workers=args.workers,
+        metrics=_metrics(args.metrics_port),
     )
     operator.run(options)
     return 0
+
+
+def _metrics(port: int | None) -> FleetMetrics | None:
+    """The controller's metrics, served on `port` for as long as the process runs (None: not asked for)."""
+    if port is None:
+        return None
+    from snoreloc_fleet.ops import metrics  # noqa: PLC0415
+
+    fleet_metrics = metrics.FleetMetrics()
+    metrics.serve(fleet_metrics, port)
+    return fleet_metrics

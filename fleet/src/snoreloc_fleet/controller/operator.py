@@ -32,6 +32,7 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile as reconcile_mod
+from snoreloc_fleet.ops.metrics import FleetMetrics
 
 LOG = logging.getLogger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -64,11 +65,24 @@ class LimitedClient(kube.Client):
     """The agent's kube client (official client + tenacity) with the controller's write rate limit."""
 
     bucket: TokenBucket | None = None
+    metrics: FleetMetrics | None = None
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         if self.bucket is not None and method in WRITE_METHODS:
             self.bucket.take()
-        return super().request(method, path, **options)
+        if self.metrics is None:
+            return super().request(method, path, **options)
+        query = options.get("query")
+        try:
+            result = super().request(method, path, **options)
+        except kube.ApiError as exc:
+            self.metrics.request(method, path, query, str(exc.status))
+            raise
+        except kube.Unreachable:
+            self.metrics.request(method, path, query, "unreachable")
+            raise
+        self.metrics.request(method, path, query, "2xx")
+        return result
 
 
 @dataclass
@@ -83,6 +97,7 @@ class Options:
     burst: int = 40
     workers: int = 4
     clock: clock_mod.Clock = field(default_factory=clock_mod.SystemClock)
+    metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.ops.metrics`)
 
 
 def configuration_for(kubeconfig: str | None) -> k8s_client.Configuration:
@@ -122,6 +137,7 @@ class Controller:
         self.configuration = configuration_for(options.kubeconfig)
         self.client = LimitedClient(k8s_client.ApiClient(self.configuration), clock=options.clock)
         self.client.bucket = TokenBucket(options.qps, options.burst)
+        self.client.metrics = options.metrics
         self.counters = reconcile_mod.Counters()
         self.known: set[tuple[str, str]] = set()
         self._locks: dict[tuple[str, str], threading.Lock] = {}
@@ -144,6 +160,17 @@ class Controller:
         return outcome
 
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
+        metrics = self.options.metrics
+        if metrics is not None:
+            metrics.seen(event)
+        try:
+            self._on_event(event, namespace, name)
+        except Exception as exc:
+            if metrics is not None:
+                metrics.error(exc)
+            raise
+
+    def _on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
         if event.get("type") == "DELETED":
             with self._guard:
                 self.known.discard((namespace, name))
@@ -188,6 +215,8 @@ class Controller:
                 try:
                     self.reconcile(namespace, name)
                 except Exception as exc:  # one Site's trouble must not end the sweep
+                    if self.options.metrics is not None:
+                        self.options.metrics.error(exc)
                     LOG.warning("sweep of site %s/%s: %s", namespace, name, exc)
 
 

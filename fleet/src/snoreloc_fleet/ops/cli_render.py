@@ -3,6 +3,7 @@
 Every row is rendered in memory first; any problem (an unknown column, a secret in a cell, a file found nowhere)
 is printed with its inventory line and column and nothing is written (exit 65). Then each site directory is
 written whole, and `inventory-trace.json` beside them lets `snoreloc fleet validate DIR` point back at the cells.
+With `--sites DIR` the same rows become the hub's objects instead (`ops.sites`): `sites.yaml` and `secrets.yaml`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--inventory", required=True, type=pathlib.Path, help="sites.csv or sites.yaml, one row per site"
     )
-    parser.add_argument("--out", required=True, type=pathlib.Path, help="the directory to write <site>/ into")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", type=pathlib.Path, help="the directory to write <site>/ into")
+    target.add_argument(
+        "--sites", type=pathlib.Path, metavar="DIR", help="write the hub's Site objects (sites.yaml, secrets.yaml)"
+    )
+    parser.add_argument("-n", "--namespace", default="default", help="with --sites: the Sites' namespace")
+    parser.add_argument(
+        "--shared-secret",
+        default="fleet-shared-files",
+        help="with --sites: the Secret of the files next to the template",
+    )
 
 
 def render_all(
@@ -48,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     rows = inventory.load(args.inventory)
     sites = render_all(tpl, rows, args.inventory.parent)
     refuse(sites)
+    if args.sites is not None:
+        return _write_sites(args, sites)
     tree.check_targets(args.out, [s.row.name for s in sites])
     args.out.mkdir(parents=True, exist_ok=True)
     for site in sites:
@@ -55,5 +68,21 @@ def run(args: argparse.Namespace) -> int:
     tree.write_trace(args.out, tpl, sites)
     sys.stdout.write(
         f"rendered {len(sites)} site-configs into {args.out}; check them: snoreloc fleet validate {args.out}\n"
+    )
+    return int(errors.ExitCode.OK)
+
+
+def _write_sites(args: argparse.Namespace, sites: list[template.Rendered]) -> int:
+    import yaml  # noqa: PLC0415
+
+    from snoreloc_fleet.ops import sites as hub_objects  # noqa: PLC0415 (only with --sites)
+
+    site_objects, secrets = hub_objects.objects(sites, args.namespace, args.shared_secret)
+    args.sites.mkdir(parents=True, exist_ok=True)
+    tree.write_private(args.sites / "secrets.yaml", yaml.safe_dump_all(secrets, sort_keys=False))
+    (args.sites / "sites.yaml").write_text(yaml.safe_dump_all(site_objects, sort_keys=False), encoding="utf-8")
+    sys.stdout.write(
+        f"wrote {len(site_objects)} Sites to {args.sites / 'sites.yaml'} and {len(secrets)} Secrets to "
+        f"{args.sites / 'secrets.yaml'} (0600); apply both: kubectl apply -f {args.sites}\n"
     )
     return int(errors.ExitCode.OK)

@@ -4,12 +4,13 @@
 `routes` (host generation and router status), `openshift_apiserver` (routing subdomain), `kube_apiserver`
 (revisions, outages, served API certificates), `ingress` (router default certificate), `component_routes`
 (console and authentication), `machine_config` (pool updates, reboots), `kubelet` (CSRs and their signer, and
-the static-pod operators' node controller).
+the static-pod operators' node controller), `route_health` (the authentication and console operators' route
+checks, through the cluster's name resolution).
 """
 
 from __future__ import annotations
 
-from snoreloc_sim import model
+from snoreloc_sim import dns, model
 from snoreloc_sim.controllers import (
     base,
     component_routes,
@@ -18,12 +19,14 @@ from snoreloc_sim.controllers import (
     kubelet,
     machine_config,
     openshift_apiserver,
+    route_health,
     routes,
 )
 
 
-def start(cluster: model.Cluster) -> None:
-    """Subscribe every operator to the cluster's store (call once, after the seed is loaded)."""
+def start(cluster: model.Cluster, resolution: dns.Resolution | None = None) -> None:
+    """Subscribe every operator to the cluster's store (call once, after the seed is loaded). Without a
+    `resolution` the route checks are left out (every name resolves)."""
     routing = routes.Routing(routes.effective_domain(base.find(cluster, base.INGRESSES, "cluster")))
     route_controller = routes.RouteController(cluster, routing)
     route_controller.install()
@@ -39,5 +42,7 @@ def start(cluster: model.Cluster) -> None:
         kubelet.CSRSigner(cluster),
         node_controller,
     )
+    if resolution is not None:
+        operators += tuple(route_health.start(cluster, resolution))
     cluster.store.subscribe(base.fan_out(operators))
     node_controller.sync()  # a node shelved past its certificate is NotReady from the start

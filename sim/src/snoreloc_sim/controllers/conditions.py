@@ -59,12 +59,15 @@ def degraded(reason: str, message: str) -> list[Condition]:
 
 
 def set_operator(cluster: model.Cluster, name: str, updates: Iterable[Condition]) -> None:
-    """Apply condition updates to ClusterOperator `name` (a missing operator is left alone)."""
+    """Apply condition updates to ClusterOperator `name` (a missing operator is left alone); conditions another
+    controller holds (`cluster.overlays`) win, as a library-go status union keeps a failing check's condition."""
     co = base.find(cluster, base.CLUSTEROPERATORS, name)
     if co is None:
         return
     status = co.setdefault("status", {})
-    status["conditions"] = merge(status.get("conditions", []), updates, base.timestamp())
+    held = cluster.overlays.get(name, {})
+    wanted = [cond for cond in updates if cond.type not in held] + list(held.values())
+    status["conditions"] = merge(status.get("conditions", []), wanted, base.timestamp())
     base.write_status(cluster, base.CLUSTEROPERATORS, co)
 
 

@@ -1,12 +1,15 @@
-"""`snoreloc demo --fleet N`: the fleet in one command, on this machine, changing nothing here.
+"""`snoreloc demo --fleet N` (`make demo-fleet`): the fleet in one command, on this machine, changing nothing here.
 
 A fleet owner's inputs are generated (one template made from the single-site demo's site-config, an inventory of N
-sites with one typo in it), then the owner's commands run exactly as typed: `snoreloc fleet render` and `snoreloc
-fleet validate` (which names the bad site, its field and the inventory cell to fix). A simulated hub starts with
-the Site controller in this process; the valid sites become Sites, the controller validates them and issues their
-reporting credentials, and every Ready Site's stick is made from the hub as `fleet make-media` does. A few nodes
-then relocate, each against its own simulated factory SNO, and report to their Sites, which turn Relocated.
-Last, the fleet's state. Everything is written under one directory, kept and printed at the end.
+sites with one typo in it), then the owner's commands run in this process exactly as typed: `snoreloc fleet render`
+and `snoreloc fleet validate` (which names the bad site, its field and the inventory cell to fix), and `fleet
+render --sites` for the hub's objects. A simulated hub starts (the Site CRD as `fleet install` applies it) with the
+real Site controller in a thread; the objects are applied, the controller checks every Site with the agent's rules
+(the bad one turns Invalid there too) and issues the others their reporting credentials, and every Ready Site's
+stick is made from the hub as `fleet make-media` makes it. A few nodes then relocate, one after the other, each
+with its stick against its own simulated factory SNO (host steps on fakes), and report to their Sites with their
+sticks' credentials until the hub shows them Relocated. Last, `fleet status`, `fleet why` and `fleet report
+--html`. Everything is written under one directory, kept and printed at the end.
 
 Rendering and validation run before any simulator starts: `fleet validate` forks its workers, and a fork must not
 copy a process whose server threads hold locks.
@@ -15,8 +18,10 @@ copy a process whose server threads hold locks.
 from __future__ import annotations
 
 import argparse
+import collections
 import csv
 import logging
+import shlex
 import shutil
 import sys
 import tempfile
@@ -39,21 +44,23 @@ from snoreloc_sim.demo import flow, hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
 
 NAMESPACE = "fleet"
-SHARED = "fleet-inputs"  # the Secret and ConfigMap holding the files every site shares
 CONTROLLER_QPS = 200.0  # the demo's controller writes faster than the default 20/s: a fleet appears at once here
 PAGE_LINE = "progress page:"  # the one line of a node's own output the demo shows
 HINT = "The machine may be too busy for the demo's pace: run it again with a lower --speed, or fewer sites."
 TEMPLATE, INVENTORY, SITES_DIR, JUNIT = "base.yaml", "sites.csv", "sites", "junit.xml"
+HUB_OBJECTS, STICKS, REPORT = "hub-objects", "sticks", "fleet.html"
 
 
 def say(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    """The demo's own lines, on stdout between the commands' outputs (the agent's logs go to stderr)."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
 
 
 def _command(argv: list[str], cwd: Path) -> int:
     """Run `snoreloc ARGV` in this process, shown as typed (paths relative to `cwd`)."""
-    say(f"\n$ snoreloc {' '.join(str(Path(a).relative_to(cwd)) if a.startswith(str(cwd)) else a for a in argv)}")
+    shown = (str(Path(a).relative_to(cwd)) if a.startswith(f"{cwd}/") else a for a in argv)
+    say(f"\n$ snoreloc {shlex.join(shown)}")
     sys.stdout.flush()
     code = main.main(argv)
     sys.stdout.flush()
@@ -107,8 +114,9 @@ def failed_sites(junit: Path) -> set[str]:
     return {str(case.get("name")) for case in suites.iter("testcase") if case.find("failure") is not None}
 
 
-def render_and_validate(owner: Path) -> tuple[list[str], set[str]]:
-    """`fleet render` then `fleet validate` as the owner types them; the valid sites and the invalid ones."""
+def render_and_validate(owner: Path) -> set[str]:
+    """`fleet render`, `fleet validate`, then `fleet render --sites` for the hub, as the owner types them; the
+    sites `fleet validate` found invalid."""
     sites = owner / SITES_DIR
     render = ["fleet", "render", "--template", str(owner / TEMPLATE), "--inventory", str(owner / INVENTORY)]
     if _command([*render, "--out", str(sites)], owner) != 0:
@@ -116,40 +124,41 @@ def render_and_validate(owner: Path) -> tuple[list[str], set[str]]:
     junit = owner / JUNIT
     code = _command(["fleet", "validate", str(sites), "--unique-addresses", "--junit", str(junit)], owner)
     invalid = failed_sites(junit)
-    say(f"(exit {code}: {len(invalid)} invalid; CI stops those, the rest go on to the hub)")
-    valid = sorted(p.parent.name for p in sites.glob(f"*/{medium.SITE_CONFIG_NAME}") if p.parent.name not in invalid)
-    return valid, invalid
+    say(f"(exit {code}: {', '.join(sorted(invalid))} invalid; the hub will refuse it with the same rules)")
+    if _command([*render, "--sites", str(owner / HUB_OBJECTS), "-n", NAMESPACE], owner) != 0:
+        raise errors.InternalError("the demo's inventory did not render as hub objects")
+    return invalid
 
 
-def _ready_all(admin: kube.Client, count: int, budget: float) -> None:
-    def settled() -> bool | None:
+def _validated(admin: kube.Client, count: int, budget: float) -> collections.Counter[str]:
+    """Once the controller has checked all `count` Sites (each Ready or Invalid), how many are in each phase."""
+
+    def checked() -> collections.Counter[str] | None:
         counts = hubsite.phases(admin, NAMESPACE)
-        return True if counts.get(site.Phase.READY.value, 0) == count else None
+        return counts if counts[site.Phase.READY.value] + counts[site.Phase.INVALID.value] == count else None
 
-    wait = waits.Wait("fleet-demo", f"{count} Sites to be Ready", budget, 0.5, hint=HINT)
-    waits.until(settled, wait, clock.SystemClock())
+    wait = waits.Wait("fleet-demo", f"the controller to check {count} Sites", budget, 0.5, hint=HINT)
+    return waits.until(checked, wait, clock.SystemClock())
 
 
-def onto_the_hub(admin: kube.Client, sites: Path, valid: list[str], budget: float) -> None:
-    """The valid sites as Sites (their shared files kept once, in a Secret and a ConfigMap), until all are Ready."""
-    first = sites / valid[0] / medium.SITE_CONFIG_NAME
-    files = medium.contents(first)
-    files.pop(medium.SITE_CONFIG_NAME)
-    refs = hubsite.keep_files(admin, NAMESPACE, SHARED, files)
+def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
+    """Apply what `fleet render --sites` wrote (as `kubectl apply -f` would); the Sites the controller made Ready."""
     started = time.monotonic()
-    for name in valid:
-        config = yaml.safe_load((sites / name / medium.SITE_CONFIG_NAME).read_text(encoding="utf-8"))
-        hubsite.apply_site(admin, NAMESPACE, name, config=config["spec"], refs=refs)
-    _ready_all(admin, len(valid), budget)
-    say(f"{len(valid)} Sites created; the controller validated each and issued its credential: all Ready in "
-        f"{time.monotonic() - started:.1f}s")  # fmt: skip
+    for file, resource in (("secrets.yaml", kube.SECRETS), ("sites.yaml", hubsite.SITES)):
+        for obj in yaml.safe_load_all((objects / file).read_text(encoding="utf-8")):
+            admin.create(resource, obj)
+    counts = _validated(admin, count, budget=max(60.0, count))
+    say(f"applied {objects}: the controller checked {count} Sites with the agent's rules in "
+        f"{time.monotonic() - started:.1f}s: {dict(sorted(counts.items()))}")  # fmt: skip
+    ready = [obj for obj in admin.list(hubsite.SITES, NAMESPACE) if obj["status"]["phase"] == site.Phase.READY.value]
+    return sorted(obj["metadata"]["name"] for obj in ready)
 
 
-def make_sticks(admin: kube.Client, sticks: Path, valid: list[str]) -> None:
-    for name in valid:
+def make_sticks(admin: kube.Client, sticks: Path, ready: list[str]) -> None:
+    for name in ready:
         files = hubsite.make_stick(admin, NAMESPACE, name, sticks / name)
-    say(f"made {len(valid)} sticks from the hub (as `snoreloc fleet make-media SITE --out-dir DIR`), each holding: "
-        f"{', '.join(files)}")  # fmt: skip
+    say(f"made {len(ready)} sticks from the hub into {sticks}/SITE (as `snoreloc fleet make-media SITE --out-dir "
+        f"DIR`), each holding: {', '.join(files)}")  # fmt: skip
 
 
 def _node_echo(name: str) -> Callable[[str], None]:
@@ -167,12 +176,18 @@ def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workd
     Site on the hub, once its reports made it Relocated."""
     root = fs.HostFS(workdir / "nodes" / name)
     shutil.copytree(sticks / name, root.path("/etc/snoreloc"))
+    spec = yaml.safe_load((sticks / name / medium.SITE_CONFIG_NAME).read_text(encoding="utf-8"))["spec"]
+    address = spec["network"]["interfaces"][0]["ipv4"]["address"][0]["ip"]
+    site_dns = flow.site_dns(spec["domain"], address)  # this store's DNS has the records for its new names
     started = time.monotonic()
     progress = logging.getLogger("snoreloc.progress")
     level = progress.level
     progress.setLevel(logging.WARNING)  # each node's waits: on its progress page and in its journal, not here
     try:
-        with simulator.Simulator(args.seed, args.speed, routes=args.routes, workdir=workdir / "sims" / name) as sim:
+        factory = simulator.Simulator(
+            args.seed, args.speed, routes=args.routes, workdir=workdir / "sims" / name, site_dns=site_dns
+        )
+        with factory as sim:
             _request, result = flow.relocate(root, sim, echo=_node_echo(name))
     finally:
         progress.setLevel(level)
@@ -183,12 +198,16 @@ def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workd
         f"{obj['status']['phase']} (the node reported run {agent['runState']}, {steps})")  # fmt: skip
 
 
-def fleet_state(hub: HubSimulator, workdir: Path) -> list[Path]:
-    """The fleet at a glance. The files written."""
-    # TODO(fleetops): `snoreloc fleet status` and `snoreloc fleet report --html` are being built on branch
-    # fleetops; once merged, run both here (status printed, report.html written and returned).
-    say("\n(the fleet's state: `snoreloc fleet status` and `fleet report --html` are not on this branch yet)")
-    return []
+def fleet_state(hub: HubSimulator, workdir: Path, invalid: set[str], nodes: list[str]) -> Path:
+    """The fleet at a glance, as its owner asks for it; the HTML report's path."""
+    access = ["--kubeconfig", str(hub.kubeconfig_path), "-n", NAMESPACE]
+    say("\nthe fleet at a glance:")
+    _command(["fleet", "status", *access], workdir)
+    for name in [*sorted(invalid), *nodes[:1]]:
+        _command(["fleet", "why", name, *access], workdir)
+    page = workdir / REPORT
+    _command(["fleet", "report", *access, "--html", str(page), "--title", "snoreloc demo fleet"], workdir)
+    return page
 
 
 def _controller_options(hub: HubSimulator) -> operator.Options:
@@ -196,7 +215,7 @@ def _controller_options(hub: HubSimulator) -> operator.Options:
     return operator.Options(config=config, kubeconfig=str(hub.kubeconfig_path), qps=CONTROLLER_QPS, burst=400)
 
 
-def _on_the_hub(args: argparse.Namespace, workdir: Path, valid: list[str], scratch: Path) -> list[Path]:
+def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scratch: Path) -> Path:
     with HubSimulator(workdir=scratch / "hub") as hub:
         say(f"\nthe hub: a simulated Kubernetes API at {hub.api_url}, the Site CRD installed, the Site controller "
             "running in this process")  # fmt: skip
@@ -205,14 +224,15 @@ def _on_the_hub(args: argparse.Namespace, workdir: Path, valid: list[str], scrat
         logging.getLogger("kopf").setLevel(logging.ERROR)  # its start-up notes are about threads, not the fleet
         controller = operator.Background(_controller_options(hub))
         try:
-            onto_the_hub(admin, workdir / SITES_DIR, valid, budget=max(60.0, len(valid)))
-            make_sticks(admin, workdir / "sticks", valid)
-            nodes = valid[: args.nodes]
-            say(f"\n{len(nodes)} nodes relocate, each against its own simulated factory SNO ({args.seed}, "
-                f"{args.speed:g}x real time; host steps on fakes), and report to their Sites")  # fmt: skip
+            ready = onto_the_hub(admin, workdir / HUB_OBJECTS, args.fleet)
+            make_sticks(admin, workdir / STICKS, ready)
+            nodes = ready[: args.nodes]
+            pace = f"{args.seed}, {args.speed:g}x real time; host steps on fakes"
+            say(f"\n{len(nodes)} nodes relocate, each with its stick against its own simulated factory SNO ({pace}), "
+                "and report to their Sites")  # fmt: skip
             for name in nodes:
-                relocate_node(args, admin, name, scratch, workdir / "sticks")
-            return fleet_state(hub, workdir)
+                relocate_node(args, admin, name, scratch, workdir / STICKS)
+            return fleet_state(hub, workdir, invalid, nodes)
         finally:
             controller.stop()
             admin.close()
@@ -227,10 +247,11 @@ def run(args: argparse.Namespace) -> int:
     say(f"snoreloc demo --fleet {args.fleet}: the fleet owner's inputs in {workdir}: {TEMPLATE} (the template and "
         f"the files every site shares) and {INVENTORY} ({args.fleet} sites)")  # fmt: skip
     write_inputs(workdir, args.fleet)
-    valid, _invalid = render_and_validate(workdir)
+    invalid = render_and_validate(workdir)
     with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-demo-sims-") as scratch:
-        written = _on_the_hub(args, workdir, valid, Path(scratch))
+        page = _on_the_hub(args, workdir, invalid, Path(scratch))
     say(f"\nsnoreloc demo --fleet: done in {time.monotonic() - started:.1f}s; everything is in {workdir}")
-    for path in written:
-        say(f"  {path}")
+    say(f"  the fleet report: {page} (open it in a browser)")
+    say(f"  the CI report of `fleet validate`: {workdir / JUNIT}")
+    say(f"  the sticks: {workdir / STICKS}/SITE")
     return 0

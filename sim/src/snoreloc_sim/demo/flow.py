@@ -31,9 +31,10 @@ from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host.services import HostServices
 from snoreloc.pki import certs as pki
 from snoreloc.steps import context
-from snoreloc_sim import simulator
+from snoreloc_sim import dns, simulator
 
 SITE_DOMAIN = "store042.edge.example.net"
+SITE_ADDRESS = "10.42.0.10"
 MANIFESTS = Path(__file__).parent / "manifests"
 FACTORY_NETWORK: dict[str, Any] = {
     "interfaces": [{"name": "eno1", "type": "ethernet", "state": "up", "ipv4": {"enabled": True, "dhcp": True}}],
@@ -65,9 +66,18 @@ class MemoryNetwork:
             self.current, self._saved = self._saved, None
 
 
-def fake_systemctl() -> command.FakeRunner:
-    """systemctl and agetty as a freshly sealed node answers them: kubelet disabled until we start it."""
+def fake_systemctl(on_restart: dict[str, Any] | None = None) -> command.FakeRunner:
+    """systemctl and agetty as a freshly sealed node answers them: kubelet disabled until we start it;
+    `systemctl restart UNIT` calls `on_restart[UNIT]` (the simulator's dnsmasq re-reading its overrides)."""
     runner_ = command.FakeRunner()
+    hooks = on_restart or {}
+
+    def restart(argv: Any, _input: Any) -> command.Result:
+        hook = hooks.get(argv[-1])
+        if hook is not None:
+            hook()
+        return command.Result(0 if hook is not None else 5)  # 5: systemctl's "unit not found"
+
     state = {"kubelet": False}
 
     def start(argv: Any, _input: Any) -> command.Result:
@@ -80,6 +90,7 @@ def fake_systemctl() -> command.FakeRunner:
     runner_.on(["systemctl", "start"], start)
     runner_.on(["systemctl", "is-active"], is_active)
     runner_.on(["systemctl", "enable"], command.Result(0))
+    runner_.on(["systemctl", "restart"], restart)
     runner_.on(["agetty", "--reload"], command.Result(0))
     return runner_
 
@@ -102,7 +113,7 @@ def site_config() -> dict[str, Any]:
                         "ipv4": {
                             "enabled": True,
                             "dhcp": False,
-                            "address": [{"ip": "10.42.0.10", "prefix-length": 24}],
+                            "address": [{"ip": SITE_ADDRESS, "prefix-length": 24}],
                         },
                     }
                 ],
@@ -146,14 +157,36 @@ def write_site(root: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
     return root.path("/etc/snoreloc/site-config.yaml")
 
 
+def factory_node(root: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = True) -> None:
+    """The factory node's own files the simulator reads: with `dnsmasq`, the SNO dnsmasq configuration's script
+    (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO."""
+    sim.attach_host_root(root.path("/"))
+    facts = sim.seed_facts
+    if dnsmasq and not root.exists(dns.SCRIPT):
+        install = dns.Install(facts.cluster_name, facts.base_domain, facts.internal_ip)
+        root.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
+
+
+def site_dns(domain: str = SITE_DOMAIN, address: str = SITE_ADDRESS) -> dns.SiteDns:
+    """A store's DNS (the demo store's by default): it has the records for the new domain, pointing at the node's
+    site address."""
+    return dns.SiteDns({f"api.{domain}": [address], f"*.apps.{domain}": [address]})
+
+
 def _indented(line: str) -> None:
     print(f"  {line}", file=sys.stderr, flush=True)
 
 
 def services(
-    root: fs.HostFS, sim: simulator.Simulator, clk: clock.Clock, *, echo: Callable[[str], None] = _indented
+    root: fs.HostFS,
+    sim: simulator.Simulator,
+    clk: clock.Clock,
+    *,
+    dnsmasq: bool = True,
+    echo: Callable[[str], None] = _indented,
 ) -> node.Services:
-    runner_ = fake_systemctl()
+    factory_node(root, sim, dnsmasq=dnsmasq)
+    runner_ = fake_systemctl({dns.UNIT: sim.restart_dnsmasq} if dnsmasq else None)
     node_host = HostServices(
         fs=root, nmstate=MemoryNetwork(FACTORY_NETWORK), prober=probe.FakeProber(), units=systemd.Systemd(runner_)
     )
@@ -164,6 +197,7 @@ def services(
         client_factory=lambda: kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clk),
         clock=clk,
         echo=echo,
+        resolve=sim.resolve,
     )
 
 
@@ -192,7 +226,8 @@ def relocate(
 def _relocate(args: argparse.Namespace, workdir: Path) -> int:
     say = sys.stderr.write
     say(f"snoreloc demo: starting the simulated factory SNO ({args.seed}, {args.speed:g}x real time) ...\n")
-    with simulator.Simulator(args.seed, args.speed, routes=args.routes, workdir=workdir / "sim") as sim:
+    sim_ = simulator.Simulator(args.seed, args.speed, routes=args.routes, workdir=workdir / "sim", site_dns=site_dns())
+    with sim_ as sim:
         say(f"  cluster up in {sim.startup_seconds:.2f}s: {sim.api_url}\n")
         say("  host steps act on fakes (in-memory NetworkManager, scripted systemctl): nothing here changes\n")
         root = fs.HostFS(workdir / "root")

@@ -3,7 +3,7 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "e8d040e09e5ec51aa99d5f45e66c0b1171153b0bc084bdb0682e32a74265ddef"
+SCHEMA_DIGEST = "c6d4bff1004ef6ea072c0aaa57d79a35e2d39e14659950d9301112f11aaa49f4"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
@@ -1531,6 +1531,21 @@ def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_
                                 if data__spec__progressPage__keepMinutes > 1440:
                                     raise JsonSchemaValueException()
                         if data__spec__progressPage_keys:
+                            raise JsonSchemaValueException()
+                if 'dns' in data__spec_keys:
+                    data__spec_keys.remove('dns')
+                    data__spec__dns = data__spec['dns']
+                    if not isinstance(data__spec__dns, dict):
+                        raise JsonSchemaValueException()
+                    data__spec__dns_is_dict = isinstance(data__spec__dns, dict)
+                    if data__spec__dns_is_dict:
+                        data__spec__dns_keys = set(data__spec__dns.keys())
+                        if 'nodeLocal' in data__spec__dns_keys:
+                            data__spec__dns_keys.remove('nodeLocal')
+                            data__spec__dns__nodeLocal = data__spec__dns['nodeLocal']
+                            if not isinstance(data__spec__dns__nodeLocal, bool):
+                                raise JsonSchemaValueException()
+                        if data__spec__dns_keys:
                             raise JsonSchemaValueException()
                 if data__spec_keys:
                     raise JsonSchemaValueException()

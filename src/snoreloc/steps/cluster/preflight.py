@@ -7,7 +7,11 @@ technician who knows why. The factory domain and the version come from the clust
 cluster's version cannot express (tag mirrors before 4.13), an extra manifest the cluster's dry run refuses, or a chrony
 MachineConfig that would keep the site's time sources off the node (the settings' `checks`, which the pipeline passes
 in) is refused here, before any change, whatever --ignore-preflight says: it is the site-config (or that object) that
-must change. DNS that does not yet point at this node is only a warning: the cluster steps do not need it, people do.
+must change. On the node, the new names must resolve there (the node's resolver is the one the cluster's pods end up
+asking): the authentication and console operators check their routes by name and stay Degraded otherwise, so a run
+whose node does not answer them itself (`spec.dns.nodeLocal: false`, or no SNO dnsmasq configuration) refuses to start
+until the site DNS has the records, which the refusal lists. From a workstation (`--cluster-only`) a name that does not
+resolve is only a warning: its resolver is not the cluster's.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.adapters import kube
+from snoreloc.siteconfig.settings import dns as dns_setting
 from snoreloc.steps import base, context
-from snoreloc.steps.openshift import health, mirrors, node_csrs
+from snoreloc.steps.openshift import dns_names, health, mirrors, node_csrs
 
 LOG = logging.getLogger(__name__)
 
@@ -42,17 +47,48 @@ def _node_addresses(ctx: context.Context) -> set[str]:
     return addresses
 
 
-def dns_warnings(ctx: context.Context) -> list[str]:
-    """Names people will use that do not resolve to this node (warnings, not failures)."""
+def dns_check(ctx: context.Context) -> tuple[list[str], list[str]]:
+    """(names that do not resolve, warnings about names that resolve elsewhere than to this node)."""
     ours = _node_addresses(ctx) | {ctx.api_endpoint[0], ctx.ingress_endpoint[0]}
-    warnings = []
-    for name in (ctx.site.api_host, f"test.{ctx.site.apps_domain}"):
-        found = ctx.resolve(name)
+    ours |= set(dns_names.site_addresses(ctx.site))
+    missing, warnings = [], []
+    for name, probe in (
+        (ctx.site.api_host, ctx.site.api_host),
+        (f"*.{ctx.site.apps_domain}", f"test.{ctx.site.apps_domain}"),
+    ):
+        found = ctx.resolve(probe)
         if not found:
-            warnings.append(f"{name} does not resolve yet; clients will need DNS for the new domain")
+            missing.append(name)
         elif not set(found) & ours:
-            warnings.append(f"{name} resolves to {', '.join(found)}, not to this node")
-    return warnings
+            warnings.append(f"{probe} resolves to {', '.join(found)}, not to this node")
+    return missing, warnings
+
+
+def dns_warnings(ctx: context.Context) -> list[str]:
+    """Names people will use that do not resolve to this node. On the node a name that does not resolve at all
+    refuses the run (the operators would stay Degraded) unless --ignore-preflight; elsewhere it is a warning."""
+    missing, warnings = dns_check(ctx)
+    if not missing:
+        return warnings
+    if not ctx.settings.on_node:
+        return [
+            *warnings,
+            f"{', '.join(missing)} do not resolve from here yet; clients need these records in the "
+            "site DNS:\n" + "\n".join(dns_names.zone_lines(ctx.site)),
+        ]
+    why = (
+        "node-local DNS is off (spec.dns.nodeLocal: false)"
+        if not ctx.site.get(dns_setting.SETTING).node_local
+        else "the node does not answer them itself (it has no SNO dnsmasq configuration; see the node-dns step)"
+    )
+    text = dns_names.refusal(ctx.site, missing, why)
+    if ctx.settings.ignore_preflight:
+        return [*warnings, f"preflight ignored: {text}"]
+    raise errors.UnavailableError(
+        f"preflight: {text}",
+        hint="Add the records to the site DNS and run again (`snoreloc run` resumes), or set spec.dns.nodeLocal: "
+        "true on a node with the SNO dnsmasq configuration. Nothing in the cluster was changed.",
+    )
 
 
 HEALTHY = "the node Ready and the required ClusterOperators Available, not Progressing, not Degraded"
@@ -126,11 +162,12 @@ class Preflight:
         return base.Plan(self.name, notes=notes, data=data)
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
+        names = dns_warnings(ctx)  # before the health wait: a refusal for DNS needs no waiting
         seen = node_csrs.Approvals()
         unhealthy, operators = list(plan.data.get("unhealthy", [])), list(plan.data.get("warnings", []))
         if unhealthy and not ctx.settings.ignore_preflight:
             operators, unhealthy = wait_until_healthy(ctx, self.name, unhealthy, seen), []
-        warnings = dns_warnings(ctx) + health.warning_text(operators)
+        warnings = names + health.warning_text(operators)
         if unhealthy:
             warnings.append("preflight ignored: " + "; ".join(unhealthy))
         details = {**plan.data, "unhealthy": unhealthy, "warnings": operators, "csrs_approved": seen.approved}

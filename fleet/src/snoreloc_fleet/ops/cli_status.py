@@ -1,0 +1,170 @@
+"""`snoreloc fleet status`: the fleet at a glance: sites by phase and by failure reason, the silent, what to re-run.
+
+The Sites are read in pages (`limit`/`continue`, 500 a page by default: no response holds 10,000 objects) and
+each page is reduced to rows at once, so memory stays small however big the fleet. `--phase` and `-l` select on
+the server by label (the controller keeps `fleet.snoreloc.io/phase` equal to the phase). Output: a table for
+people (counts, reasons ranked, the silent sites, the re-run list), `-o json` (the same, whole), `-o csv` (one
+line per site).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import io
+import json
+import pathlib
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from snoreloc import errors
+from snoreloc_fleet.ops import fleetstate
+
+HELP = "the fleet at a glance: sites by phase and failure reason, silent sites, the list to re-run (table/JSON/CSV)"
+SHOWN = 20  # rows of each list in the table (JSON and CSV carry all)
+CSV_COLUMNS = ("namespace", "name", "phase", "reason", "failure", "step", "reportedAt", "silentSeconds", "todo")
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """The hub connection and which Sites: shared by `status` and `report`."""
+    from snoreloc_fleet import hubaccess  # noqa: PLC0415 (lazy: `snoreloc --help` builds this parser)
+
+    hubaccess.add_arguments(parser)
+    parser.add_argument("-A", "--all-namespaces", action="store_true", help="Sites of every namespace")
+    parser.add_argument("-l", "--selector", help="a label selector, e.g. region=emea,wave=3")
+    parser.add_argument("--phase", help="only Sites in this phase (selected on the server by label)")
+    parser.add_argument(
+        "--chunk-size", type=int, default=500, metavar="N", help="Sites per list request (default 500, as kubectl)"
+    )
+    parser.add_argument(
+        "--silent-for",
+        type=fleetstate.duration_text,
+        default=900.0,
+        metavar="DURATION",
+        help="a run in progress with no report for longer than this is silent (default 15m; 90s, 2h...)",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("-o", "--output", choices=["table", "json", "csv"], default="table")
+
+
+def _selector(args: argparse.Namespace) -> str | None:
+    from snoreloc_fleet import site  # noqa: PLC0415
+
+    parts = [args.selector] if args.selector else []
+    if args.phase:
+        parts.append(f"{site.PHASE_LABEL}={args.phase}")
+    return ",".join(parts) or None
+
+
+def read_rows(args: argparse.Namespace) -> tuple[list[fleetstate.Row], int]:
+    """Every selected Site as a row, read page by page; (rows, pages read)."""
+    from snoreloc.adapters import clock, kube  # noqa: PLC0415
+    from snoreloc_fleet import site  # noqa: PLC0415
+
+    resource = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, namespaced=True)
+    namespace = None if args.all_namespaces else args.namespace
+    policy = kube.Policy(list_page=max(1, args.chunk_size))
+    path = str(pathlib.Path(args.kubeconfig).expanduser())
+    client = kube.Client.from_kubeconfig(path, clock=clock.SystemClock(), policy=policy)
+    rows: list[fleetstate.Row] = []
+    pages = 0
+    try:
+        for page in _pages(client, resource, namespace, _selector(args)):
+            pages += 1
+            rows.extend(fleetstate.row(obj) for obj in page)
+    except kube.NotFound:
+        raise errors.UnavailableError(
+            f"the hub serves no {site.PLURAL}.{site.GROUP}", hint="Install the fleet side first: snoreloc fleet install"
+        ) from None
+    finally:
+        client.close()
+    return rows, pages
+
+
+def _pages(client: Any, resource: Any, namespace: str | None, selector: str | None) -> Iterator[list[Any]]:
+    yield from client.pages(resource, namespace, label_selector=selector)
+
+
+def _row_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
+    return {
+        "namespace": item.namespace,
+        "name": item.name,
+        "phase": item.phase,
+        "reason": item.reason,
+        "failure": item.failure,
+        "step": item.step,
+        "reportedAt": item.reported_at.isoformat() if item.reported_at else None,
+        "silentSeconds": round(s) if (s := item.silent_for(now)) is not None else None,
+        "todo": item.todo,
+    }
+
+
+def to_json(summary: fleetstate.Summary, rows: list[fleetstate.Row], now: dt.datetime) -> str:
+    document = {
+        "total": summary.total,
+        "byPhase": dict(summary.by_phase),
+        "failureReasons": [{"reason": r, "count": n} for r, n in summary.reasons],
+        "silentAfterSeconds": summary.silent_after,
+        "silent": [_row_data(r, now) for r in summary.silent],
+        "rerun": [_row_data(r, now) for r in summary.rerun],
+        "sites": [_row_data(r, now) for r in rows],
+    }
+    return json.dumps(document, indent=1) + "\n"
+
+
+def to_csv(rows: list[fleetstate.Row], now: dt.datetime) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for item in rows:
+        writer.writerow(_row_data(item, now))
+    return out.getvalue()
+
+
+def _listed(title: str, rows: list[fleetstate.Row], now: dt.datetime) -> list[str]:
+    if not rows:
+        return []
+    lines = [f"{title}: {len(rows)}"]
+    for item in rows[:SHOWN]:
+        detail = item.failure or item.reason or item.phase
+        todo = f"  -> {item.todo}" if item.todo else ""
+        lines.append(
+            f"  {item.name:24s} {item.phase:10s} {detail}"
+            f"  (reported {fleetstate.ago(item.since_report(now))} ago){todo}"
+        )
+    if len(rows) > SHOWN:
+        lines.append(f"  ... and {len(rows) - SHOWN} more (-o csv lists every site)")
+    return lines
+
+
+def to_table(summary: fleetstate.Summary, now: dt.datetime, footer: str) -> str:
+    lines = [f"{summary.total} sites"]
+    lines += [f"  {phase:11s} {count:6d}" for phase, count in summary.by_phase.items() if count]
+    if summary.reasons:
+        lines.append("failure reasons:")
+        lines += [f"  {count:6d}  {reason}" for reason, count in summary.reasons[:SHOWN]]
+    lines += _listed(f"silent for more than {fleetstate.ago(summary.silent_after)}", list(summary.silent), now)
+    lines += _listed("to re-run (Failed or Stale)", list(summary.rerun), now)
+    lines.append(footer)
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    rows, pages = read_rows(args)
+    now = dt.datetime.now(dt.UTC)
+    summary = fleetstate.summarize(rows, now, silent_after=args.silent_for)
+    if args.output == "json":
+        sys.stdout.write(to_json(summary, rows, now))
+    elif args.output == "csv":
+        sys.stdout.write(to_csv(rows, now))
+    else:
+        footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
+        sys.stdout.write(to_table(summary, now, footer))
+    return int(errors.ExitCode.OK)

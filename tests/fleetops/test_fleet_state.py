@@ -1,0 +1,103 @@
+"""The fleet readers' view of Sites: counts by phase and failure reason, silent sites, the re-run list, `why`."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+
+from fleetsites import NOW, fleet, report, site_obj
+from snoreloc_fleet import site
+from snoreloc_fleet.ops import cli_status, cli_why, fleetstate
+
+
+def _summary(silent_after: float = 900.0) -> tuple[fleetstate.Summary, list[fleetstate.Row]]:
+    rows = [fleetstate.row(obj) for obj in fleet()]
+    return fleetstate.summarize(rows, NOW, silent_after=silent_after), rows
+
+
+def test_counts_by_phase_and_failure_reasons_ranked() -> None:
+    summary, _ = _summary()
+    assert summary.total == 12
+    assert summary.by_phase == {
+        "Pending": 0,
+        "Invalid": 1,
+        "Ready": 1,
+        "InProgress": 1,
+        "Relocated": 5,
+        "Failed": 3,
+        "Stale": 1,
+    }
+    assert summary.reasons == [
+        ("RunFailed at settle", 2),
+        ("InvalidSiteConfig at spec.domain", 1),
+        ("RunFailed at api-wait", 1),
+        ("Silent at api-wait", 1),
+    ]
+
+
+def test_silent_means_a_run_in_progress_quiet_for_longer_than_the_limit() -> None:
+    summary, _ = _summary(silent_after=900.0)
+    assert [r.name for r in summary.silent] == ["store-0010"]  # 47 min; the running one spoke 2 min ago
+    summary, _ = _summary(silent_after=60.0)
+    assert [r.name for r in summary.silent] == ["store-0010", "store-0009"]  # longest silent first
+    assert [r.name for r in summary.rerun] == ["store-0006", "store-0007", "store-0008", "store-0010"]
+
+
+def test_durations_are_the_steps_seconds_of_finished_runs() -> None:
+    _, rows = _summary()
+    by_name = {r.name: r for r in rows}
+    assert by_name["store-0005"].duration == 1500.0
+    assert by_name["store-0001"].duration == 700.0
+    assert by_name["store-0009"].duration is None and by_name["store-0012"].duration is None
+
+
+def test_json_and_csv_carry_every_site() -> None:
+    summary, rows = _summary()
+    document = json.loads(cli_status.to_json(summary, rows, NOW))
+    assert document["total"] == 12 and len(document["sites"]) == 12
+    assert document["failureReasons"][0] == {"reason": "RunFailed at settle", "count": 2}
+    assert [s["name"] for s in document["silent"]] == ["store-0010"]
+    assert document["silent"][0]["silentSeconds"] == 47 * 60
+    table = list(csv.DictReader(io.StringIO(cli_status.to_csv(rows, NOW))))
+    assert len(table) == 12 and tuple(table[0]) == cli_status.CSV_COLUMNS
+    assert {r["name"]: r["failure"] for r in table}["store-0008"] == "RunFailed at api-wait"
+
+
+def test_the_table_says_counts_reasons_silent_and_rerun() -> None:
+    summary, _ = _summary()
+    text = cli_status.to_table(summary, NOW, "(read in 1 page)")
+    assert "12 sites" in text and "  Relocated        5" in text and "Pending" not in text
+    assert "     2  RunFailed at settle" in text
+    assert "silent for more than 15m: 1" in text and "store-0010" in text
+    assert "to re-run (Failed or Stale): 4" in text
+    assert "re-insert the stick" in text
+
+
+def test_why_a_failed_site_gives_the_failure_its_hint_and_what_to_do() -> None:
+    obj = site_obj(
+        "store-0006",
+        site.Phase.FAILED,
+        reason=site.Reason.RUN_FAILED,
+        agent=report("failed", reported=NOW - dt.timedelta(minutes=50), upto=6, failed_step="settle"),
+    )
+    text = cli_why.explain(obj, NOW)
+    assert text.startswith("fleet-emea/store-0006: Failed (RunFailed)")
+    assert "node report: failed, step settle (6/8 done), 50m ago" in text
+    assert "failed in settle: settle timed out" in text and "hint: check the node's network" in text
+    assert "steps: preflight done 60s" in text
+    assert text.rstrip().endswith("do now: re-insert the stick and run `snoreloc run` again")
+
+
+def test_why_an_invalid_site_lists_its_findings() -> None:
+    obj = site_obj(
+        "store-0011",
+        site.Phase.INVALID,
+        reason=site.Reason.INVALID_SITE_CONFIG,
+        errors=[{"path": "spec.domain", "line": 3, "message": "has an empty label"}],
+    )
+    text = cli_why.explain(obj, NOW)
+    assert "error: spec.domain: has an empty label (line 3)" in text
+    assert "node report: none yet" in text
+    assert "do now: fix the site-config" in text

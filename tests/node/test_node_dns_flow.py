@@ -1,0 +1,121 @@
+"""Issue 26's done-when on the simulator: a relocation to a site whose DNS has no records for the new domain ends
+done, the authentication and console operators healthy, when the node answers for its names itself (the default);
+with node-local DNS off it refuses at preflight, before any cluster change, and says which records the site needs.
+Rollback puts the node's overrides file back exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from snoreloc import errors
+from snoreloc.adapters import clock, fs, kube
+from snoreloc.engine import node, paths, pipeline, runner
+from snoreloc.host import kubelet, node_dns
+from snoreloc.steps import context
+from snoreloc_sim import dns, simulator
+from snoreloc_sim.demo import flow as demo
+
+NO_RECORDS = [{"site_dns": dns.SiteDns({})}]
+
+
+def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
+    return node.NodeRequest(
+        paths=paths.Paths.under(root.path("/")),
+        options=runner.Options(),
+        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+        page_host="127.0.0.1",
+        page_port=0,
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> fs.HostFS:
+    host = fs.HostFS(tmp_path / "root")
+    host.mkdir("/etc/snoreloc", 0o700)
+    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
+    host.write_text("/etc/snoreloc/config", "SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS=192.168.127.10/24\n")
+    return host
+
+
+def _node_local(root: fs.HostFS, enabled: bool) -> None:
+    doc = yaml.safe_load(root.read_text("/etc/snoreloc/site-config.yaml"))
+    doc["spec"]["dns"] = {"nodeLocal": enabled}
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(doc), mode=0o600)
+
+
+def _conditions(sim: simulator.Simulator, name: str) -> dict[str, str]:
+    client = kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        co = client.get(kube.Ref(kube.CLUSTEROPERATORS, name))
+    finally:
+        client.close()
+    return {c["type"]: c["status"] for c in co["status"]["conditions"]}
+
+
+@pytest.mark.simonly
+@pytest.mark.parametrize("sim", NO_RECORDS, indirect=True)
+def test_site_without_records_ends_done_with_node_local_dns(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = demo.services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed))
+    assert sim.resolve(f"api.{demo.SITE_DOMAIN}") == [], "the site's DNS has no record for the new domain"
+
+    result = node.relocate(_request(root, sim), svc)
+
+    assert result.state.value in ("done", "done-with-warnings")
+    for operator in ("authentication", "console"):
+        assert _conditions(sim, operator) | {"Available": "True", "Degraded": "False"} == _conditions(sim, operator)
+    overrides = node_dns.parse(root.read_text(node_dns.OVERRIDES))
+    assert overrides == {
+        "SNO_CLUSTER_NAME_OVERRIDE": "store042",
+        "SNO_BASE_DOMAIN_OVERRIDE": "edge.example.net",
+        "SNO_DNSMASQ_IP_OVERRIDE": "192.168.127.10",
+    }
+    for name in ("api", "api-int", "oauth-openshift.apps"):
+        assert sim.resolve(f"{name}.{demo.SITE_DOMAIN}") == ["192.168.127.10"]
+    assert sim.resolve("api-int.sno1.factory.example.com") == ["192.168.127.10"], "the kubelet's API name is kept"
+    warned = "\n".join(result.warnings)
+    assert "clients on the site (oc, browsers) reach it by name only once the site DNS has these records" in warned
+    assert f"*.apps.{demo.SITE_DOMAIN}.".ljust(48) + " IN A    10.42.0.10" in warned
+    assert svc.host.units.runner.ran("systemctl", "restart", node_dns.UNIT)  # type: ignore[attr-defined]
+
+    pipeline.rollback(paths.Paths.under(root.path("/")), svc.client_factory(), svc.clock)
+    node.rollback_host(paths.Paths.under(root.path("/")), svc.host)
+    assert not root.exists(node_dns.OVERRIDES) and not root.exists(node_dns.KEPT), "the factory had neither file"
+    assert sim.resolve(f"api.{demo.SITE_DOMAIN}") == [] and sim.resolve("api.sno1.factory.example.com")
+
+
+@pytest.mark.simonly
+@pytest.mark.parametrize("sim", NO_RECORDS, indirect=True)
+def test_site_without_records_and_node_local_off_is_refused(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    _node_local(root, enabled=False)
+    svc = demo.services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed))
+
+    with pytest.raises(errors.UnavailableError) as caught:
+        node.relocate(_request(root, sim), svc)
+
+    assert caught.value.exit_code == 69
+    text = caught.value.message
+    assert "node-local DNS is off (spec.dns.nodeLocal: false)" in text and "would stay Degraded" in text
+    assert f"api.{demo.SITE_DOMAIN}.".ljust(48) + " IN A    10.42.0.10" in text
+    status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
+    assert status["steps"]["preflight"]["state"] == "failed" and status["steps"]["domain"]["state"] != "done"
+    assert not root.exists(node_dns.OVERRIDES), "off: the node's DNS is left alone"
+    ingress = svc.client_factory().get(kube.Ref(kube.INGRESSES, "cluster"))
+    assert not ingress["spec"].get("appsDomain"), "refused before the cluster changed"
+
+
+@pytest.mark.simonly
+@pytest.mark.parametrize("sim", NO_RECORDS, indirect=True)
+def test_a_node_without_the_sno_dnsmasq_configuration_is_refused_too(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    svc = demo.services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed), dnsmasq=False)
+
+    with pytest.raises(errors.UnavailableError) as caught:
+        node.relocate(_request(root, sim), svc)
+
+    assert "it has no SNO dnsmasq configuration" in caught.value.message
