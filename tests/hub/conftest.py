@@ -8,12 +8,12 @@ import base64
 import json
 import pathlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import credentials, install, site
+from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
@@ -46,6 +46,37 @@ def site_object(name: str, config: dict[str, Any] | None = None, **spec: Any) ->
     }
 
 
+SECRET_FILES = frozenset({"pull-secret.json"})  # of the demo's files, the ones kept in a Secret
+
+
+def _key(file: str) -> str:
+    return file.replace("/", "_")  # a Secret's or ConfigMap's key holds no slash
+
+
+def keep_files(admin: kube.Client, namespace: str, holder: str, files: Mapping[str, bytes]) -> dict[str, Any]:
+    """Store a Site's files in Secret `<holder>-secrets` and ConfigMap `<holder>-files`; the Site's `spec.files`."""
+    secret = {_key(k): base64.b64encode(v).decode() for k, v in files.items() if k in SECRET_FILES}
+    plain = {_key(k): v.decode() for k, v in files.items() if k not in SECRET_FILES}
+    admin.create(kube.SECRETS, {"metadata": {"name": f"{holder}-secrets", "namespace": namespace}, "data": secret})
+    admin.create(kube.CONFIGMAPS, {"metadata": {"name": f"{holder}-files", "namespace": namespace}, "data": plain})
+    refs = {}
+    for file in files:
+        kind, suffix = ("secretKeyRef", "secrets") if file in SECRET_FILES else ("configMapKeyRef", "files")
+        refs[file] = {kind: {"name": f"{holder}-{suffix}", "key": _key(file)}}
+    return refs
+
+
+def apply_site(
+    admin: kube.Client, namespace: str, name: str, *, config: Mapping[str, Any], refs: Mapping[str, Any]
+) -> None:
+    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`)."""
+    obj = {
+        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": {"name": name, "namespace": namespace},
+        "spec": {"siteConfig": dict(config), "files": dict(refs)},
+    }  # fmt: skip
+    admin.create(SITES, obj)
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
     """Poll `check` until it returns something true, at most `timeout` seconds; fail naming `what`."""
     deadline = time.monotonic() + timeout
@@ -71,9 +102,7 @@ def hub(hub_sim: HubSimulator) -> HubSimulator:
     pull secret every test Site names."""
     client = kube.Client.from_kubeconfig(str(hub_sim.kubeconfig_path), clock=clock.SystemClock())
     try:
-        crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
-        client.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
-        client.create(install.KINDS[("v1", "Namespace")], {"metadata": {"name": NS}})
+        hubsite.prepare_hub(client, NS)
         secret = {
             "metadata": {"name": "pull-secret", "namespace": NS},
             "type": "kubernetes.io/dockerconfigjson",
@@ -176,8 +205,8 @@ def two_sites_and_a_stick(
     made from the hub into the node's /etc/snoreloc. The node's host root."""
     spec, files = demo_site(tmp_path / "demo")
     for name, domain in (("store-042", spec["domain"]), ("store-043", "store043.edge.example.net")):
-        refs = hubsite.keep_files(admin, NS, name, files)
-        hubsite.apply_site(admin, NS, name, config={**spec, "domain": domain}, refs=refs)
+        refs = keep_files(admin, NS, name, files)
+        apply_site(admin, NS, name, config={**spec, "domain": domain}, refs=refs)
     for name in ("store-042", "store-043"):
         wait_phase(admin, name, site.Phase.READY)
     root = fs.HostFS(tmp_path / "root")
