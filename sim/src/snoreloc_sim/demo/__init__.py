@@ -13,6 +13,7 @@ import tempfile
 
 DEFAULT_SVG = os.path.join(tempfile.gettempdir(), "snoreloc-demo-timeline.svg")
 FLEET_SITES = 50  # `snoreloc demo --fleet` (and `make demo-fleet`) without a number
+FLEET_NODES = 3  # how many of the fleet's nodes relocate, without --nodes
 HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
 
 
@@ -38,7 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(one invalid), their sticks, --nodes of them relocating and reporting, then the fleet's state",
     )
     parser.add_argument(
-        "--nodes", type=int, default=3, help="with --fleet: how many sites' nodes relocate and report (default 3)"
+        "--nodes",
+        type=int,
+        default=FLEET_NODES,
+        help=f"with --fleet: how many sites' nodes relocate and report (default {FLEET_NODES})",
     )
 
 
