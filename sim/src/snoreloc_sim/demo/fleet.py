@@ -61,7 +61,6 @@ def _command(argv: list[str], cwd: Path) -> int:
     """Run `snoreloc ARGV` in this process, shown as typed (paths relative to `cwd`)."""
     shown = (str(Path(a).relative_to(cwd)) if a.startswith(f"{cwd}/") else a for a in argv)
     say(f"\n$ snoreloc {shlex.join(shown)}")
-    sys.stdout.flush()
     code = main.main(argv)
     sys.stdout.flush()
     return code
@@ -93,12 +92,13 @@ def _template() -> dict[str, Any]:
 
 def write_inputs(owner: Path, count: int) -> str:
     """The fleet owner's repository in `owner`: base.yaml, its shared files beside it, sites.csv. The invalid site."""
-    root = fs.HostFS(owner / "scratch")
-    written = flow.write_site(root)
+    scratch = owner / "scratch"
+    written = flow.write_site(fs.HostFS(scratch))
     for item in written.parent.iterdir():
         if item.name != medium.SITE_CONFIG_NAME:
-            item.rename(owner / item.name)
-    shutil.rmtree(owner / "scratch")
+            shutil.rmtree(owner / item.name, ignore_errors=True)  # an earlier run's, with --keep
+            item.replace(owner / item.name)
+    shutil.rmtree(scratch)
     (owner / TEMPLATE).write_text(yaml.safe_dump(_template(), sort_keys=False), encoding="utf-8")
     rows, invalid = inventory_rows(count)
     with (owner / INVENTORY).open("w", newline="", encoding="utf-8") as out:
