@@ -27,7 +27,6 @@ PUBLIC = {
         "WaitRecord",
         "read",
         "timings",
-        "write_atomic",
     ],
     "snoreloc.cli.common": [
         "DEFAULT_KUBECONFIG",

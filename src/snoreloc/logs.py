@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, sanitize
 
 PROGRESS_LOGGER = "snoreloc.progress"  # `snoreloc.waits.PROGRESS`; named here, since logs sits below waits
 
@@ -32,10 +32,12 @@ _SYSLOG_PRIORITY = {
 
 
 class RedactingFilter(logging.Filter):
-    """Renders the record's message once, masks secrets in it and in any traceback, and freezes the result."""
+    """Renders the record's message once, masks secrets in it and in any traceback, shows its control characters
+    as escapes (a name from the cluster may carry a terminal escape; the journal and the log file are read on a
+    terminal), and freezes the result."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact.redact(record.getMessage())
+        record.msg = sanitize.visible(redact.redact(record.getMessage()))
         record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)

@@ -7,12 +7,13 @@ import ipaddress
 from typing import Any
 
 import pytest
+import yaml
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, nmstate, probe, systemd
 from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import loader, model
 from snoreloc.steps.host import site_network
 
 BR_EX: dict[str, Any] = {
@@ -126,3 +127,34 @@ def test_the_network_step_refuses_an_overlap_before_touching_anything(tmp_path: 
     with pytest.raises(errors.ConfigError, match="overlaps the node's internal address") as caught:
         site_network.SiteNetwork(services).plan_for(site)
     assert caught.value.exit_code == 65 and backend.current["interfaces"][0].get("ipv4") is None
+
+
+@pytest.mark.parametrize("form", ["inline", "file"])
+def test_an_overlap_is_refused_at_its_field_and_line(form: str, tmp_path: Any) -> None:
+    """The refusal names the site-config field and line (and the network file's line), like every other one."""
+    host = fs.HostFS(tmp_path / "root")
+    host.write_text(internal_ip.CONFIG_PATH, 'SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS="192.168.127.10/24"\n')
+    state = copy.deepcopy(BR_EX)
+    state["interfaces"][0]["ipv4"]["address"] = [{"ip": "192.168.127.50", "prefix-length": 24}]
+    head = "apiVersion: snoreloc.io/v1alpha1\nkind: SiteConfig\nmetadata: {name: s}\nspec:\n  domain: d.example.com\n"
+    text = yaml.safe_dump({"network": state}, sort_keys=False)
+    if form == "file":
+        (tmp_path / "net.yaml").write_text(yaml.safe_dump(state, sort_keys=False))
+        text = "network: {file: net.yaml}\n"
+    path = tmp_path / "site-config.yaml"
+    path.write_text(head + "".join(f"  {line}\n" for line in text.splitlines()))
+    site = loader.load(str(path))
+    services = HostServices(host, DispatcherNmstate(), probe.FakeProber(), systemd.Systemd(command.FakeRunner()))
+    with pytest.raises(errors.ConfigError) as caught:
+        site_network.SiteNetwork(services).plan_for(site)
+    [problem] = caught.value.problems
+    lines = path.read_text().splitlines()
+    if form == "inline":
+        assert problem.path == "spec.network.interfaces[0].ipv4.address[0]"
+        assert problem.line is not None and "192.168.127.50" in lines[problem.line - 1]
+    else:
+        assert (
+            problem.path == "spec.network.file" and problem.line is not None and "net.yaml" in lines[problem.line - 1]
+        )
+        assert "net.yaml: interfaces[0].ipv4.address[0]:" in problem.message and "of net.yaml)" in problem.message
+    assert "overlaps the node's internal address 192.168.127.10/24" in problem.message

@@ -89,7 +89,7 @@ def test_banner_escapes_agetty_sequences_and_survives_missing_agetty(host: fs.Ho
 
     banner = console.Banner(host, command.FakeRunner().on(["agetty"], missing))
     banner.progress("network", "path C:\\n\x1b[31m")
-    assert "C:\\\\n[31m" in _issue(host)
+    assert "C:\\\\n\\\\x1b[31m" in _issue(host) and "\x1b" not in _issue(host)  # the escape shown, not obeyed
     banner.clear()
     assert not host.exists(console.ISSUE_FILE)
 

@@ -31,6 +31,15 @@ PULL_SECRET: dict[str, Any] = {
     }
 }
 
+# A kubeconfig whose API nobody serves (port 1): for cases that must be refused before any request.
+UNREACHABLE_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-used-here}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
 
 @dataclass(frozen=True)
 class Measured:

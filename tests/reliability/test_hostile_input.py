@@ -162,7 +162,7 @@ def _manifest_many_documents(case: pathlib.Path) -> None:
 
 GENERATED: dict[str, Generated] = {
     "gen-yaml-deep-flow-10000": Generated(_deep_flow_10000, "", 7),
-    "gen-yaml-long-integer": Generated(_long_integer, "", 8),
+    "gen-yaml-long-integer": Generated(_long_integer, "spec.timeouts.apiWaitSeconds", 8),
     "gen-pull-secret-nested-arrays": Generated(_pull_secret_nested_arrays, "spec.pullSecret.file", 8),
     "gen-pull-secret-huge-integer": Generated(_pull_secret_huge_integer, "spec.pullSecret.file", 8),
     "gen-yaml-oversized": Generated(_oversized, "", None),

@@ -22,13 +22,7 @@ from snoreloc.engine import journal, lock, paths
 from . import figures, harness
 
 VICTIM_TEXT = "do not touch\n"
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: not-used-here}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-"""
+KUBECONFIG = harness.UNREACHABLE_KUBECONFIG
 
 
 def _victim(tmp_path: pathlib.Path) -> pathlib.Path:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, sanitize
 from snoreloc.adapters import command, fs
 
 LOG = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class Banner:
         self.show(lines + _guide(now, page) + [FOOTER])
 
     def show(self, lines: Sequence[str]) -> None:
-        text = "\n".join(escape(redact.redact(line)) for line in lines)
+        text = "\n".join(escape(sanitize.visible(redact.redact(line), keep_lines=False)) for line in lines)
         self.host.write_text(ISSUE_FILE, f"\n{text}\n\n", mode=0o644)
         self._reload()
 

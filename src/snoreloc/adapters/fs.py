@@ -2,9 +2,11 @@
 
 The agent touches host files from three places: the host itself (root `/`), a container with the host mounted at
 `/host`, and tests with a temporary directory. Every host path therefore goes through `HostFS`, which joins it to
-the root and refuses paths that climb out of it. Writes are atomic (temporary file, fsync, rename, fsync of the
-directory) so a power cut never leaves a half-written file, and they take an explicit mode so key files are 0600
-from the first byte.
+the root and refuses paths that climb out of it. Writes go through `snoreloc.safefile`: atomic (temporary file,
+fsync, rename, fsync of the directory) so a power cut never leaves a half-written file, never through a symlink,
+and 0600 from the first byte unless the caller names a mode (the console banner and the seal marker are public,
+0644). Reads go through `safefile.read` too: a node file that is a FIFO, a device or larger than 16 MiB is refused
+(symlinks are followed: kubelet's current certificate is one).
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import tempfile
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 
 
 class HostFS:
@@ -41,10 +42,14 @@ class HostFS:
         return self.path(host_path).is_dir()
 
     def read_bytes(self, host_path: str) -> bytes:
-        return self.path(host_path).read_bytes()
+        """The file's bytes; FileNotFoundError when missing, UnavailableError (69) when not a fit regular file."""
+        try:
+            return safefile.read(self.path(host_path), safefile.HOST_FILE, follow=True)
+        except safefile.Unfit as exc:
+            raise errors.UnavailableError(f"cannot read {host_path}: {exc}") from None
 
     def read_text(self, host_path: str) -> str:
-        return self.path(host_path).read_text(encoding="utf-8")
+        return self.read_bytes(host_path).decode("utf-8")
 
     def mode(self, host_path: str) -> int:
         return self.path(host_path).stat().st_mode & 0o7777
@@ -69,30 +74,11 @@ class HostFS:
         """Remove a directory and everything in it; nothing happens when it is absent."""
         shutil.rmtree(self.path(host_path), ignore_errors=True)
 
-    def write_text(self, host_path: str, text: str, mode: int = 0o644) -> None:
+    def write_text(self, host_path: str, text: str, mode: int = 0o600) -> None:
         self.write_bytes(host_path, text.encode("utf-8"), mode)
 
-    def write_bytes(self, host_path: str, data: bytes, mode: int = 0o644) -> None:
-        """Atomically replace the file with `data`; it has `mode` before any byte is written."""
+    def write_bytes(self, host_path: str, data: bytes, mode: int = 0o600) -> None:
+        """Atomically replace the file with `data` (`safefile.write`); it has `mode` before any byte is written."""
         target = self.path(host_path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            pathlib.Path(temp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(target.parent)
-
-
-def _fsync_dir(directory: pathlib.Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        safefile.write(target, data, mode=mode)

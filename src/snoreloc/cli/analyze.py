@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from snoreloc import safefile
 from snoreloc.cli import common
 
 if TYPE_CHECKING:
     from snoreloc.engine import journal
 
 HELP = "per-step timings of the last run, from status.json"
+OUTPUTS = ("svg",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,11 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--svg", metavar="FILE", help="also draw the run's timeline (steps, rollouts, waits) as SVG")
 
 
-def write_svg(doc: journal.Document, path: str) -> None:
+def write_svg(doc: journal.Document, path: str, status: Path) -> None:
+    """The timeline picture to `path` (0600, never over status.json, the verb's input)."""
     from snoreloc.engine import timeline, view  # noqa: PLC0415 (lazy: only this option draws)
 
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(timeline.svg(view.timeline_of(view.facts(doc))))
+    picture = timeline.svg(view.timeline_of(view.facts(doc)))
+    safefile.write(path, picture, inputs=[status], shared_dir=safefile.NAMED_OUTPUT)
 
 
 def _critical_chain(doc: journal.Document) -> list[str]:
@@ -37,9 +42,10 @@ def _critical_chain(doc: journal.Document) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from snoreloc.engine import journal  # noqa: PLC0415 (lazy: `--help` builds this parser too)
 
-    doc = journal.read(common.make_paths(args).status)
+    status = common.make_paths(args).status
+    doc = journal.read(status)
     if args.svg:
-        write_svg(doc, args.svg)
+        write_svg(doc, args.svg, status)
     rows = journal.timings(doc)
     total = sum(row.seconds or 0.0 for row in rows)
     chain = _critical_chain(doc)

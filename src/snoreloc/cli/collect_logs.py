@@ -13,6 +13,8 @@ import time
 from snoreloc.cli import common
 
 HELP = "write a tarball of status, report, logs, journal excerpts and the redacted site-config for triage"
+OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
         args.output or f"snoreloc-logs-{socket.gethostname()}-{time.strftime('%Y%m%dT%H%M%S')}.tar.gz"
     )
     runner = command.SubprocessRunner(enter_host=command.in_container())
-    bundle.write_tarball(output, bundle.collect(state, runner, root=pathlib.Path(args.root)))
+    inputs = [state / name for name in ("status.json", "report.json", "snoreloc.log")]
+    bundle.write_tarball(output, bundle.collect(state, runner, root=pathlib.Path(args.root)), inputs=inputs)
     print(output)
     return 0

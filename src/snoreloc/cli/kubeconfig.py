@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.cli import common
 
 if TYPE_CHECKING:
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from snoreloc.siteconfig import model
 
 HELP = "write a kubeconfig for the API under its new name (api.<domain>:6443) with the CA that verifies it"
+OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS = ("from_kubeconfig", "kubeconfig", "site_config", "ca_file")  # the files it reads, which no output may be
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -88,9 +90,17 @@ def _read_ca(path: str | None) -> bytes | None:
     if path is None:
         return None
     try:
-        return Path(path).read_bytes()
+        return safefile.read(path, safefile.CA_BUNDLE, follow=True)
     except OSError as exc:
         raise errors.UsageError(f"--ca-file {path}: {exc.strerror}", hint="Give a readable PEM file.") from None
+    except safefile.Unfit as exc:
+        raise errors.UsageError(f"--ca-file {path}: {exc}", hint="Give a readable PEM file.") from None
+
+
+def _inputs(args: argparse.Namespace) -> list[str]:
+    """The files this verb reads, which `--output` may not overwrite."""
+    named = (args.from_kubeconfig, args.kubeconfig, args.site_config, args.ca_file)
+    return [path for path in named if path]
 
 
 def _trust_and_address(
@@ -111,7 +121,7 @@ def _trust_and_address(
 
 
 def run(args: argparse.Namespace) -> int:
-    from snoreloc.engine import admin_kubeconfig, journal  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
+    from snoreloc.engine import admin_kubeconfig  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
     if args.ca_file and args.system_trust:
         raise errors.UsageError("--ca-file and --system-trust exclude each other")
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     admin_kubeconfig.check_served(address, site, found)
     text = admin_kubeconfig.render(admin_kubeconfig.kubeconfig(site, found, creds, args.address))
     if args.output:
-        journal.write_atomic(Path(args.output), text, mode=0o600)
+        safefile.write(args.output, text, inputs=_inputs(args), shared_dir=safefile.NAMED_OUTPUT)
     else:
         sys.stdout.write(text)
     _say(args, site, found, creds)

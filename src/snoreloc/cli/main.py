@@ -17,10 +17,10 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn, Protocol, cast
+from typing import NoReturn, Protocol, TextIO, cast
 
 import snoreloc
-from snoreloc import errors, logs, redact
+from snoreloc import errors, logs, redact, safefile, sanitize
 
 LOG = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         )
         if name == verb or not argv:
             module.add_arguments(child)
-        child.set_defaults(handler=module.run)
+        child.set_defaults(handler=module.run, files=module)
     return parser
 
 
@@ -149,7 +149,36 @@ def _missing_optional(argv: Sequence[str]) -> str | None:
     return None if verb in {name for name, _module in _plugin_commands()} else verb
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse at once an output path the safe writer would refuse at the end: a verb declares its output options in
+    `OUTPUTS` and the files it reads in `INPUTS` (argument names; docs/reliability.md, "Files")."""
+    module = args.files
+    inputs = [value for name in getattr(module, "INPUTS", ()) if (value := getattr(args, name, None))]
+    if hasattr(args, "state_dir"):  # a verb that reads the state directory reads these
+        from snoreloc.engine import paths  # noqa: PLC0415 (lazy: `--version` loads no engine module)
+
+        state = paths.Paths.under(args.root, args.state_dir)
+        inputs += [state.status, state.report, state.log]
+    for name in getattr(module, "OUTPUTS", ()):
+        if path := getattr(args, name, None):
+            safefile.check(path, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
+
+
+def _screened(stream: TextIO) -> TextIO:
+    return stream if isinstance(stream, sanitize.TerminalStream) else cast(TextIO, sanitize.TerminalStream(stream))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; everything it prints passes through `sanitize.TerminalStream` (docs/reliability.md)."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _screened(sys.stdout), _screened(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     missing = _missing_optional(argv)
     if missing is not None:
@@ -166,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return int(errors.ExitCode.USAGE)
     try:
+        _check_outputs(args)
         return int(args.handler(args))
     except errors.SnorelocError as exc:
         _report(exc)

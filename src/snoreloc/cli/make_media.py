@@ -6,9 +6,11 @@ import argparse
 import pathlib
 import sys
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 
 HELP = "validate a site-config and write it, with the files it references, as a labelled ISO and/or FAT image"
+OUTPUTS = ("iso", "fat")  # argument names of the files this verb writes (checked before it runs: cli.main)
+INPUTS = ("site_config", "hub_report")  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _read_hub_report(path: str) -> bytes:
+    """The hub's reporting kubeconfig, through the bounded reader (it is a credential: read as one, never shown)."""
+    try:
+        return safefile.read(path, safefile.KUBECONFIG, follow=True)
+    except (OSError, safefile.Unfit) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise errors.UsageError(f"--hub-report {path}: {reason}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc.adapters import command  # noqa: PLC0415
     from snoreloc.factory import media  # noqa: PLC0415
@@ -36,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         pathlib.Path(args.site_config),
         iso=pathlib.Path(args.iso) if args.iso else None,
         fat=pathlib.Path(args.fat) if args.fat else None,
-        hub_report=pathlib.Path(args.hub_report).read_bytes() if args.hub_report else None,
+        hub_report=_read_hub_report(args.hub_report) if args.hub_report else None,
     )
     for path in written.paths:
         sys.stderr.write(f"wrote {path}: {', '.join(written.contents)}\n")

@@ -15,6 +15,8 @@ from snoreloc import redact
 from snoreloc.cli import common
 
 HELP = "show what `run` would change (per-object diffs, secrets masked); changes nothing"
+OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,8 @@ from snoreloc import errors
 from snoreloc.factory import machineconfig
 
 HELP = "print the factory MachineConfig (internal IP dispatcher, kubelet/CRI-O drop-ins, the snoreloc unit)"
+OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,8 @@ import sys
 from snoreloc.cli import common
 
 HELP = "restore every object snoreloc changed to its original, and delete what it created"
+OUTPUTS: tuple[str, ...] = ()  # writes only the state directory under --root, through safefile
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

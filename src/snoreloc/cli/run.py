@@ -16,6 +16,8 @@ from snoreloc.cli import common
 from snoreloc.cli import plan as plan_cmd
 
 HELP = "relocate the cluster to the site described by the site-config (resumes where a previous run stopped)"
+OUTPUTS: tuple[str, ...] = ()  # writes only the state directory and host files under --root, through safefile
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +33,9 @@ def progress(step: str, what: str) -> None:
 def _print_report(args: argparse.Namespace, report_path: Path) -> None:
     from snoreloc.engine import report  # noqa: PLC0415 (lazy: keeps the kubernetes client off `--help`)
 
-    rep = json.loads(report_path.read_text(encoding="utf-8"))
+    rep = report.read(report_path)
+    if rep is None:
+        return
     sys.stdout.write(json.dumps(rep, indent=2) + "\n" if args.output == "json" else report.render(rep))
 
 

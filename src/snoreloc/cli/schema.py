@@ -8,6 +8,8 @@ import sys
 from snoreloc.siteconfig import schema
 
 HELP = "print the site-config JSON Schema (Draft 2020-12)"
+OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

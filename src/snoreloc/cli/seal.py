@@ -8,6 +8,8 @@ import sys
 from snoreloc import errors
 
 HELP = "check the node is ready to ship, arm snoreloc for the site, disable kubelet, remove pods, optionally power off"
+OUTPUTS: tuple[str, ...] = ()  # writes only host files under --root, through HostFS (safefile)
+INPUTS: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 HELP = "show the relocation's progress (exit 0 done, 1 failed, 2 done with warnings, 3 running)"
 
+OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
+INPUTS: tuple[str, ...] = ()
 INTERRUPTED_EXIT = 1
 
 

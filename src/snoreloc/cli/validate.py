@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from snoreloc.siteconfig import loader
 
 HELP = "check a site-config file and report every problem with its line"
+OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
+INPUTS: tuple[str, ...] = ()
 
 
 class Output(enum.Enum):

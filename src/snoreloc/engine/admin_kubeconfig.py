@@ -25,14 +25,13 @@ from typing import Any
 
 import yaml
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, safefile
 from snoreloc.adapters import kube
-from snoreloc.engine import paths, report
+from snoreloc.engine import report
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 from snoreloc.steps.openshift import serving
 
-MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 # Files a kubeconfig user may point to, and the field the file's content goes to in a file that travels.
 _FILE_FIELDS = (
     ("client-certificate", "client-certificate-data", True),
@@ -141,14 +140,14 @@ def check_served(address: tuple[str, int], site: model.SiteConfig, found: Trust)
 def _read_kubeconfig(path: Path) -> dict[str, Any]:
     """The parsed kubeconfig; errors name the file and the reason, never its content."""
     try:
-        document = yaml.safe_load(paths.read_bounded(path, MAX_KUBECONFIG_BYTES).decode("utf-8"))
+        document = yaml.safe_load(safefile.read(path, safefile.KUBECONFIG).decode("utf-8"))
     except FileNotFoundError:
         raise errors.UnavailableError(f"cannot read kubeconfig {path}: no such file", hint=_FROM_HINT) from None
     except OSError as exc:
         raise errors.UnavailableError(f"cannot read kubeconfig {path}: {exc.strerror}", hint=_FROM_HINT) from None
     except yaml.YAMLError:
         raise errors.UnavailableError(f"cannot read kubeconfig {path}: it is not YAML", hint=_FROM_HINT) from None
-    except ValueError as exc:  # read_bounded's reasons (not a regular file, too big) and undecodable bytes
+    except ValueError as exc:  # safefile's reasons (not a regular file, too big) and undecodable bytes
         raise errors.UnavailableError(f"cannot read kubeconfig {path}: {exc}", hint=_FROM_HINT) from None
     if not isinstance(document, dict):
         raise errors.UnavailableError(f"cannot read kubeconfig {path}: it is not a kubeconfig", hint=_FROM_HINT)
@@ -173,10 +172,11 @@ def _inline_files(user: dict[str, Any], base: Path, origin: Path) -> dict[str, A
             continue
         target = base / str(user.pop(file_key))
         try:
-            raw = target.read_bytes()
-        except OSError as exc:
+            raw = safefile.read(target, safefile.CREDENTIAL, follow=True)
+        except (OSError, safefile.Unfit) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
             raise errors.UnavailableError(
-                f"kubeconfig {origin}: cannot read its {file_key} file {target}: {exc.strerror}", hint=_FROM_HINT
+                f"kubeconfig {origin}: cannot read its {file_key} file {target}: {reason}", hint=_FROM_HINT
             ) from None
         redact.register_secret(raw)
         user[data_key] = base64.b64encode(raw).decode() if encode else raw.decode("utf-8", "replace").strip()

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snoreloc import errors, waits
+from snoreloc import errors, safefile, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import journal, paths
 
 LOG = logging.getLogger(__name__)
 
@@ -82,7 +81,7 @@ class Store:
 
     def _write(self, path: Path, text: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        journal.write_atomic(path, text, mode=0o600)
+        safefile.write(path, text)
 
     def save(self, ref: kube.Ref, original: kube.Obj | None) -> None:
         path = self._file(ref)
@@ -124,13 +123,12 @@ class Store:
         return self
 
 
-MAX_BACKUP_BYTES = 64 * 1024 * 1024
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
 
 
 def _read_entries(path: Path) -> list[Entry]:
     """The entries of one backup file (one object, or a batch); raises one of `_UNREADABLE` on a corrupt file."""
-    doc = json.loads(paths.read_bounded(path, MAX_BACKUP_BYTES))
+    doc = json.loads(safefile.read(path, safefile.BACKUP))
     return [_entry(one, path) for one in doc.get(_BATCH_KEY, [doc])]
 
 

@@ -8,7 +8,8 @@ it references, and the backups' metadata (kind, name, namespace, time), never th
 one the last run used, wherever it came from: the copy from a stick in the state directory, and the file named in
 status.json (`--site-config`, `/etc/snoreloc/site-config.yaml`) when that is elsewhere. Before any text goes in,
 every secret found in the site-config, its referenced secret files and the backups is registered with `redact`,
-so it is masked wherever it surfaces, in any log line.
+so it is masked wherever it surfaces, in any log line. Every file is read through `safefile` (bounded, regular
+files only; the log as its last part), and the site-config the journal names is taken only if it is a SiteConfig.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
+import logging
 import pathlib
 import tarfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import yaml
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, safefile
 from snoreloc.siteconfig import discovery
 
+LOG = logging.getLogger(__name__)
 JOURNAL_UNITS: tuple[tuple[str, int], ...] = (("snoreloc", 5000), ("kubelet", 2000))
 JOURNAL_TIMEOUT = 60.0
 
@@ -117,7 +119,9 @@ def _secret_leaves(value: Any, base: pathlib.Path) -> Iterator[str]:
         if key == "file" and isinstance(inner, str):
             referenced = base / inner
             if referenced.is_file() and referenced.resolve().is_relative_to(base.resolve()):
-                yield referenced.read_text("utf-8", "replace")
+                text = _text(referenced, safefile.SITE_FILE)
+                if text:
+                    yield text
         elif key != "mode":
             yield from _leaves(inner)
 
@@ -139,10 +143,28 @@ def register_known_secrets(state: pathlib.Path, used: pathlib.Path | None = None
 # --- members --------------------------------------------------------------------------------------------------------
 
 
-def _redacted_file(path: pathlib.Path) -> bytes | None:
-    if not path.is_file():
+def _text(path: pathlib.Path, kind: safefile.Kind) -> str | None:
+    """A file's text through the bounded reader; None (and the reason in the log) when it is not fit to read."""
+    try:
+        return safefile.read_text(path, kind)
+    except (OSError, safefile.Unfit) as exc:
+        LOG.warning("not read for the bundle: %s: %s", path, exc)
         return None
-    return redact.redact(path.read_text("utf-8", "replace")).encode("utf-8")
+
+
+def _redacted_file(path: pathlib.Path) -> bytes | None:
+    """A state file or the log, redacted; a log larger than its limit is sent as its last part."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.name == "snoreloc.log":
+        try:
+            data, skipped = safefile.read_tail(path, safefile.LOG)
+        except (OSError, safefile.Unfit) as exc:
+            return f"# not included: {exc}\n".encode()
+        head = f"# the first {skipped} bytes are left out\n" if skipped else ""
+        return redact.redact(head + data.decode("utf-8", "replace")).encode("utf-8")
+    text = _text(path, safefile.STATE)
+    return None if text is None else redact.redact(text).encode("utf-8")
 
 
 def timeline_svg(status: pathlib.Path) -> bytes | None:
@@ -165,7 +187,8 @@ def _json(value: Any) -> bytes:
 def _yaml_or_none(path: pathlib.Path) -> list[Any]:
     """The document in a YAML file, as a one-item list; empty when it does not parse."""
     try:
-        return [yaml.safe_load(path.read_text("utf-8", "replace"))]
+        text = _text(path, safefile.SITE_FILE)
+        return [] if text is None else [yaml.safe_load(text)]
     except yaml.YAMLError:
         return []
 
@@ -194,7 +217,18 @@ def used_site_config(state: pathlib.Path, root: pathlib.Path) -> pathlib.Path | 
     copies = state / "site-config"
     if not candidate.is_file() or (copies.is_dir() and candidate.resolve().parent == copies.resolve()):
         return None
-    return candidate
+    return candidate if _is_site_config(candidate) else None
+
+
+def _is_site_config(path: pathlib.Path) -> bool:
+    """Whether the file a journal names is what it claims: a SiteConfig. A journal edited to name a kubeconfig or
+    another file must not pull it (or the secret files it names) into the bundle."""
+    documents = _yaml_or_none(path)
+    document = documents[0] if documents else None
+    if not isinstance(document, dict) or document.get("kind") != "SiteConfig":
+        LOG.warning("%s, named in status.json, is not a site-config: left out of the bundle", path)
+        return False
+    return str(document.get("apiVersion", "")).startswith("snoreloc.io/")
 
 
 def used_site_config_members(path: pathlib.Path) -> dict[str, bytes]:
@@ -218,7 +252,7 @@ def site_config_members(directory: pathlib.Path) -> dict[str, bytes]:
     members: dict[str, bytes] = {}
     for path in sorted(directory.glob("*.y*ml")):
         try:
-            document = yaml.safe_load(path.read_text("utf-8", "replace"))
+            document = yaml.safe_load(_text(path, safefile.SITE_FILE) or "")
         except yaml.YAMLError:
             members[f"site-config/{path.name}"] = b"# did not parse as YAML; contents omitted (they may hold secrets)\n"
             continue
@@ -235,7 +269,7 @@ def _backup_documents(directory: pathlib.Path) -> Iterator[Any]:
     for path in sorted(directory.rglob("*")) if directory.is_dir() else []:
         if path.is_file():
             try:
-                yield json.loads(path.read_text("utf-8", "replace"))
+                yield json.loads(_text(path, safefile.BACKUP) or "")
             except ValueError:
                 continue
 
@@ -262,7 +296,7 @@ def backup_metadata(directory: pathlib.Path) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"file": str(path.relative_to(directory)), "bytes": path.stat().st_size}
         entry["modified"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(path.stat().st_mtime))
         try:
-            document = json.loads(path.read_text("utf-8", "replace"))
+            document = json.loads(_text(path, safefile.BACKUP) or "")
         except ValueError:
             document = None
         entry["objects"] = [_identity(obj) for obj in _objects(document)]
@@ -286,10 +320,13 @@ def journal(runner: Any, unit: str, lines: int) -> bytes:
     return redact.redact(result.stdout or result.stderr).encode("utf-8")
 
 
-def write_tarball(output: pathlib.Path, members: dict[str, bytes]) -> None:
-    """A gzip tarball, 0600 from creation (it holds logs), members 0600 under one top directory."""
-    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle, tarfile.open(fileobj=handle, mode="w:gz") as tar:
+def write_tarball(output: pathlib.Path, members: dict[str, bytes], inputs: Sequence[pathlib.Path] = ()) -> None:
+    """A gzip tarball, 0600 from creation (it holds logs), members 0600 under one top directory; written by the
+    safe writer, so never through a link at `output` nor over one of `inputs`."""
+    with (
+        safefile.open_atomic(output, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT) as handle,
+        tarfile.open(fileobj=handle, mode="w:gz") as tar,
+    ):
         for name, data in sorted(members.items()):
             info = tarfile.TarInfo(f"snoreloc-logs/{name}")
             info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())

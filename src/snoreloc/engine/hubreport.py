@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 import snoreloc
-from snoreloc import errors, redact, waits
+from snoreloc import errors, redact, safefile, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import journal, view
 from snoreloc.siteconfig import medium
@@ -118,9 +118,9 @@ def _register_tokens(config: Mapping[str, Any]) -> None:
 
 def target_from(kubeconfig: pathlib.Path) -> Target:
     """The Site and key a reporting kubeconfig names; ValueError (never quoting the file) when it names none."""
-    raw = kubeconfig.read_bytes()
-    if len(raw) > MAX_KUBECONFIG_BYTES:
-        raise ValueError(f"larger than {MAX_KUBECONFIG_BYTES} bytes")
+    raw = safefile.read(
+        kubeconfig, safefile.Kind("hub reporting kubeconfig", MAX_KUBECONFIG_BYTES)
+    )  # Unfit: ValueError
     config = yaml.safe_load(raw)
     if not isinstance(config, Mapping):
         raise ValueError("not a kubeconfig")

@@ -20,7 +20,6 @@ import copy
 import enum
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,10 +27,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from snoreloc import errors, redact, waits
+from snoreloc import errors, redact, safefile, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import intervals
-from snoreloc.engine import paths as paths_mod
 
 if TYPE_CHECKING:  # the step contract pulls in the kubernetes client; `status` must not
     from snoreloc.steps import base
@@ -50,7 +48,6 @@ __all__ = [
     "WaitRecord",
     "read",
     "timings",
-    "write_atomic",
 ]
 
 FORMAT_VERSION = 2
@@ -231,15 +228,15 @@ def _stored_details(details: dict[str, Any]) -> dict[str, Any]:
 
 def _write_table(path: Path, rows: list[Any]) -> None:
     """One JSON line per row, written once when the step finishes (redacted, like status.json)."""
-    write_atomic(path, redact.redact("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)))
+    safefile.write(path, redact.redact("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)))
 
 
 def _read_table(path: Path) -> list[Any]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = safefile.read_text(path, safefile.TABLE).splitlines()
     except FileNotFoundError:
         return []
-    except OSError as exc:
+    except (OSError, safefile.Unfit) as exc:
         raise errors.UnavailableError(f"cannot read {path}: {exc}") from exc
     try:
         return [json.loads(line) for line in lines if line.strip()]
@@ -333,31 +330,10 @@ def timings(doc: Document) -> list[TimingRow]:
     return rows
 
 
-def write_atomic(path: Path, data: str, mode: int = 0o600) -> None:
-    """Replace `path` with `data` so that a crash at any instant leaves the old or the new content."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def read(path: Path) -> Document:
     """The journal's content, or an empty one when there is none yet."""
     try:
-        data = json.loads(paths_mod.read_bounded(path))
+        data = json.loads(safefile.read(path, safefile.STATE))
     except FileNotFoundError:
         return Document()
     except (OSError, ValueError, RecursionError) as exc:
@@ -411,7 +387,7 @@ class Journal:
 
     def _save(self) -> None:
         text = redact.redact(json.dumps(self._doc.to_storage(), indent=2, sort_keys=True, default=str))
-        write_atomic(self.path, text + "\n")
+        safefile.write(self.path, text + "\n")
 
     def begin_run(
         self, *, site_name: str, site_fingerprint: str, order: list[str], mode: str, site_path: str | None = None

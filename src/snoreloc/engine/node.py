@@ -8,7 +8,6 @@ places people look: stderr (journald under systemd), the console banner, and sys
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -235,9 +234,8 @@ def _run_steps(
 
 def summary(req: NodeRequest) -> str:
     """The report of the last run, as text (what `snoreloc run` prints at the end)."""
-    if not req.paths.report.exists():
-        return ""
-    return report.render(json.loads(req.paths.report.read_text(encoding="utf-8")))
+    rep = report.read(req.paths.report)
+    return "" if rep is None else report.render(rep)
 
 
 class _LazyNmstate:

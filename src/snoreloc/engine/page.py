@@ -4,7 +4,9 @@ That person often holds only a phone on the site network and has no shell on the
 that reloads itself every few seconds (no JavaScript), fits a narrow screen, and shows what the console banner
 shows plus the steps, the current wait and the timeline picture. It answers GET and HEAD only (405 otherwise),
 never carries a secret (every text in it went through `snoreloc.redact`, and the response is redacted once more as
-a whole), and stops by itself `keep` seconds after the run ends.
+a whole), shows every text through `snoreloc.sanitize` (controls visible, markup escaped), bounds each request as a
+whole (`REQUEST_DEADLINE`) and the connections served at once (`MAX_CONNECTIONS`), and stops by itself `keep`
+seconds after the run ends.
 
 The default port, 8090, is none of the ports OpenShift uses on a control-plane node's host network (the router's
 80/443/1936, the API's 6443, etcd, kubelet and the 9000-9999 and 10250-10260 service ranges: openshift/openshift-docs
@@ -13,9 +15,10 @@ snippets/network-flow-matrix.csv) and lies outside the NodePort range 30000-3276
 
 from __future__ import annotations
 
-import html
+import contextlib
 import http.server
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from snoreloc import redact, waits
+from snoreloc import redact, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import journal, report, view
 from snoreloc.engine import timeline as drawing
@@ -35,6 +38,11 @@ LOG = logging.getLogger(__name__)
 
 DEFAULT_PORT = model.ProgressPage().port
 REFRESH_SECONDS = 5
+# A whole request, from accept to the last byte sent, may take this long: a client that trickles its request a byte
+# at a time (each byte resetting the idle timeout) is cut off here instead of holding a thread for ever.
+REQUEST_DEADLINE = 15.0
+# At most this many connections are served at once; more are closed at once (the page is for a few phones).
+MAX_CONNECTIONS = 16
 STYLE = """
 body{font-family:sans-serif;margin:0 auto;padding:0.5em;max-width:60em;line-height:1.35}
 h1{font-size:1.3em;margin:0.3em 0} .todo{font-size:1.15em;padding:0.6em;border-radius:0.3em;background:#eef}
@@ -48,7 +56,7 @@ Content = Callable[[], tuple[view.Progress, drawing.Timeline]]
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    return sanitize.html(text)
 
 
 def _steps(progress: view.Progress) -> str:
@@ -159,6 +167,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "snoreloc-progress"
     sys_version = ""
     timeout = 10  # seconds a connection may stay idle: a stalled client does not hold a thread for long
+    _deadline: threading.Timer
+
+    def setup(self) -> None:
+        super().setup()
+        self._deadline = threading.Timer(REQUEST_DEADLINE, self._cut_off)
+        self._deadline.daemon = True
+        self._deadline.start()
+
+    def _cut_off(self) -> None:
+        LOG.debug("progress page: cut off a request still unfinished after %.0f s", REQUEST_DEADLINE)
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def finish(self) -> None:
+        self._deadline.cancel()
+        with contextlib.suppress(OSError):  # the deadline may have shut the socket under a buffered write
+            super().finish()
 
     def _reply(self) -> _Reply:
         if self.path.split("?")[0] not in ("/", "/timeline.svg"):
@@ -212,6 +237,25 @@ class _Server(http.server.ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], content: Content) -> None:
         super().__init__(address, _Handler)
         self.content = content
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Serve in a thread while fewer than MAX_CONNECTIONS are being served; else close the connection."""
+        if not self._slots.acquire(blocking=False):
+            LOG.debug("progress page: %d connections already open; closed one from %s", MAX_CONNECTIONS, client_address)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class PageServer:

@@ -2,8 +2,8 @@
 
 The agent runs as root and writes the state directory, so it must be ours before we use it: a directory another
 user owns or may write, or a symlink to one, would let that user point our writes (the lock, the log, backups)
-at any file on the node. `ensure` refuses such a directory with exit 77 and the reason, and `read_bounded` reads
-state files without following symlinks and with a size limit.
+at any file on the node. `ensure` refuses such a directory with exit 77 and the reason; state files are read with
+`snoreloc.safefile.read` (no symlinks, regular files only, a size limit).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 
 from snoreloc import errors
 
-MAX_STATE_FILE_BYTES = 64 * 1024 * 1024  # status.json of the largest run measured is under 1 MiB
 _TRUST_HINT = "Remove it, or give --state-dir a directory owned by root with mode 0700, and re-run."
 
 
@@ -79,28 +78,3 @@ def trust_directory(directory: Path) -> None:
     reason = untrusted_reason(os.lstat(directory))
     if reason is not None:
         raise errors.PermissionDenied(f"refusing to use the state directory {directory}: it {reason}", hint=_TRUST_HINT)
-
-
-def read_bounded(path: Path, limit: int = MAX_STATE_FILE_BYTES) -> bytes:
-    """A state file's bytes, read without following a symlink, only from a regular file of at most `limit` bytes.
-
-    Raises FileNotFoundError when it is missing, ValueError (with the reason) when it is not fit to read.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError):
-            raise
-        raise ValueError(f"cannot open it ({exc.strerror})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("it is not a regular file")
-        if info.st_size > limit:
-            raise ValueError(f"it is {info.st_size} bytes, more than the {limit} a state file may have")
-        data = os.read(fd, limit + 1)
-        if len(data) > limit:
-            raise ValueError(f"it is more than the {limit} bytes a state file may have")
-        return data
-    finally:
-        os.close(fd)

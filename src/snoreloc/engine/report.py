@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from snoreloc import redact
+from snoreloc import errors, redact, safefile
 from snoreloc.engine import journal
 from snoreloc.siteconfig import model
 
@@ -69,7 +69,21 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
 
 
 def write(path: Path, rep: dict[str, Any]) -> None:
-    journal.write_atomic(path, redact.redact(json.dumps(rep, indent=2)) + "\n")
+    safefile.write(path, redact.redact(json.dumps(rep, indent=2)) + "\n")
+
+
+def read(path: Path) -> dict[str, Any] | None:
+    """The report a run wrote, or None when there is none; UnavailableError (69) naming the file when it is not
+    fit to read (a symlink, a FIFO, too large, not a JSON object)."""
+    try:
+        rep = json.loads(safefile.read(path, safefile.STATE))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc}", hint="Remove the file and re-run.") from None
+    if not isinstance(rep, dict):
+        raise errors.UnavailableError(f"cannot read {path}: not a JSON object", hint="Remove the file and re-run.")
+    return rep
 
 
 def render(rep: dict[str, Any]) -> str:

@@ -10,9 +10,10 @@ the text form fits in Markdown and in a terminal.
 from __future__ import annotations
 
 import enum
-import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from snoreloc import sanitize
 
 __all__ = ["Bar", "Kind", "Timeline", "WaitMark", "chain_text", "gantt", "svg"]
 
@@ -96,7 +97,7 @@ def svg(timeline: Timeline) -> str:
         f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img">',
         _pattern(),
         f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
-        f'<text x="10" y="20" font-size="14" font-weight="bold">{html.escape(timeline.title)}</text>',
+        f'<text x="10" y="20" font-size="14" font-weight="bold">{sanitize.html(timeline.title)}</text>',
     ]
     parts += _grid(span, top, bottom, x)
     index = {bar.label: number for number, bar in enumerate(rows)}
@@ -133,7 +134,7 @@ def _grid(span: float, top: int, bottom: int, x: Callable[[float], float]) -> li
 def _bar(index: int, bar: Bar, top: int, x: Callable[[float], float]) -> list[str]:
     y = top + index * ROW
     width = max(x(bar.end) - x(bar.start), 1.5)
-    label = html.escape(bar.label)
+    label = sanitize.html(bar.label)
     return [
         f'<text x="{LABEL - 8}" y="{y + 14}" text-anchor="end">{label}</text>',
         f'<rect class="{bar.kind.value}" x="{x(bar.start):.1f}" y="{y + 3}" width="{width:.1f}" height="{ROW - 6}" '
@@ -147,7 +148,7 @@ def _wait(index: int, wait: WaitMark, top: int, x: Callable[[float], float]) -> 
     width = max(x(wait.end) - x(wait.start), 1.5)
     return (
         f'<rect class="wait" x="{x(wait.start):.1f}" y="{y + 3}" width="{width:.1f}" height="{ROW - 6}" '
-        f'fill="{WAIT_FILL}"><title>{html.escape(wait.step)} waits for {html.escape(wait.what)}: '
+        f'fill="{WAIT_FILL}"><title>{sanitize.html(wait.step)} waits for {sanitize.html(wait.what)}: '
         f"{wait.end - wait.start:.2f} s</title></rect>"
     )
 
@@ -162,7 +163,7 @@ def _legend(y: int) -> str:
     parts, x = [], LABEL
     for text, colour in items:
         parts.append(f'<rect x="{x}" y="{y - 10}" width="12" height="12" fill="{colour}"/>')
-        parts.append(f'<text x="{x + 16}" y="{y}">{html.escape(text)}</text>')
+        parts.append(f'<text x="{x + 16}" y="{y}">{sanitize.html(text)}</text>')
         x += 30 + 7 * len(text)
     parts.append(f'<text x="{x}" y="{y}">dashed line: the agent ends</text>')
     return "\n".join(parts)

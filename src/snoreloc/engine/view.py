@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from snoreloc import errors, redact, waits
+from snoreloc import errors, redact, safefile, waits
 from snoreloc.engine import intervals, journal
 from snoreloc.engine import timeline as drawing
 
@@ -104,16 +104,15 @@ def todo_of(run: RunFacts, state: str = "", console_url: str = "") -> str:
 def publish_page(state_dir: Path, url: str) -> Callable[[], None]:
     """Note where the progress page serves, for `snoreloc status`; returns what removes the note."""
     note = state_dir / PAGE_FILE
-    note.parent.mkdir(parents=True, exist_ok=True)
-    note.write_text(url + "\n", encoding="utf-8")
+    safefile.write(note, url + "\n", make_parents=True)
     return lambda: note.unlink(missing_ok=True)
 
 
 def page_address(state_dir: Path) -> str:
     """The progress page's address while it serves, else ""."""
     try:
-        return (state_dir / PAGE_FILE).read_text(encoding="utf-8").strip()
-    except OSError:
+        return safefile.read_text(state_dir / PAGE_FILE, safefile.NOTE).strip()
+    except (OSError, safefile.Unfit):
         return ""
 
 

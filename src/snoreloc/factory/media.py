@@ -6,7 +6,9 @@ label `relocation-config` (ISO9660 carries it; FAT labels hold 11 characters, so
 writes exactly that: the site-config is validated first (nothing is written for a bad one), then it and each file it
 references are laid out at the same relative paths, and the image is made by the standard tools: `genisoimage`
 (or `xorriso -as mkisofs`, or `mkisofs`) with Joliet and Rock Ridge names for the ISO, `mkfs.vfat` and `mcopy`
-(mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is.
+(mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is. The tools write into a private
+temporary directory; each image then reaches its path through `safefile.write`: 0600 (it holds the pull secret),
+never through a symlink, never over the site-config or a file it references.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.adapters import command
 from snoreloc.siteconfig import discovery, loader, medium
 
@@ -58,26 +60,38 @@ def write(
     """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid.
     `hub_report`: the fleet hub's reporting kubeconfig for this site, written as `medium.HUB_FILE` (0600)."""
     contents = gather(site_config)
+    inputs = _inputs(site_config, contents)
     if hub_report is not None:
         contents[medium.HUB_FILE] = hub_report
     written = []
     with tempfile.TemporaryDirectory(prefix="snoreloc-media.") as tmp:
         tree = _lay_out(pathlib.Path(tmp) / "tree", contents)
+        made = pathlib.Path(tmp) / "image"
         if iso is not None:
-            write_iso(runner, tree, iso)
+            write_iso(runner, tree, made)
+            _place(made, iso, inputs)
             written.append(iso)
         if fat is not None:
-            write_fat(runner, tree, fat, sum(map(len, contents.values())))
+            write_fat(runner, tree, made, sum(map(len, contents.values())))
+            _place(made, fat, inputs)
             written.append(fat)
     return Written(tuple(written), tuple(contents))
 
 
+def _inputs(site_config: pathlib.Path, contents: dict[str, bytes]) -> list[pathlib.Path]:
+    """The files an image may not be written over: the site-config and every file it references."""
+    base = site_config.resolve().parent
+    return [site_config, *(base / name for name in contents if name != SITE_CONFIG_NAME)]
+
+
+def _place(made: pathlib.Path, out: pathlib.Path, inputs: list[pathlib.Path]) -> None:
+    """The image the tool made in the private directory, written to `out` by the safe writer (0600)."""
+    safefile.write(out, safefile.read(made, safefile.IMAGE), inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
+
+
 def _lay_out(tree: pathlib.Path, contents: dict[str, bytes]) -> pathlib.Path:
     for name, data in contents.items():
-        target = tree / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o600)
+        safefile.write(tree / name, data, make_parents=True)
     return tree
 
 

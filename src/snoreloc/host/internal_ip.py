@@ -83,27 +83,35 @@ def _key(entry: dict[str, Any]) -> tuple[Any, Any]:
 def conflicts(desired: dict[str, Any], internal: Internal) -> list[str]:
     """Site addresses whose subnet overlaps an internal address's subnet: the node would route its own node IP
     traffic out to the site (or the site's to itself)."""
-    found = []
-    for iface in desired.get("interfaces") or []:
+    return [message for _path, message in located_conflicts(desired, internal)]
+
+
+def located_conflicts(desired: dict[str, Any], internal: Internal) -> list[tuple[tuple[str | int, ...], str]]:
+    """`conflicts`, each with its path in the nmstate document (`interfaces[i].ipv4.address[j]`)."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for index, iface in enumerate(desired.get("interfaces") or []):
         if not isinstance(iface, dict) or iface.get("state") == "absent":
             continue
-        for entry in _static(iface):
+        for path, entry in _static(iface):
             for address in internal.addresses:
                 if entry.version == address.version and entry.network.overlaps(address.network) and entry != address:
-                    found.append(
+                    message = (
                         f"{iface.get('name')}: {entry.with_prefixlen} overlaps the node's internal address "
                         f"{address.with_prefixlen}"
                     )
+                    found.append((("interfaces", index, *path), message))
     return found
 
 
-def _static(iface: dict[str, Any]) -> list[Address]:
-    out = []
+def _static(iface: dict[str, Any]) -> list[tuple[tuple[str | int, ...], Address]]:
+    out: list[tuple[tuple[str | int, ...], Address]] = []
     for version in (4, 6):
         section = iface.get(f"ipv{version}")
-        for entry in (section.get("address") or []) if isinstance(section, dict) else []:
+        entries = (section.get("address") or []) if isinstance(section, dict) else []
+        for position, entry in enumerate(entries):
             try:
-                out.append(ipaddress.ip_interface(f"{entry['ip']}/{entry['prefix-length']}"))
+                address = ipaddress.ip_interface(f"{entry['ip']}/{entry['prefix-length']}")
             except (KeyError, TypeError, ValueError):
                 continue
+            out.append(((f"ipv{version}", "address", position), address))
     return out

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from snoreloc import errors, waits
+from snoreloc import errors, safefile, waits
 from snoreloc.adapters import blockdev, clock, fs
 from snoreloc.siteconfig import loader, manifests, yamlpos
 from snoreloc.siteconfig.settings import extra_manifests
@@ -39,7 +39,7 @@ STAGING_DIR = f"{STATE_DIR}/site-config.new"
 MOUNT_PARENT = "/run/snoreloc"
 FILE_NAMES: tuple[str, ...] = ("site-config.yaml", "site-config.yml")
 HUB_FILE = "hub-report.kubeconfig"  # optional: the fleet hub's reporting credential, copied beside the site-config
-MAX_FILE_BYTES = 1024 * 1024
+MAX_FILE_BYTES = safefile.SITE_FILE.limit
 
 INSERT_MESSAGE = (
     f"Insert the USB stick or ISO labelled {LABEL} or {FAT_LABEL} (it holds site-config.yaml), "
@@ -172,7 +172,11 @@ def _replace_saved(host: fs.HostFS, staged: Discovered, progress: Progress) -> D
 
 def _same_tree(left: pathlib.Path, right: pathlib.Path) -> bool:
     def contents(root: pathlib.Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+        return {
+            str(p.relative_to(root)): safefile.read(p, safefile.SITE_FILE)
+            for p in root.rglob("*")
+            if p.is_file() and not p.is_symlink()
+        }
 
     return contents(left) == contents(right)
 
@@ -238,11 +242,12 @@ def _read_safe(mount: pathlib.Path, reference: str) -> bytes | None:
     if relative.is_absolute() or ".." in relative.parts or not relative.parts:
         return None
     candidate = (mount / relative).resolve()
-    if not candidate.is_relative_to(mount.resolve()) or not candidate.is_file():
+    if not candidate.is_relative_to(mount.resolve()):
         return None
-    if candidate.stat().st_size > MAX_FILE_BYTES:
+    try:
+        return safefile.read(candidate, safefile.SITE_FILE)
+    except (OSError, safefile.Unfit):
         return None
-    return candidate.read_bytes()
 
 
 def references(data: bytes, base: pathlib.Path | None = None) -> list[str]:

@@ -2,7 +2,8 @@
 
 The site-config arrives on a USB stick or an ISO that anyone could have prepared, and the agent runs as root. So a
 reference may only name a regular file inside the site-config's own directory: no absolute paths, no `..`, no
-symlink that resolves outside, no device or FIFO (opened non-blocking, checked with fstat), at most 1 MiB.
+symlink that resolves outside, no device or FIFO (`snoreloc.safefile.read`: judged before opening, opened
+non-blocking, checked again with fstat), at most 1 MiB.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import pathlib
 import stat
 from dataclasses import dataclass, field
 
-MAX_FILE_BYTES = 1024 * 1024
+from snoreloc import safefile
+
+MAX_FILE_BYTES = safefile.SITE_FILE.limit
 _LOOSE_BITS = stat.S_IRGRP | stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH
 
 
@@ -51,43 +54,21 @@ def resolve(base_dir: str, ref: str) -> str:
     return real
 
 
-def _open(real: str, ref: str) -> int:
+def read(base_dir: str, ref: str) -> FileData:
+    """Read the file `ref` names, relative to `base_dir`; raises RefError saying what is wrong with it."""
+    real = resolve(base_dir, ref)
     try:
-        return os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        content = safefile.read(real, safefile.SITE_FILE)
+        mode = os.stat(real).st_mode
     except FileNotFoundError:
         raise RefError(f"'{ref}' does not exist") from None
     except PermissionError:
         raise RefError(f"'{ref}' cannot be read: permission denied") from None
     except OSError as exc:
-        raise RefError(f"'{ref}' cannot be opened: {exc.strerror}") from None
-
-
-def _read_all(fd: int, ref: str) -> bytes:
-    try:
-        return _read_up_to(fd, MAX_FILE_BYTES + 1)
-    except OSError as exc:
         raise RefError(f"'{ref}' cannot be read: {exc.strerror}") from None
-
-
-def _read_regular(fd: int, ref: str) -> FileData:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise RefError(f"'{ref}' is not a regular file")
-    if info.st_size > MAX_FILE_BYTES:
-        raise RefError(f"'{ref}' is larger than {MAX_FILE_BYTES // 1024} KiB")
-    content = _read_all(fd, ref)
-    if len(content) > MAX_FILE_BYTES:
-        raise RefError(f"'{ref}' is larger than {MAX_FILE_BYTES // 1024} KiB")
-    return FileData(content, stat.S_IMODE(info.st_mode))
-
-
-def read(base_dir: str, ref: str) -> FileData:
-    """Read the file `ref` names, relative to `base_dir`; raises RefError saying what is wrong with it."""
-    fd = _open(resolve(base_dir, ref), ref)
-    try:
-        return _read_regular(fd, ref)
-    finally:
-        os.close(fd)
+    except safefile.Unfit as exc:
+        raise RefError(f"'{ref}': {exc}") from None
+    return FileData(content, stat.S_IMODE(mode))
 
 
 def json_problem(exc: ValueError | RecursionError) -> str:
@@ -106,30 +87,15 @@ def json_problem(exc: ValueError | RecursionError) -> str:
 
 
 def read_top(path: str, limit: int) -> bytes:
-    """The site-config file itself: opened non-blocking and refused unless regular, so a FIFO, device or socket
-    given as the site-config fails at once instead of hanging; at most `limit` + 1 bytes (the caller judges size).
+    """The site-config file itself (`safefile.read_head`): a FIFO, device or socket given as the site-config fails
+    at once instead of hanging; at most `limit` + 1 bytes (the caller judges size).
 
     Raises OSError, with a strerror that says what is wrong.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket?)")
-        return _read_up_to(fd, limit + 1)
-    finally:
-        os.close(fd)
-
-
-def _read_up_to(fd: int, size: int) -> bytes:
-    chunks: list[bytes] = []
-    total = 0
-    while total < size:
-        chunk = os.read(fd, size - total)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return b"".join(chunks)
+        return safefile.read_head(path, limit + 1, follow=True)
+    except safefile.Unfit as exc:
+        raise OSError(errno.EINVAL, str(exc).removeprefix("it ")) from None
 
 
 def too_open(mode: int) -> bool:

@@ -13,6 +13,7 @@ import hashlib
 import pathlib
 from collections.abc import Mapping
 
+from snoreloc import errors, safefile
 from snoreloc.siteconfig import discovery, files
 
 SITE_CONFIG_NAME = discovery.FILE_NAMES[0]
@@ -23,7 +24,11 @@ DIGEST_PREFIX = "sha256:"
 def contents(site_config: pathlib.Path) -> dict[str, bytes]:
     """The site-config (named `site-config.yaml`, whatever its file's name) and every file it references, read
     safely from its directory. Unreadable references are left out: validation reports them with their line."""
-    data = site_config.read_bytes()
+    try:
+        data = safefile.read(site_config, safefile.SITE_FILE, follow=True)
+    except (OSError, safefile.Unfit) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise errors.UsageError(f"cannot read {site_config}: {reason}") from None
     found = {SITE_CONFIG_NAME: data}
     base = site_config.resolve().parent
     for reference in discovery.references(data, base):

@@ -76,13 +76,20 @@ def _domain(run: checks.Run, spec: Mapping[str, Any]) -> str | None:
     return None if problems else str(spec["domain"])
 
 
+# The network file is read like the site-config: YAML 1.1 readings warned, whole numbers only (no nmstate field the
+# schema allows takes a fraction), and the value of a secret-looking key (a Wi-Fi PSK, an 802.1X password) unquoted.
+_NETWORK_READING = yamlpos.Reading(
+    yaml11=True, integers_only=True, secret=lambda path: any(redact.is_secret_field(part) for part in path)
+)
+
+
 def _network_file(run: checks.Run, ref: str, accept: frozenset[str]) -> dict[str, Any] | None:
     path = (*checks.SPEC, "network", "file")
     raw = run.read(path, ref, secret=False)
     if raw is None:
         return None
     try:
-        doc = yamlpos.load(raw)
+        doc = yamlpos.load(raw, _NETWORK_READING)
     except yamlpos.YamlError as exc:
         run.error(path, f"{ref}: {exc.message}" + (f" (line {exc.line} of {ref})" if exc.line else ""))
         return None

@@ -4,7 +4,15 @@ A technician fixes a site-config with a text editor, so every problem must name 
 each node's start and end marks; we walk the node graph ourselves to build plain data and a path -> position
 index in one pass. The walk also enforces what `safe_load` does not: a size limit, a nesting-depth limit, an alias
 limit and a node budget (alias bombs expand exponentially only when someone walks them: we walk them with a
-budget), no duplicate keys (PyYAML silently keeps the last), no custom tags, and dates left as strings.
+budget), no duplicate keys (PyYAML silently keeps the last), no custom tags, and dates left as strings. A custom
+tag, a merge key, a key that is not a string or a number too long is a problem at its own path and line, not a
+refusal of the whole document.
+
+PyYAML reads YAML 1.1, where some plain values are not what a person who learnt YAML 1.2 (or JSON) expects:
+`30:00` is the number 1800 (base 60), `0755` is 493 (octal), `1_000` is 1000, and `yes`, `no`, `on` and `off` are
+true and false. With `yaml11=True` each such value gets a warning at its line saying what was read and how to
+write it (`yaml11_reading`); with `integers_only=True` a number with a fraction or an exponent is an error (the
+site-config has no field that takes one: `8080.0` where a port is meant is refused, not rounded).
 
 Depth, aliases and the number of nodes are counted while composing, as each node starts: a node costs about half
 a kilobyte in PyYAML's graph, so a 1 MiB file of 300,000 one-letter scalars would take hundreds of megabytes and
@@ -13,6 +21,7 @@ seconds to build before any later count could refuse it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +47,10 @@ _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 _YamlMark = yaml.Mark | CMark  # libyaml's events (so our nodes) carry its own Mark type
 _NUMBERS = frozenset((_TAG + "int", _TAG + "float"))
 _PLAIN_SCALARS = frozenset(_TAG + name for name in ("str", "int", "float", "bool", "null"))
+_BOOLEANS_12 = frozenset(("true", "false", "True", "False", "TRUE", "FALSE"))  # YAML 1.2's core schema
+_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+_BINARY = re.compile(r"[-+]?0b[01_]+")
 
 
 @dataclass(frozen=True)
@@ -137,11 +150,42 @@ class _LimitedLoader(Composer, CParser, SafeConstructor, Resolver):
             self._depth -= 1
 
 
+def yaml11_reading(tag: str, text: str, value: Any) -> str | None:
+    """Why a plain scalar's YAML 1.1 reading may surprise, with the reading taken and how to write it; else None."""
+    if tag == _TAG + "bool" and text not in _BOOLEANS_12:
+        word = "true" if value else "false"
+        return f"`{text}` was read as {word} (YAML 1.1); write {word}, or quote it if the text is meant"
+    if tag not in _NUMBERS:
+        return None
+    rules = (
+        (_SEXAGESIMAL, "base 60: each `:` multiplies by 60"),
+        (_BINARY, "binary"),
+        (_OCTAL, "octal: a leading 0"),
+    )
+    for pattern, rule in rules:
+        if pattern.fullmatch(text) and text.lstrip("+-") != "0":
+            return f"`{text}` was read as the number {value} (YAML 1.1 {rule}); write {value}, or quote it for text"
+    if "_" in text:
+        return f"`{text}` was read as the number {value} (YAML 1.1 ignores `_` in numbers); write {value}"
+    return None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the walk also judges: YAML 1.1 surprises (warnings), numbers with a fraction (errors), and which paths'
+    values are secret (their text is never quoted)."""
+
+    yaml11: bool = False
+    integers_only: bool = False
+    secret: Callable[[findings.Path], bool] = lambda _path: False
+
+
 class _Walker:
     """Turns a composed node graph into data while recording positions; bounded in depth and total nodes."""
 
-    def __init__(self, loader: _LimitedLoader, budget: int = MAX_NODES) -> None:
+    def __init__(self, loader: _LimitedLoader, budget: int = MAX_NODES, reading: Reading = Reading()) -> None:
         self._loader = loader
+        self._reading = reading
         self.budget = budget
         self.marks: dict[findings.Path, Mark] = {}
         self.spans: dict[findings.Path, Span] = {}
@@ -158,14 +202,20 @@ class _Walker:
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return self._sequence(node, path)
-        return self._scalar(node)
+        return self._scalar(node, path)
+
+    def _issue(self, path: findings.Path, message: str, node: yaml.Node, *, warning: bool = False) -> None:
+        found = findings.warning(path, message) if warning else findings.error(path, message)
+        self.issues.append((found, _mark(node.start_mark)))
 
     def _mapping(self, node: yaml.MappingNode, path: findings.Path) -> dict[str, Any]:
         if node.tag != _TAG + "map":
-            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+            self._issue(path, f"unsupported tag {_short(node.tag)}", node)
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self._key(key_node)
+            key = self._key(key_node, path)
+            if key is None:
+                continue
             child = (*path, key)
             if key in out:
                 first = self.marks[child]
@@ -176,30 +226,49 @@ class _Walker:
             out[key] = self.walk(value_node, child)
         return out
 
-    def _key(self, node: yaml.Node) -> str:
+    def _key(self, node: yaml.Node, path: findings.Path) -> str | None:
+        """The key's text; None (with a problem at the mapping's path) for a merge key or a key not a string."""
         if node.tag == _TAG + "merge":
-            raise _fail("merge keys (<<) are not supported; write the fields out", node.start_mark)
+            self._issue(path, "merge keys (<<) are not supported; write the fields out", node)
+            return None
         if not isinstance(node, yaml.ScalarNode) or node.tag != _TAG + "str":
-            raise _fail("mapping keys must be plain strings (quote it)", node.start_mark)
+            self._issue(path, "mapping keys must be plain strings (quote it)", node)
+            return None
         return str(node.value)
 
     def _sequence(self, node: yaml.SequenceNode, path: findings.Path) -> list[Any]:
         if node.tag != _TAG + "seq":
-            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+            self._issue(path, f"unsupported tag {_short(node.tag)}", node)
         items = []
         for index, item in enumerate(node.value):
             self.marks[(*path, index)] = _mark(item.start_mark)
             items.append(self.walk(item, (*path, index)))
         return items
 
-    def _scalar(self, node: yaml.Node) -> Any:
+    def _scalar(self, node: yaml.Node, path: findings.Path) -> Any:
         if node.tag == _TAG + "timestamp":  # a date is just text to us (and to JSON Schema)
             return str(node.value)
         if node.tag not in _PLAIN_SCALARS:
-            raise _fail(f"unsupported tag {_short(node.tag)}", node.start_mark)
+            self._issue(path, f"unsupported tag {_short(node.tag)}", node)
+            return str(node.value)  # its text: the tag is the one problem reported here
         if node.tag in _NUMBERS and len(str(node.value)) > MAX_NUMBER_CHARS:
-            raise _fail(f"a number longer than {MAX_NUMBER_CHARS} characters", node.start_mark)
-        return self._loader.construct_object(node)
+            self._issue(path, f"a number longer than {MAX_NUMBER_CHARS} characters", node)
+            return None
+        value = self._loader.construct_object(node)
+        if isinstance(node, yaml.ScalarNode) and not node.style:  # plain: None from PyYAML, "" from libyaml
+            self._judge_reading(node, path, value)
+        return value
+
+    def _judge_reading(self, node: yaml.ScalarNode, path: findings.Path, value: Any) -> None:
+        secret = self._reading.secret(path)
+        if self._reading.integers_only and node.tag == _TAG + "float":
+            shown = "" if secret else f" (`{node.value}`)"
+            self._issue(path, f"must be a whole number{shown}: no field of the site-config takes a fraction", node)
+            return
+        reading = yaml11_reading(node.tag, str(node.value), value) if self._reading.yaml11 else None
+        if reading is not None:
+            text = "a plain value was read by YAML 1.1 rules; quote it" if secret else reading
+            self._issue(path, text, node, warning=True)
 
 
 def _decode(raw: bytes) -> str:
@@ -258,10 +327,10 @@ def _compose_nodes(
     return loader, nodes
 
 
-def load(raw: bytes) -> Document:
+def load(raw: bytes, reading: Reading = Reading()) -> Document:
     """Parse `raw` (one YAML document) into data with positions; raises YamlError with the line on failure."""
     loader, node = _compose(_decode(raw))
-    walker = _Walker(loader)
+    walker = _Walker(loader, reading=reading)
     walker.marks[()] = _mark(node.start_mark)
     data = walker.walk(node, ())
     return Document(data, walker.marks, walker.spans, tuple(walker.issues))

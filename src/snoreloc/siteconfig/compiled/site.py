@@ -3,7 +3,7 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "c6d4bff1004ef6ea072c0aaa57d79a35e2d39e14659950d9301112f11aaa49f4"
+SCHEMA_DIGEST = "ff4bac22df224f7af4e4661559f9b6a8de43e3ca7b3dd071c20c69289b7dcd0d"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re

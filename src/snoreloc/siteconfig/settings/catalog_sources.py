@@ -95,6 +95,24 @@ def _load(values: Mapping[str, Any] | None, checked: checks.Checked) -> CatalogS
     return CatalogSources(sources, values.get("disableDefaultSources"))
 
 
+# The CatalogSources the marketplace operator owns in openshift-marketplace (operator-framework/operator-marketplace
+# defaults/01..04): it recreates one that is changed or deleted, and removes them all when OperatorHub disables the
+# default sources, so a site catalog of one of these names is overwritten or deleted.
+DEFAULT_CATALOG_SOURCES = frozenset(
+    {"redhat-operators", "certified-operators", "community-operators", "redhat-marketplace"}
+)
+
+
+def name_problem(name: str) -> str | None:
+    """Why a site CatalogSource may not take `name`, or None."""
+    if name in DEFAULT_CATALOG_SOURCES:
+        return (
+            f"{name} is a default source's name: the marketplace operator owns it and would overwrite or delete "
+            f"this catalog; use another name (for example site-{name})"
+        )
+    return None
+
+
 def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
     catalogs = spec.get(SETTING.key)
     sources = catalogs.get("sources") if isinstance(catalogs, Mapping) else None
@@ -104,6 +122,8 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
         if not isinstance(entry, Mapping) or not run.sound(path):
             continue
         checks.port(run, (*path, "image"), str(entry["image"]).split("/", 1)[0])
+        if problem := name_problem(entry["name"]):
+            run.error((*path, "name"), problem)
         if seen.setdefault(entry["name"], index) != index:
             run.error(
                 (*path, "name"), f"already used by sources[{seen[entry['name']]}]; each catalog needs its own name"

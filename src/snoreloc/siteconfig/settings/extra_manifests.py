@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from snoreloc.siteconfig import checks, fragments, manifests, setting
+from snoreloc.siteconfig import checks, claims, findings, fragments, manifests, setting
 
 KEY = "extraManifests"
 
@@ -55,7 +55,19 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
     found, problems = manifests.check(value, run.base_dir, path)
     for problem in problems:
         run.error(problem.path, problem.message)
+    for manifest, message in claims.collisions(spec, found):
+        run.error(_manifest_at(path, value, manifest), message)
+    for manifest, message in claims.broad_grants(found):
+        run.warn(_manifest_at(path, value, manifest), message)
     run.parsed[KEY] = tuple(found)
+
+
+def _manifest_at(path: findings.Path, value: Mapping[str, Any], manifest: manifests.Manifest) -> findings.Path:
+    """The site-config field that names the manifest's file: its `files` entry, else `directory`."""
+    listed = value.get("files")
+    if isinstance(listed, list) and manifest.source in listed:
+        return (*path, "files", listed.index(manifest.source))
+    return (*path, "directory")
 
 
 def _load(values: Any, checked: checks.Checked) -> tuple[manifests.Manifest, ...]:

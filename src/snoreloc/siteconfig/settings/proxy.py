@@ -6,6 +6,7 @@ they are `x-secret`, and every password in one is registered for redaction the m
 
 from __future__ import annotations
 
+import ipaddress
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from typing import Any
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import checks, fragments, setting
+from snoreloc.siteconfig import checks, findings, fragments, setting
 
 
 def _proxy_url(which: str, schemes: str) -> dict[str, Any]:
@@ -115,6 +116,33 @@ def register_proxy_password(url: str) -> None:
         redact.register_secret(password)
 
 
+def cidr_problem(text: str) -> tuple[str, bool] | None:
+    """What is wrong with a CIDR `text` (an address with `/prefix`), and whether it is an error (else a warning)."""
+    address, _, prefix = text.partition("/")
+    try:
+        version = ipaddress.ip_address(address).version
+    except ValueError:
+        return None  # not an address: the schema's pattern judges it
+    bits = 32 if version == 4 else 128
+    if not prefix.isdigit() or int(prefix) > bits:
+        return f"the prefix /{prefix} is out of range: IPv{version} prefixes are 0-{bits}", True
+    network = ipaddress.ip_network(text, strict=False)
+    if network.network_address != ipaddress.ip_address(address):
+        return f"has host bits set; it is read as {network}", False
+    return None
+
+
+def _no_proxy(run: checks.Run, path: findings.Path, entries: Any) -> None:
+    """CIDRs in `noProxy` with a prefix their family has (the schema's pattern allows any 1-3 digits)."""
+    if not isinstance(entries, list) or not run.sound(path):
+        return
+    for index, entry in enumerate(entries):
+        found = cidr_problem(entry) if isinstance(entry, str) and "/" in entry else None
+        if found is not None:
+            message, fatal = found
+            (run.error if fatal else run.warn)((*path, index), message)
+
+
 def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
     path = SETTING.path
     proxy = spec.get(SETTING.key)
@@ -128,6 +156,7 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
         problem = proxy_url_problem(name, url) if run.sound((*path, name)) else None
         if problem:
             run.error((*path, name), problem)
+    _no_proxy(run, (*path, "noProxy"), proxy.get("noProxy"))
     if "trustedCA" in proxy and run.sound((*path, "trustedCA")):
         where = (*path, "trustedCA")
         bundle = run.source(where, proxy["trustedCA"], secret=False)

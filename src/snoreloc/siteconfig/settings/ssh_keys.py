@@ -15,9 +15,15 @@ from typing import Any
 
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from snoreloc.siteconfig import checks, fragments, setting
 
+# OpenSSH refuses RSA keys with a modulus shorter than this, for authentication as for generation:
+# openssh/openssh-portable sshkey.h `#define SSH_RSA_MINIMUM_MODULUS_SIZE 1024` (checked by sshkey_check_rsa_length
+# in sshkey.c; sshd's RequiredRSASize, OpenSSH 9.1 and later, defaults to it). A `replace` with only such keys would
+# lock the technicians out.
+SSH_RSA_MINIMUM_MODULUS_SIZE = 1024
 SSH_KEY_TYPES = (
     "ssh-ed25519",
     "ssh-rsa",
@@ -48,7 +54,9 @@ def _schema() -> dict[str, Any]:
                         "type": "string",
                         "maxLength": 16384,
                         "pattern": rf"^\s*(?:{key_types}) [A-Za-z0-9+/]+=*(?: [^\n]*)?\s*$",
-                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment",
+                        "x-message": "must be one OpenSSH public key line: type, base64 key, optional comment; the "
+                        "type one OpenSSH accepts (ssh-ed25519, ssh-rsa, ecdsa-sha2-nistp*, sk-*): DSA (ssh-dss) is "
+                        "refused, OpenSSH 9.5 turned it off and 10.0 removed it",
                     },
                 ),
                 "mode": fragments.prop(
@@ -89,9 +97,14 @@ def ssh_key_problem(line: str) -> str | None:
     kind, blob = line.split()[:2]
     if not kind.startswith("sk-"):
         try:
-            serialization.load_ssh_public_key(f"{kind} {blob}".encode())
+            key = serialization.load_ssh_public_key(f"{kind} {blob}".encode())
         except (ValueError, UnsupportedAlgorithm):
             return f"is not a valid {kind} public key (the base64 part does not decode to one)"
+        if isinstance(key, rsa.RSAPublicKey) and key.key_size < SSH_RSA_MINIMUM_MODULUS_SIZE:
+            return (
+                f"is a {key.key_size}-bit RSA key; OpenSSH refuses RSA keys under {SSH_RSA_MINIMUM_MODULUS_SIZE} "
+                "bits, so it could never log in (use ssh-ed25519, or RSA of 3072 bits)"
+            )
         return None
     try:
         raw = base64.b64decode(blob, validate=True)

@@ -15,7 +15,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import locate, model
 from snoreloc.siteconfig.settings import network_probes
 from snoreloc.steps import base, context
 
@@ -51,10 +51,11 @@ class SiteNetwork:
         if site.network is None:
             return None
         internal = internal_ip.read(self.host.fs)
-        overlaps = internal_ip.conflicts(site.network, internal)
+        overlaps = internal_ip.located_conflicts(site.network, internal)
         if overlaps:
             raise errors.ConfigError(
-                "network: " + "; ".join(overlaps),
+                "network: " + "; ".join(message for _path, message in overlaps),
+                problems=locate.network_problems(site.source_path, overlaps),
                 hint="Choose site addresses outside the internal subnet the factory MachineConfig set "
                 f"({internal_ip.CONFIG_PATH}).",
             )

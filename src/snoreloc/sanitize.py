@@ -1,0 +1,79 @@
+"""Strings bound for a person's screen, made harmless at the edge: the terminal, the progress page, the SVG.
+
+Text that reaches a person often came from a site-config or the cluster (a site name, an object's name, an error
+the API returned), and anyone who wrote those could put a terminal escape (`ESC ]` retitles a window, `ESC [2J`
+clears it, a carriage return overwrites a line), a bidirectional override that reorders what is shown, or markup
+into them. So every such string passes through one of three functions here:
+
+* `visible(text)` shows each control character as an escape a person can read (`\\x1b`, `\\r`, `\\u202e`): C0 and
+  C1 controls, DEL, the bidirectional overrides and isolates, and the code points XML forbids; line feed and tab
+  stay as they are unless `keep_lines=False`.
+* `html(text)` is `visible` with `& < > " '` escaped, for the page's HTML and the SVG's text and attributes.
+* `TerminalStream` wraps a text stream (the CLI's stdout and stderr) so nothing written to it skips `visible`.
+
+JSON and YAML that snoreloc prints are already escaped by their encoders, so the stream changes none of their bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TextIO
+
+__all__ = ["TerminalStream", "html", "visible"]
+
+# C0 controls but tab and line feed, DEL, C1 controls, bidi embeddings/overrides/isolates/marks, the line and
+# paragraph separators, and the non-characters XML 1.0 forbids (U+FFFE, U+FFFF) plus lone surrogates.
+_OTHERS = "\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffe\uffff\ud800-\udfff"
+
+
+@functools.cache
+def _pattern(keep_lines: bool) -> re.Pattern[str]:
+    """Compiled at the first use rather than at import, as `redact` does its patterns."""
+    return re.compile(f"[\x00-\x08{_OTHERS}]" if keep_lines else f"[\x00-\x0a{_OTHERS}]")
+
+
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: object, *, keep_lines: bool = True) -> str:
+    """`text` with every control character shown as a readable escape (line feed and tab kept if `keep_lines`)."""
+    return _pattern(keep_lines).sub(_shown, str(text))
+
+
+def html(text: object) -> str:
+    """`text` for HTML or SVG, as element text or a quoted attribute: controls visible, markup escaped."""
+    import html as html_mod  # noqa: PLC0415 (lazy: only the page and the SVG need it)
+
+    return html_mod.escape(visible(text), quote=True)
+
+
+class TerminalStream:
+    """A text stream whose every write passes through `visible` (line feeds and tabs kept), for stdout and stderr.
+
+    Anything not overridden (`isatty`, `fileno`, `buffer`, `encoding`) is the wrapped stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.wrapped = stream
+
+    def write(self, text: str) -> int:
+        self.wrapped.write(visible(text))
+        return len(text)
+
+    def writelines(self, lines: list[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.wrapped.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.wrapped, name)
