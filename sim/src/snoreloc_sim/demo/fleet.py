@@ -241,6 +241,8 @@ def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scra
 def run(args: argparse.Namespace) -> int:
     if args.fleet < 2:
         raise errors.UsageError("--fleet needs at least 2 sites (one of them is made invalid)")
+    if args.nodes < 0:
+        raise errors.UsageError("--nodes is how many nodes relocate: 0 or more")
     workdir = Path(args.keep or tempfile.mkdtemp(prefix="snoreloc-fleet-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
