@@ -17,7 +17,7 @@ demo: $(STAMP)
 
 # A fleet of 50 sites on a simulated hub: render, validate, the controller, sticks, node reports, status, report.
 demo-fleet: $(STAMP)
-	$(BIN)/snoreloc demo --fleet 50
+	$(BIN)/snoreloc demo --fleet
 
 lint: $(STAMP)
 	$(BIN)/ruff check src sim fleet tests bench tools

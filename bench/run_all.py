@@ -23,6 +23,7 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_demo
 import fleet_status
 import fleet_validate
 import hub_sites
@@ -75,6 +76,7 @@ BENCHMARKS: dict[str, Main] = {
     "baselines_slow_oauth": _baselines_slow_oauth,
     "fleet_validate": fleet_validate.main,
     "fleet_status": fleet_status.main,
+    "fleet_demo": fleet_demo.main,
     "hub_sites": hub_sites.main,
 }
 QUICK: dict[str, list[str]] = {
@@ -92,6 +94,7 @@ QUICK: dict[str, list[str]] = {
     "baselines_slow_oauth": ["--speed", "120"],
     "fleet_validate": ["--sites", "200", "--repetitions", "1"],
     "fleet_status": ["--sites", "200", "--repetitions", "1"],
+    "fleet_demo": ["--sites", "5", "--nodes", "1", "--repetitions", "1"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
 }
 

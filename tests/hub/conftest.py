@@ -1,21 +1,29 @@
 """Fixtures for the fleet hub's tests: the hub simulator with the Site CRD and a namespace, the admin's client, a
-running controller (kopf in a thread, against the hub over HTTPS), and helpers to make Sites and wait on them."""
+running controller (kopf in a thread, against the hub over HTTPS), helpers to make Sites and wait on them, and the
+demo node relocating for one of them (the pieces the fleet demo shares are in `snoreloc_sim.demo.hubsite`)."""
 
 from __future__ import annotations
 
 import base64
 import json
-import threading
+import pathlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
-from snoreloc_fleet import credentials, install, site
+import yaml
+from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
-from snoreloc.adapters import clock, kube
+from snoreloc.adapters import clock, fs, kube
+from snoreloc.cli import main
+from snoreloc.engine import node
+from snoreloc.siteconfig import medium
+from snoreloc_sim import simulator
+from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.demo import hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
 
 NS = "fleet"
@@ -36,6 +44,37 @@ def site_object(name: str, config: dict[str, Any] | None = None, **spec: Any) ->
         "metadata": {"name": name, "namespace": NS},
         "spec": {"siteConfig": config if config is not None else site_config(name), "files": files, **spec},
     }
+
+
+SECRET_FILES = frozenset({"pull-secret.json"})  # of the demo's files, the ones kept in a Secret
+
+
+def _key(file: str) -> str:
+    return file.replace("/", "_")  # a Secret's or ConfigMap's key holds no slash
+
+
+def keep_files(admin: kube.Client, namespace: str, holder: str, files: Mapping[str, bytes]) -> dict[str, Any]:
+    """Store a Site's files in Secret `<holder>-secrets` and ConfigMap `<holder>-files`; the Site's `spec.files`."""
+    secret = {_key(k): base64.b64encode(v).decode() for k, v in files.items() if k in SECRET_FILES}
+    plain = {_key(k): v.decode() for k, v in files.items() if k not in SECRET_FILES}
+    admin.create(kube.SECRETS, {"metadata": {"name": f"{holder}-secrets", "namespace": namespace}, "data": secret})
+    admin.create(kube.CONFIGMAPS, {"metadata": {"name": f"{holder}-files", "namespace": namespace}, "data": plain})
+    refs = {}
+    for file in files:
+        kind, suffix = ("secretKeyRef", "secrets") if file in SECRET_FILES else ("configMapKeyRef", "files")
+        refs[file] = {kind: {"name": f"{holder}-{suffix}", "key": _key(file)}}
+    return refs
+
+
+def apply_site(
+    admin: kube.Client, namespace: str, name: str, *, config: Mapping[str, Any], refs: Mapping[str, Any]
+) -> None:
+    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`)."""
+    obj = {
+        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": {"name": name, "namespace": namespace},
+        "spec": {"siteConfig": dict(config), "files": dict(refs)},
+    }  # fmt: skip
+    admin.create(SITES, obj)
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1) -> Any:
@@ -63,9 +102,7 @@ def hub(hub_sim: HubSimulator) -> HubSimulator:
     pull secret every test Site names."""
     client = kube.Client.from_kubeconfig(str(hub_sim.kubeconfig_path), clock=clock.SystemClock())
     try:
-        crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
-        client.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
-        client.create(install.KINDS[("v1", "Namespace")], {"metadata": {"name": NS}})
+        hubsite.prepare_hub(client, NS)
         secret = {
             "metadata": {"name": "pull-secret", "namespace": NS},
             "type": "kubernetes.io/dockerconfigjson",
@@ -90,20 +127,7 @@ def options_for(hub: HubSimulator, **extra: Any) -> operator.Options:
     return operator.Options(config=config, kubeconfig=kubeconfig, sweep=extra.pop("sweep", 1.0), **extra)
 
 
-class Running:
-    """A controller running in a thread until `stop()`."""
-
-    def __init__(self, options: operator.Options) -> None:
-        self.controller = operator.Controller(options)
-        self._stop, self._ready = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self.controller.run, args=(self._stop, self._ready), daemon=True)
-        self._thread.start()
-        assert self._ready.wait(30), "the controller did not start"
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        assert not self._thread.is_alive(), "the controller did not stop"
+Running = operator.Background  # a controller in a thread until `stop()`
 
 
 @pytest.fixture
@@ -157,3 +181,47 @@ def site_client(hub: HubSimulator, kubeconfig: bytes, path: str) -> kube.Client:
     file.chmod(0o600)
     policy = kube.Policy(attempts=1, total=5.0)
     return kube.Client.from_kubeconfig(str(file), clock=clock.SystemClock(), policy=policy)
+
+
+def demo_site(scratch: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The demo's site-config spec and its files, as the demo writes them for a node."""
+    path = demo.write_site(fs.HostFS(scratch))
+    config = yaml.safe_load(path.read_text())
+    tree = medium.contents(path)
+    tree.pop(medium.SITE_CONFIG_NAME)
+    return config["spec"], tree
+
+
+def make_stick(hub: HubSimulator, name: str, out: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["fleet", "make-media", name, "-n", NS, "--kubeconfig", str(hub.kubeconfig_path), "--out-dir", str(out)]
+    assert main.main(argv) == 0
+    assert medium.HUB_FILE in capsys.readouterr().err
+
+
+def two_sites_and_a_stick(
+    hub: HubSimulator, admin: kube.Client, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> fs.HostFS:
+    """The demo's site as Site store-042 and a copy with another domain as store-043, both Ready; store-042's stick
+    made from the hub into the node's /etc/snoreloc. The node's host root."""
+    spec, files = demo_site(tmp_path / "demo")
+    for name, domain in (("store-042", spec["domain"]), ("store-043", "store043.edge.example.net")):
+        refs = keep_files(admin, NS, name, files)
+        apply_site(admin, NS, name, config={**spec, "domain": domain}, refs=refs)
+    for name in ("store-042", "store-043"):
+        wait_phase(admin, name, site.Phase.READY)
+    root = fs.HostFS(tmp_path / "root")
+    make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    return root
+
+
+def relocate_node(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
+    request, result = demo.relocate(root, sim)
+    assert result.state.value in ("done", "done-with-warnings")
+    return request
+
+
+def status_json(root: fs.HostFS, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    capsys.readouterr()
+    main.main(["status", "--output", "json", "--root", str(root.path("/"))])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document

@@ -26,8 +26,17 @@ from snoreloc.siteconfig import medium
 from snoreloc_sim import simulator
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, PULL_SECRET, SITES, site_config, site_object, wait_phase
-from .test_fleet_e2e import _relocate, _status_json, _two_sites_and_a_stick
+from .conftest import (
+    NS,
+    PULL_SECRET,
+    SITES,
+    relocate_node,
+    site_config,
+    site_object,
+    status_json,
+    two_sites_and_a_stick,
+    wait_phase,
+)
 
 pytestmark = pytest.mark.simonly
 PROXY_PASSWORD = "pr0xy-Pa55word-9"
@@ -60,14 +69,14 @@ def test_no_secret_reaches_site_status_events_controller_log_or_node_reports(
     leaky = site_config("store-8", pullSecret={"inline": {"auths": {"r:5000": {"auth": INLINE_AUTH}}}})
     leaky["proxy"] = {"httpsProxy": f"http://user:{PROXY_PASSWORD}@proxy.example:3128"}
     admin.create(SITES, site_object("store-8", leaky))
-    root = _two_sites_and_a_stick(hub, admin, sim, tmp_path, capsys)
+    root = two_sites_and_a_stick(hub, admin, tmp_path, capsys)
     wait_phase(admin, "store-8", site.Phase.INVALID)
     secrets = _tokens_and_keys(admin)  # before revocation: the first token is a secret too
     assert len(secrets) == 6, "two sites' tokens and keys (base64 and hex)"
     credentials.revoke(admin, NS, "store-043")
-    _relocate(root, sim)
+    relocate_node(root, sim)
     wait_phase(admin, "store-042", site.Phase.RELOCATED, timeout=60)
-    report = _status_json(root, capsys)
+    report = status_json(root, capsys)
     assert report["hub"]["signature"].startswith("hmac-sha256:")
 
     stick_pull_secret = json.loads((root.path("/etc/snoreloc") / "pull-secret.json").read_text())

@@ -61,7 +61,7 @@ def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
     return base64.b64decode(secret["data"][credentials.KUBECONFIG_KEY])
 
 
-def _write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
+def write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
     for name, data in tree.items():
         target = out / name
@@ -114,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         client.close()
     if args.out_dir:
-        _write_dir(pathlib.Path(args.out_dir), tree)
+        write_dir(pathlib.Path(args.out_dir), tree)
         sys.stderr.write(f"wrote {args.out_dir}: {', '.join(tree)}\n")
     if args.iso or args.fat:
         with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-media.") as tmp:
-            _write_dir(pathlib.Path(tmp) / "tree", tree)
+            write_dir(pathlib.Path(tmp) / "tree", tree)
             written = media.write(
                 command.SubprocessRunner(),
                 pathlib.Path(tmp) / "tree" / medium.SITE_CONFIG_NAME,

@@ -27,6 +27,7 @@ import kopf
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
+from snoreloc import errors
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc_fleet import credentials, site
@@ -253,3 +254,26 @@ def run(options: Options, *, stop: threading.Event | None = None, ready: threadi
     controller = Controller(options)
     controller.run(stop or threading.Event(), ready)
     return controller
+
+
+class Background:
+    """A controller running in a thread of this process until `stop()`: the fleet demo's hub and the hub tests'.
+    `controller` exposes its counters. Starting and stopping are each bounded by `budget` seconds."""
+
+    def __init__(self, options: Options, *, budget: float = 30.0) -> None:
+        self.controller = Controller(options)
+        self.budget = budget
+        self._stop, self._ready = threading.Event(), threading.Event()
+        self._thread = threading.Thread(
+            target=self.controller.run, args=(self._stop, self._ready), name="site-controller", daemon=True
+        )
+        self._thread.start()
+        if not self._ready.wait(budget):
+            self.stop()
+            raise errors.TemporaryError(f"the Site controller did not start within {budget:g}s")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self.budget)
+        if self._thread.is_alive():
+            raise errors.TemporaryError(f"the Site controller did not stop within {self.budget:g}s")

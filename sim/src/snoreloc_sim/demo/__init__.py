@@ -12,6 +12,8 @@ import os
 import tempfile
 
 DEFAULT_SVG = os.path.join(tempfile.gettempdir(), "snoreloc-demo-timeline.svg")
+FLEET_SITES = 50  # `snoreloc demo --fleet` (and `make demo-fleet`) without a number
+FLEET_NODES = 3  # how many of the fleet's nodes relocate, without --nodes
 HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
 
 
@@ -30,14 +32,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fleet",
         type=int,
+        nargs="?",
+        const=FLEET_SITES,
         metavar="N",
-        help="instead: a fleet of N sites on a simulated hub (render, validate, controller, sticks, reports, status)",
+        help=f"the fleet instead: a simulated hub, N generated sites (default {FLEET_SITES}) rendered and validated "
+        "(one invalid), their sticks, --nodes of them relocating and reporting, then the fleet's state",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=FLEET_NODES,
+        help=f"with --fleet: how many sites' nodes relocate and report (default {FLEET_NODES})",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.fleet:
-        from snoreloc_sim.demo import fleet  # noqa: PLC0415 (lazy, as below; needs the snoreloc-fleet distribution)
+    if args.fleet is not None:
+        from snoreloc_sim.demo import fleet  # noqa: PLC0415 (lazy, as flow)
 
         return fleet.run(args)
     from snoreloc_sim.demo import flow  # noqa: PLC0415 (lazy: the simulator and the kubernetes client are heavy)

@@ -1,253 +1,259 @@
-"""`snoreloc demo --fleet N` (`make demo-fleet`): a fleet seen end to end on this machine, changing nothing here.
+"""`snoreloc demo --fleet N` (`make demo-fleet`): the fleet in one command, on this machine, changing nothing here.
 
-A simulated hub (the plain Kubernetes API of `snoreloc_sim.hub`, the Site CRD applied as `fleet install` does),
-an inventory of N sites rendered from one template and validated in bulk (one site is invalid, and the demo shows
-why), the sites applied to the hub as `Site` objects with their files in Secrets, the real hub controller (kopf,
-in a thread) validating them and issuing each site's reporting credential, sticks made for a few sites, and those
-sites' simulated nodes reporting a relocation with their sticks' own credentials (one finishes, one fails, one is
-still running), then `fleet status` and the HTML report. Every step is the real command, run in this process.
+A fleet owner's inputs are generated (one template made from the single-site demo's site-config, an inventory of N
+sites with one typo in it), then the owner's commands run in this process exactly as typed: `snoreloc fleet render`
+and `snoreloc fleet validate` (which names the bad site, its field and the inventory cell to fix), and `fleet
+render --sites` for the hub's objects. A simulated hub starts (the Site CRD as `fleet install` applies it) with the
+real Site controller in a thread; the objects are applied, the controller checks every Site with the agent's rules
+(the bad one turns Invalid there too) and issues the others their reporting credentials, and every Ready Site's
+stick is made from the hub as `fleet make-media` makes it. A few nodes then relocate, one after the other, each
+with its stick against its own simulated factory SNO (host steps on fakes), and report to their Sites with their
+sticks' credentials until the hub shows them Relocated. Last, `fleet status`, `fleet why` and `fleet report
+--html`. Everything is written under one directory, kept and printed at the end.
 
-The nodes are simulated at the hub's edge only: what they send is what a node's reporter sends (a merge patch of
-the Site's `status.agent`, with the token on its stick); `snoreloc demo` shows a node's relocation itself.
+Rendering and validation run before any simulator starts: `fleet validate` forks its workers, and a fork must not
+copy a process whose server threads hold locks.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
+import collections
+import csv
+import logging
+import shlex
 import shutil
 import sys
 import tempfile
-import threading
 import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from snoreloc_fleet import credentials, install, site
+from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
 
-from snoreloc.adapters import clock, kube
-from snoreloc.cli import main as cli
+from snoreloc import errors, waits
+from snoreloc.adapters import clock, fs, kube
+from snoreloc.cli import main
+from snoreloc.siteconfig import medium
+from snoreloc_sim import simulator
+from snoreloc_sim.demo import flow, hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
 
-EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
-NAMESPACE = "fleet-demo"
-STEPS = ("preflight", "network", "kubelet-start", "api-wait", "certificates", "domain", "settle", "routes")
-BAD_ROW = 7  # this site's gateway is not an address: the demo's invalid site
-PLACEHOLDERS = (
-    ("name: store-0412\n", "name: ${name}\n"),
-    ("domain: sno1.store-0412.example.com", "domain: ${domain}"),
-    ("- ip: 10.41.20.10\n", "- ip: ${address}\n"),
-    ("next-hop-address: 10.41.20.1\n", "next-hop-address: ${gateway}\n"),
-)
+NAMESPACE = "fleet"
+CONTROLLER_QPS = 200.0  # the demo's controller writes faster than the default 20/s: a fleet appears at once here
+PAGE_LINE = "progress page:"  # the one line of a node's own output the demo shows
+HINT = "The machine may be too busy for the demo's pace: run it again with a lower --speed, or fewer sites."
+TEMPLATE, INVENTORY, SITES_DIR, JUNIT = "base.yaml", "sites.csv", "sites", "junit.xml"
+HUB_OBJECTS, STICKS, REPORT = "hub-objects", "sticks", "fleet.html"
 
 
-def _say(text: str) -> None:
-    sys.stdout.write(f"\n== {text}\n")
+def say(text: str) -> None:
+    """The demo's own lines, on stdout between the commands' outputs (the agent's logs go to stderr)."""
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
-def _fleet(*argv: str) -> int:
-    sys.stdout.write(f"$ snoreloc fleet {' '.join(argv)}\n")
+def _command(argv: list[str], cwd: Path) -> int:
+    """Run `snoreloc ARGV` in this process, shown as typed (paths relative to `cwd`)."""
+    shown = (str(Path(a).relative_to(cwd)) if a.startswith(f"{cwd}/") else a for a in argv)
+    say(f"\n$ snoreloc {shlex.join(shown)}")
+    code = main.main(argv)
     sys.stdout.flush()
-    return cli.main(["fleet", *argv])
+    return code
 
 
-def write_inputs(directory: Path, sites: int) -> tuple[Path, Path]:
-    """The template (the complete example with placeholders), its shared files, and an inventory of `sites`."""
-    text = (EXAMPLES / "site-config.yaml").read_text(encoding="utf-8")
-    for before, after in PLACEHOLDERS:
-        text = text.replace(before, after)
-    # no cluster-wide proxy: the simulated nodes report from here, where the example's proxy does not exist
-    start = text.index("\n  proxy:\n")
-    text = text[:start] + text[text.index("\n\n", start) :]
-    template = directory / "base.yaml"
-    template.write_text(text, encoding="utf-8")
-    for name in ("pull-secret.json", "registry-ca.crt", "proxy-ca.crt"):
-        shutil.copy(EXAMPLES / name, directory / name)
-        (directory / name).chmod(0o600)
-    shutil.copytree(EXAMPLES / "manifests", directory / "manifests")
-    rows = ["name,domain,address,gateway"]
-    for number in range(1, sites + 1):
-        net = f"10.{number // 250}.{number % 250}"
-        gateway = f"{net}.256" if number == BAD_ROW else f"{net}.1"
-        rows.append(f"store-{number:04d},sno.store-{number:04d}.example.com,{net}.10,{gateway}")
-    inventory = directory / "sites.csv"
-    inventory.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    return template, inventory
+def inventory_rows(count: int) -> tuple[list[dict[str, str]], str]:
+    """`count` sites, each its own domain and /24; the middle one has a gateway typo. The rows and that site."""
+    rows = []
+    for number in range(1, count + 1):
+        name = f"store-{number:04d}"
+        high, low = divmod(number, 250)
+        net = f"10.{high}.{low}"
+        rows.append({"name": name, "domain": f"{name}.edge.example.net", "address": f"{net}.10", "gateway": f"{net}.1"})
+    typo = rows[count // 2]
+    typo["gateway"] = typo["gateway"].rsplit(".", 1)[0] + ".256"  # a slip in the spreadsheet
+    return rows, typo["name"]
 
 
-def _apply(client: kube.Client, path: Path) -> int:
-    count = 0
-    for obj in yaml.safe_load_all(path.read_text(encoding="utf-8")):
-        resource = kube.SECRETS if obj["kind"] == "Secret" else reconcile.SITES
-        client.create(resource, obj)
-        count += 1
-    return count
+def _template() -> dict[str, Any]:
+    """The single-site demo's site-config with the per-site values as inventory placeholders."""
+    config = flow.site_config()
+    config["metadata"]["name"] = "${name}"
+    spec = config["spec"]
+    spec["domain"] = "${domain}"
+    spec["network"]["interfaces"][0]["ipv4"]["address"][0]["ip"] = "${address}"
+    spec["network"]["routes"]["config"][0]["next-hop-address"] = "${gateway}"
+    return config
 
 
-def _phases(client: kube.Client) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for obj in client.list(reconcile.SITES, NAMESPACE):
-        phase = str((obj.get("status") or {}).get(site.STATUS_PHASE) or site.Phase.PENDING)
-        counts[phase] = counts.get(phase, 0) + 1
-    return counts
+def write_inputs(owner: Path, count: int) -> str:
+    """The fleet owner's repository in `owner`: base.yaml, its shared files beside it, sites.csv. The invalid site."""
+    scratch = owner / "scratch"
+    written = flow.write_site(fs.HostFS(scratch))
+    for item in written.parent.iterdir():
+        if item.name != medium.SITE_CONFIG_NAME:
+            shutil.rmtree(owner / item.name, ignore_errors=True)  # an earlier run's, with --keep
+            item.replace(owner / item.name)
+    shutil.rmtree(scratch)
+    (owner / TEMPLATE).write_text(yaml.safe_dump(_template(), sort_keys=False), encoding="utf-8")
+    rows, invalid = inventory_rows(count)
+    with (owner / INVENTORY).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return invalid
 
 
-def _wait_validated(client: kube.Client, sites: int, timeout: float = 120.0) -> dict[str, int]:
-    deadline = time.monotonic() + timeout
-    counts: dict[str, int] = {}
-    while time.monotonic() < deadline:
-        counts = _phases(client)
-        if counts.get(site.Phase.READY, 0) + counts.get(site.Phase.INVALID, 0) == sites:
-            return counts
-        time.sleep(0.5)
-    raise TimeoutError(f"the controller did not validate every Site within {timeout:.0f} s: {counts}")
+def failed_sites(junit: Path) -> set[str]:
+    """The sites `fleet validate` failed, read from its JUnit XML as a CI system reads it."""
+    suites = ET.parse(junit).getroot()  # noqa: S314 (the file `fleet validate` wrote a moment ago, not untrusted)
+    return {str(case.get("name")) for case in suites.iter("testcase") if case.find("failure") is not None}
 
 
-def _report(digest: str, state: str, done: int, *, failed: str | None = None) -> dict[str, Any]:
-    """What a node's reporter sends (`snoreloc.engine.hubreport.snapshot`'s fields), for a run at `done` steps."""
-    steps = []
-    for index, name in enumerate(STEPS):
-        if index < done:
-            steps.append({"name": name, "state": "done", "seconds": 40.0 + 25 * index})
-        elif index == done and failed:
-            steps.append({"name": name, "state": "failed", "seconds": 300.0})
-        elif index == done and state == "running":
-            steps.append({"name": name, "state": "running", "seconds": None})
-        else:
-            steps.append({"name": name, "state": "pending", "seconds": None})
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    todo = {"failed": "re-insert the stick and run `snoreloc run` again", "running": "wait", "done": ""}[state]
-    return {
-        "reportedAt": now,
-        "agentVersion": "demo",
-        "source": "node",
-        "siteConfigDigest": digest,
-        "runState": state,
-        "step": STEPS[min(done, len(STEPS) - 1)],
-        "stepsDone": done,
-        "stepsTotal": len(STEPS),
-        "todo": todo,
-        "steps": steps,
-        "warnings": [],
-        "waiting": {
-            "step": STEPS[done],
-            "what": "the kube-apiserver rollout",
-            "elapsedSeconds": 42.0,
-            "budgetSeconds": 1200.0,
-        }
-        if state == "running"
-        else None,
-        "failure": {"step": failed, "message": f"{failed}: a bounded wait ran out", "hint": "check the site network"}
-        if failed
-        else None,
-        "exitCode": {"done": 0, "failed": 75}.get(state),
-    }
+def render_and_validate(owner: Path) -> set[str]:
+    """`fleet render`, `fleet validate`, then `fleet render --sites` for the hub, as the owner types them; the
+    sites `fleet validate` found invalid."""
+    sites = owner / SITES_DIR
+    render = ["fleet", "render", "--template", str(owner / TEMPLATE), "--inventory", str(owner / INVENTORY)]
+    if _command([*render, "--out", str(sites)], owner) != 0:
+        raise errors.InternalError("the demo's inventory did not render")
+    junit = owner / JUNIT
+    code = _command(["fleet", "validate", str(sites), "--unique-addresses", "--junit", str(junit)], owner)
+    invalid = failed_sites(junit)
+    say(f"(exit {code}: {', '.join(sorted(invalid))} invalid; the hub will refuse it with the same rules)")
+    if _command([*render, "--sites", str(owner / HUB_OBJECTS), "-n", NAMESPACE], owner) != 0:
+        raise errors.InternalError("the demo's inventory did not render as hub objects")
+    return invalid
 
 
-def _node_reports(admin: kube.Client, sticks: Path, names: list[str]) -> None:
-    """Each node sends its report with the token on its own stick (it may patch its own Site's status only)."""
-    runs = [("done", len(STEPS), None), ("failed", 3, "api-wait"), ("running", 6, None)]
-    for name, (state, done, failed) in zip(names, runs, strict=False):
-        digest = str(
-            ((admin.get(kube.Ref(reconcile.SITES, name, NAMESPACE)).get("status") or {}).get("media") or {}).get(
-                "digest", ""
-            )
+def _validated(admin: kube.Client, count: int, budget: float) -> collections.Counter[str]:
+    """Once the controller has checked all `count` Sites (each Ready or Invalid), how many are in each phase."""
+
+    def checked() -> collections.Counter[str] | None:
+        counts = hubsite.phases(admin, NAMESPACE)
+        return counts if counts[site.Phase.READY.value] + counts[site.Phase.INVALID.value] == count else None
+
+    wait = waits.Wait("fleet-demo", f"the controller to check {count} Sites", budget, 0.5, hint=HINT)
+    return waits.until(checked, wait, clock.SystemClock())
+
+
+def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
+    """Apply what `fleet render --sites` wrote (as `kubectl apply -f` would); the Sites the controller made Ready."""
+    started = time.monotonic()
+    for file, resource in (("secrets.yaml", kube.SECRETS), ("sites.yaml", hubsite.SITES)):
+        for obj in yaml.safe_load_all((objects / file).read_text(encoding="utf-8")):
+            admin.create(resource, obj)
+    counts = _validated(admin, count, budget=max(60.0, count))
+    say(f"applied {objects}: the controller checked {count} Sites with the agent's rules in "
+        f"{time.monotonic() - started:.1f}s: {dict(sorted(counts.items()))}")  # fmt: skip
+    ready = [obj for obj in admin.list(hubsite.SITES, NAMESPACE) if obj["status"]["phase"] == site.Phase.READY.value]
+    return sorted(obj["metadata"]["name"] for obj in ready)
+
+
+def make_sticks(admin: kube.Client, sticks: Path, ready: list[str]) -> None:
+    for name in ready:
+        files = hubsite.make_stick(admin, NAMESPACE, name, sticks / name)
+    say(f"made {len(ready)} sticks from the hub into {sticks}/SITE (as `snoreloc fleet make-media SITE --out-dir "
+        f"DIR`), each holding: {', '.join(files)}")  # fmt: skip
+
+
+def _node_echo(name: str) -> Callable[[str], None]:
+    """A node's lines, the progress page's address only: its steps are on that page and in its journal."""
+
+    def echo(line: str) -> None:
+        if line.startswith(PAGE_LINE):
+            say(f"  {name}: relocating; {line.removeprefix(PAGE_LINE).strip()} while it runs")
+
+    return echo
+
+
+def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workdir: Path, sticks: Path) -> None:
+    """Site `name`'s node: its stick in /etc/snoreloc, relocated against its own simulated factory SNO; then its
+    Site on the hub, once its reports made it Relocated."""
+    root = fs.HostFS(workdir / "nodes" / name)
+    shutil.copytree(sticks / name, root.path("/etc/snoreloc"))
+    spec = yaml.safe_load((sticks / name / medium.SITE_CONFIG_NAME).read_text(encoding="utf-8"))["spec"]
+    address = spec["network"]["interfaces"][0]["ipv4"]["address"][0]["ip"]
+    site_dns = flow.site_dns(spec["domain"], address)  # this store's DNS has the records for its new names
+    started = time.monotonic()
+    progress = logging.getLogger("snoreloc.progress")
+    level = progress.level
+    progress.setLevel(logging.WARNING)  # each node's waits: on its progress page and in its journal, not here
+    try:
+        factory = simulator.Simulator(
+            args.seed, args.speed, routes=args.routes, workdir=workdir / "sims" / name, site_dns=site_dns
         )
-        node = kube.Client.from_kubeconfig(str(sticks / name / "hub-report.kubeconfig"), clock=clock.SystemClock())
-        try:
-            path = kube.Ref(reconcile.SITES, name, NAMESPACE).path("status")
-            report = _report(digest, state, done, failed=failed)
-            node.request("PATCH", path, body={"status": {site.STATUS_AGENT: report}}, content_type=kube.MERGE_PATCH)
-        finally:
-            node.close()
-        sys.stdout.write(f"  {name}: the node reports {state} (step {report['step']})\n")
+        with factory as sim:
+            _request, result = flow.relocate(root, sim, echo=_node_echo(name))
+    finally:
+        progress.setLevel(level)
+    obj = hubsite.wait_phase(admin, NAMESPACE, name, site.Phase.RELOCATED, 60.0, hint=HINT)
+    agent = obj["status"][site.STATUS_AGENT]
+    steps = f"{agent['stepsDone']}/{agent['stepsTotal']} steps"
+    say(f"{name}: relocated in {time.monotonic() - started:.1f}s ({result.state.value}); its Site: "
+        f"{obj['status']['phase']} (the node reported run {agent['runState']}, {steps})")  # fmt: skip
 
 
-def _controller(hub: HubSimulator) -> tuple[threading.Event, threading.Thread]:
-    config = reconcile.Config(credentials.Hub(hub.api_url, hub.ca_pem), stale_after=900.0)
-    options = operator.Options(config=config, kubeconfig=str(hub.kubeconfig_path), sweep=2.0, workers=4)
-    controller = operator.Controller(options)
-    stop, ready = threading.Event(), threading.Event()
-    thread = threading.Thread(target=controller.run, args=(stop, ready), name="fleet-controller", daemon=True)
-    thread.start()
-    if not ready.wait(60):
-        raise TimeoutError("the hub controller did not start within 60 s")
-    return stop, thread
+def fleet_state(hub: HubSimulator, workdir: Path, invalid: set[str], nodes: list[str]) -> Path:
+    """The fleet at a glance, as its owner asks for it; the HTML report's path."""
+    access = ["--kubeconfig", str(hub.kubeconfig_path), "-n", NAMESPACE]
+    say("\nthe fleet at a glance:")
+    _command(["fleet", "status", *access], workdir)
+    for name in [*sorted(invalid), *nodes[:1]]:
+        _command(["fleet", "why", name, *access], workdir)
+    page = workdir / REPORT
+    _command(["fleet", "report", *access, "--html", str(page), "--title", "snoreloc demo fleet"], workdir)
+    return page
 
 
-def _install(client: kube.Client) -> None:
-    crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
-    client.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
-    client.create(install.KINDS[("v1", "Namespace")], {"metadata": {"name": NAMESPACE}})
+def _controller_options(hub: HubSimulator) -> operator.Options:
+    config = reconcile.Config(credentials.Hub(hub.api_url, hub.ca_pem))
+    return operator.Options(config=config, kubeconfig=str(hub.kubeconfig_path), qps=CONTROLLER_QPS, burst=400)
 
 
-def _wait_phases(client: kube.Client, wanted: set[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not wanted <= set(_phases(client)):
-        time.sleep(0.5)
-
-
-def play(workdir: Path, sites: int) -> int:
-    hub_config: list[str]
-    with HubSimulator(workdir=workdir / "hub") as hub:
-        hub_config = ["--kubeconfig", str(hub.kubeconfig_path), "-n", NAMESPACE]
+def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scratch: Path) -> Path:
+    with HubSimulator(workdir=scratch / "hub") as hub:
+        say(f"\nthe hub: a simulated Kubernetes API at {hub.api_url}, the Site CRD installed, the Site controller "
+            "running in this process")  # fmt: skip
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
-        _install(admin)
-        _say(f"1. a hub: the simulator at {hub.api_url}, the Site CRD installed")
-        template, inventory = write_inputs(workdir, sites)
-        _say(f"2. an inventory of {sites} sites ({inventory}) and one template ({template})")
-        _fleet("render", "--template", str(template), "--inventory", str(inventory), "--out", str(workdir / "sites"))
-        _say(f"3. every site-config checked with the agent's rules, on every core (store-{BAD_ROW:04d} is wrong)")
-        _fleet("validate", str(workdir / "sites"), "--unique-addresses", "--junit", str(workdir / "junit.xml"))
-        _say("4. the same rows as Sites on the hub, their files in Secrets; the controller checks each one")
-        _fleet(
-            "render",
-            "--template",
-            str(template),
-            "--inventory",
-            str(inventory),
-            "--sites",
-            str(workdir / "hub-objects"),
-            "-n",
-            NAMESPACE,
-        )
-        applied = _apply(admin, workdir / "hub-objects" / "secrets.yaml") + _apply(
-            admin, workdir / "hub-objects" / "sites.yaml"
-        )
-        sys.stdout.write(f"  applied {applied} objects\n")
-        stop, thread = _controller(hub)
+        hubsite.prepare_hub(admin, NAMESPACE)
+        logging.getLogger("kopf").setLevel(logging.ERROR)  # its start-up notes are about threads, not the fleet
+        controller = operator.Background(_controller_options(hub))
         try:
-            counts = _wait_validated(admin, sites)
-            sys.stdout.write(f"  the controller: {counts}\n")
-            chosen = [f"store-{n:04d}" for n in (1, 2, 3)]
-            _say(f"5. sticks for {', '.join(chosen)}, each with its own reporting credential")
-            for name in chosen:
-                _fleet("make-media", name, *hub_config, "--out-dir", str(workdir / "sticks" / name))
-            _say("6. their nodes relocate and report to the hub (one done, one failed, one running)")
-            _node_reports(admin, workdir / "sticks", chosen)
-            _wait_phases(admin, {site.Phase.RELOCATED, site.Phase.FAILED, site.Phase.IN_PROGRESS})
-            _say("7. the fleet at a glance")
-            _fleet("status", *hub_config)
-            _fleet("why", f"store-{BAD_ROW:04d}", *hub_config)
-            _fleet("why", "store-0002", *hub_config)
-            page = workdir / "fleet.html"
-            _say("8. the fleet on one page")
-            _fleet("report", *hub_config, "--html", str(page), "--title", "demo fleet")
+            ready = onto_the_hub(admin, workdir / HUB_OBJECTS, args.fleet)
+            make_sticks(admin, workdir / STICKS, ready)
+            nodes = ready[: args.nodes]
+            pace = f"{args.seed}, {args.speed:g}x real time; host steps on fakes"
+            say(f"\n{len(nodes)} nodes relocate, each with its stick against its own simulated factory SNO ({pace}), "
+                "and report to their Sites")  # fmt: skip
+            for name in nodes:
+                relocate_node(args, admin, name, scratch, workdir / STICKS)
+            return fleet_state(hub, workdir, invalid, nodes)
         finally:
-            stop.set()
-            thread.join(30)
+            controller.stop()
             admin.close()
-    sys.stdout.write(f"\nopen {workdir / 'fleet.html'} in a browser; the demo's files are in {workdir}\n")
-    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.keep:
-        workdir = Path(args.keep)
-        workdir.mkdir(parents=True, exist_ok=True)
-        return play(workdir, args.fleet)
-    workdir = Path(tempfile.mkdtemp(prefix="snoreloc-demo-fleet-"))
-    return play(workdir, args.fleet)
+    if args.fleet < 2:
+        raise errors.UsageError("--fleet needs at least 2 sites (one of them is made invalid)")
+    if args.nodes < 0:
+        raise errors.UsageError("--nodes is how many nodes relocate: 0 or more")
+    workdir = Path(args.keep or tempfile.mkdtemp(prefix="snoreloc-fleet-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    say(f"snoreloc demo --fleet {args.fleet}: the fleet owner's inputs in {workdir}: {TEMPLATE} (the template and "
+        f"the files every site shares) and {INVENTORY} ({args.fleet} sites)")  # fmt: skip
+    write_inputs(workdir, args.fleet)
+    invalid = render_and_validate(workdir)
+    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-demo-sims-") as scratch:
+        page = _on_the_hub(args, workdir, invalid, Path(scratch))
+    say(f"\nsnoreloc demo --fleet: done in {time.monotonic() - started:.1f}s; everything is in {workdir}")
+    say(f"  the fleet report: {page} (open it in a browser)")
+    say(f"  the CI report of `fleet validate`: {workdir / JUNIT}")
+    say(f"  the sticks: {workdir / STICKS}/SITE")
+    return 0

@@ -18,6 +18,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,8 @@ def fake_systemctl(on_restart: dict[str, Any] | None = None) -> command.FakeRunn
     return runner_
 
 
-def _site_config(sim: simulator.Simulator) -> dict[str, Any]:
+def site_config() -> dict[str, Any]:
+    """The demo site's site-config: store-042 on a VLAN, its own mirror and registry CA, a technician's key."""
     return {
         "apiVersion": "snoreloc.io/v1alpha1",
         "kind": "SiteConfig",
@@ -140,8 +142,9 @@ def _demo_ssh_key() -> str:
     return public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
 
 
-def write_site(root: fs.HostFS, sim: simulator.Simulator) -> Path:
-    """The site-config and its files where a technician's node would have them: /etc/snoreloc/."""
+def write_site(root: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
+    """The site-config and its files where a technician's node would have them: /etc/snoreloc/ (`sim` is not
+    needed: the site-config names no simulator address)."""
     auth = {"auths": {"registry.store042.example.net:5000": {"auth": "ZGVtby11c2VyOmRlbW8tcGFzc3dvcmQ=", "email": ""}}}
     ca_pem, _key = pki.issue_ca("store042 registry CA", now=datetime.datetime.now(datetime.UTC))
     root.mkdir("/etc/snoreloc", 0o700)
@@ -150,7 +153,7 @@ def write_site(root: fs.HostFS, sim: simulator.Simulator) -> Path:
     root.mkdir("/etc/snoreloc/manifests", 0o700)
     for manifest in sorted(MANIFESTS.glob("*.yaml")):  # the same files as examples/manifests
         root.write_text(f"/etc/snoreloc/manifests/{manifest.name}", manifest.read_text(), mode=0o600)
-    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(_site_config(sim), sort_keys=False), mode=0o600)
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(site_config(), sort_keys=False), mode=0o600)
     return root.path("/etc/snoreloc/site-config.yaml")
 
 
@@ -164,12 +167,24 @@ def factory_node(root: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = T
         root.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
 
 
-def site_dns() -> dns.SiteDns:
-    """The demo store's DNS: it has the records for the new domain, pointing at the node's site address."""
-    return dns.SiteDns({f"api.{SITE_DOMAIN}": [SITE_ADDRESS], f"*.apps.{SITE_DOMAIN}": [SITE_ADDRESS]})
+def site_dns(domain: str = SITE_DOMAIN, address: str = SITE_ADDRESS) -> dns.SiteDns:
+    """A store's DNS (the demo store's by default): it has the records for the new domain, pointing at the node's
+    site address."""
+    return dns.SiteDns({f"api.{domain}": [address], f"*.apps.{domain}": [address]})
 
 
-def services(root: fs.HostFS, sim: simulator.Simulator, clk: clock.Clock, *, dnsmasq: bool = True) -> node.Services:
+def _indented(line: str) -> None:
+    print(f"  {line}", file=sys.stderr, flush=True)
+
+
+def services(
+    root: fs.HostFS,
+    sim: simulator.Simulator,
+    clk: clock.Clock,
+    *,
+    dnsmasq: bool = True,
+    echo: Callable[[str], None] = _indented,
+) -> node.Services:
     factory_node(root, sim, dnsmasq=dnsmasq)
     runner_ = fake_systemctl({dns.UNIT: sim.restart_dnsmasq} if dnsmasq else None)
     node_host = HostServices(
@@ -181,9 +196,31 @@ def services(root: fs.HostFS, sim: simulator.Simulator, clk: clock.Clock, *, dns
         banner=console.Banner(root, runner_),
         client_factory=lambda: kube.Client.from_kubeconfig(str(sim.kubeconfig_path), clock=clk),
         clock=clk,
-        echo=lambda line: print(f"  {line}", file=sys.stderr, flush=True),
+        echo=echo,
         resolve=sim.resolve,
     )
+
+
+def relocate(
+    root: fs.HostFS, sim: simulator.Simulator, *, page_port: int = 0, echo: Callable[[str], None] = _indented
+) -> tuple[node.NodeRequest, runner.Result]:
+    """The node flow (as the systemd unit runs it) on host root `root` against `sim`, host steps on the demo's
+    fakes; the request (its paths hold the run's journal and report) and the run's result. The progress page is
+    stopped after."""
+    request = node.NodeRequest(
+        paths=paths.Paths.under(root.path("/")),
+        options=runner.Options(),
+        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
+        page_host="127.0.0.1",
+        page_port=page_port,
+    )
+    svc = services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed), echo=echo)
+    try:
+        result = node.relocate(request, svc)
+    finally:
+        for served in svc.pages:
+            served.stop()
+    return request, result
 
 
 def _relocate(args: argparse.Namespace, workdir: Path) -> int:
@@ -195,21 +232,8 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
         say("  host steps act on fakes (in-memory NetworkManager, scripted systemctl): nothing here changes\n")
         root = fs.HostFS(workdir / "root")
         write_site(root, sim)
-        clk = clock.ScaledClock(args.speed)
-        req = node.NodeRequest(
-            paths=paths.Paths.under(root.path("/")),
-            options=runner.Options(),
-            settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
-            page_host="127.0.0.1",
-            page_port=args.page_port,
-        )
         started = time.monotonic()
-        svc = services(root, sim, clk)
-        try:
-            node.relocate(req, svc)
-        finally:
-            for served in svc.pages:
-                served.stop()
+        req, _result = relocate(root, sim, page_port=args.page_port)
         say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
         _write_svg(req, Path(args.svg))
         report_text = req.paths.report.read_text(encoding="utf-8")

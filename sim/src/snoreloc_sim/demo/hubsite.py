@@ -1,0 +1,55 @@
+"""Sites on a simulated hub and their sticks, for the fleet demo (`snoreloc demo --fleet N`); the hub's tests
+prepare their hub with the same `prepare_hub`, and their node relocates with the same `flow.relocate`.
+
+The hub is prepared as `snoreloc fleet install` would leave it for Sites (the CRD from the shipped `deploy/`, a
+namespace); a stick is what `snoreloc fleet make-media --out-dir` writes. Like the rest of `snoreloc_sim.demo`,
+this sits outside the product layers and may import the agent, the fleet and the simulator.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+from snoreloc_fleet import install, makemedia, site
+from snoreloc_fleet.controller import reconcile
+
+from snoreloc import waits
+from snoreloc.adapters import clock, kube
+
+SITES = reconcile.SITES
+
+
+def prepare_hub(admin: kube.Client, namespace: str) -> None:
+    """The Site CRD (from the shipped deploy/ files, as `fleet install` applies it) and the Sites' namespace."""
+    crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
+    admin.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
+    admin.create(install.KINDS[("v1", "Namespace")], {"metadata": {"name": namespace}})
+
+
+def phases(admin: kube.Client, namespace: str) -> collections.Counter[str]:
+    """How many Sites of the namespace are in each phase ("" for a Site the controller has not seen yet)."""
+    listed = admin.list(SITES, namespace)
+    return collections.Counter(str((obj.get("status") or {}).get("phase", "")) for obj in listed)
+
+
+def wait_phase(
+    admin: kube.Client, namespace: str, name: str, phase: site.Phase, budget: float, *, hint: str = ""
+) -> dict[str, Any]:
+    """Site `name` once its status.phase is `phase`; WaitTimeout (with `hint`) after `budget` seconds."""
+
+    def reached() -> dict[str, Any] | None:
+        obj = admin.get(kube.Ref(SITES, name, namespace))
+        return obj if (obj.get("status") or {}).get("phase") == phase.value else None
+
+    wait = waits.Wait("fleet-demo", f"site {name} to be {phase.value}", budget, 0.2, 15.0, hint)
+    return waits.until(reached, wait, clock.SystemClock())
+
+
+def make_stick(admin: kube.Client, namespace: str, name: str, out: Path) -> list[str]:
+    """What `snoreloc fleet make-media NAME --out-dir OUT` writes (the hub's reporting kubeconfig included); the
+    files' names."""
+    tree = makemedia.make(admin, namespace, name)
+    makemedia.write_dir(out, tree)
+    return sorted(tree)

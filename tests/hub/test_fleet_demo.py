@@ -1,0 +1,72 @@
+"""`snoreloc demo --fleet N` end to end at a small N: what it prints (the invalid site with its finding, each node's
+Site Relocated) and what it leaves in its directory (the owner's inputs, the rendered sites, the CI report, the
+sticks). It runs the real commands against the hub simulator and the OpenShift simulator, both in this process."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+from snoreloc.cli import main
+from snoreloc.siteconfig import medium
+from snoreloc_sim.demo import fleet
+
+pytestmark = pytest.mark.simonly
+
+
+def test_the_fleet_demo_validates_relocates_and_reports(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["demo", "--fleet", "5", "--nodes", "2", "--speed", "120", "--routes", "2", "--keep", str(tmp_path)]
+    assert main.main(argv) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+
+    assert "$ snoreloc fleet render --template base.yaml --inventory sites.csv --out sites" in out
+    assert "rendered 5 site-configs" in out
+    invalid = next(line for line in out.splitlines() if "INVALID" in line)
+    assert invalid.startswith("store-0003:") and "sites.csv line 4" in invalid
+    assert "spec.network.routes.config[0].next-hop-address: is not a valid IP address" in out
+    assert "[sites.csv line 4, column gateway]" in out
+    assert "5 site-configs: 4 valid, 1 invalid" in out
+    assert "the controller checked 5 Sites with the agent's rules" in out and "{'Invalid': 1, 'Ready': 4}" in out
+    assert "made 4 sticks" in out
+    for name in ("store-0001", "store-0002"):
+        line = next(line for line in out.splitlines() if line.startswith(f"{name}: relocated in"))
+        assert "its Site: Relocated" in line and "(the node reported run done" in line
+    assert "store-0004: relocated" not in out, "--nodes 2: two nodes only"
+    assert f"everything is in {tmp_path}" in out
+    status = out[out.index("$ snoreloc fleet status") : out.index("$ snoreloc fleet why")]
+    assert "5 sites" in status
+    assert re.search(r"Invalid\s+1\n", status) and re.search(r"Ready\s+2\n", status), status
+    assert re.search(r"Relocated\s+2\n", status), status
+    assert "fleet/store-0003: Invalid (InvalidSiteConfig)" in out and "fleet/store-0001: Relocated (Done)" in out
+    page = (tmp_path / fleet.REPORT).read_text(encoding="utf-8")
+    assert f"the fleet report: {tmp_path / fleet.REPORT}" in out
+    assert "5 sites" in page and "Relocated" in page and "Invalid" in page and "store-0002" in page
+
+    suites = ET.parse(tmp_path / fleet.JUNIT).getroot()
+    failed = [case.get("name") for case in suites.iter("testcase") if case.find("failure") is not None]
+    assert failed == ["store-0003"]
+    assert sorted(p.name for p in (tmp_path / "sticks").iterdir()) == [
+        "store-0001",
+        "store-0002",
+        "store-0004",
+        "store-0005",
+    ]
+    hub_file = tmp_path / "sticks" / "store-0004" / medium.HUB_FILE
+    assert hub_file.stat().st_mode & 0o777 == 0o600
+    stick_config = yaml.safe_load((tmp_path / "sticks" / "store-0004" / medium.SITE_CONFIG_NAME).read_text())
+    assert stick_config["spec"]["domain"] == "store-0004.edge.example.net"
+    assert "s3cr3t" not in out and "ZGVtby11c2VyOmRlbW8tcGFzc3dvcmQ=" not in out, "no secret in the demo's output"
+
+
+def test_the_inventory_has_one_typo_in_the_middle() -> None:
+    rows, invalid = fleet.inventory_rows(50)
+    assert len(rows) == 50 and invalid == "store-0026"
+    assert len({row["domain"] for row in rows}) == len({row["address"] for row in rows}) == 50
+    assert [row["gateway"] for row in rows if row["name"] == invalid] == ["10.0.26.256"]
