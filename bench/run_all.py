@@ -23,6 +23,8 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_controller
+import fleet_reports
 import fleet_status
 import fleet_validate
 import hub_sites
@@ -76,6 +78,8 @@ BENCHMARKS: dict[str, Main] = {
     "fleet_validate": fleet_validate.main,
     "fleet_status": fleet_status.main,
     "hub_sites": hub_sites.main,
+    "fleet_controller": fleet_controller.main,
+    "fleet_reports": fleet_reports.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -93,6 +97,8 @@ QUICK: dict[str, list[str]] = {
     "fleet_validate": ["--sites", "200", "--repetitions", "1"],
     "fleet_status": ["--sites", "200", "--repetitions", "1"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
+    "fleet_controller": ["--sites", "20", "--steady-seconds", "3"],
+    "fleet_reports": ["--nodes", "6", "--seconds", "4", "--interval", "2"],
 }
 
 
