@@ -267,7 +267,7 @@ def test_fleet_controller_benchmark(tmp_path: Path) -> None:
     assert results["writes_per_site_to_steady"]["median"] == hub_sites.WRITES_PER_SITE  # new Sites: credentials
     assert results["steady_writes_per_site_per_minute"]["max"] == 0
     assert results["restart_writes_per_site"]["max"] == 0, "a restarted controller rewrites nothing"
-    assert results["peak_rss_mb"]["median"] >= results["peak_rss_before_controller_mb"]["median"] > 0
+    assert results["peak_rss_mb"]["median"] > 10, "the controller's own process, measured while it runs"
 
 
 def test_fleet_reports_benchmark(tmp_path: Path) -> None:
