@@ -23,7 +23,9 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_controller
 import fleet_demo
+import fleet_reports
 import fleet_status
 import fleet_validate
 import hub_sites
@@ -78,6 +80,8 @@ BENCHMARKS: dict[str, Main] = {
     "fleet_status": fleet_status.main,
     "fleet_demo": fleet_demo.main,
     "hub_sites": hub_sites.main,
+    "fleet_controller": fleet_controller.main,
+    "fleet_reports": fleet_reports.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -96,6 +100,8 @@ QUICK: dict[str, list[str]] = {
     "fleet_status": ["--sites", "200", "--repetitions", "1"],
     "fleet_demo": ["--sites", "5", "--nodes", "1", "--repetitions", "1"],
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
+    "fleet_controller": ["--sites", "20", "--steady-seconds", "3"],
+    "fleet_reports": ["--nodes", "6", "--seconds", "4", "--interval", "2"],
 }
 
 

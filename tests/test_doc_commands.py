@@ -256,13 +256,13 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     "make demo-fleet": Elsewhere(
         "`snoreloc demo --fleet` in a fresh .venv",
-        _OPS + "test_fleet_demo.py::test_the_fleet_demo_renders_validates_reports_and_draws",
+        _FLEET + "test_fleet_demo.py::test_the_fleet_demo_validates_relocates_and_reports",
     ),
     "snoreloc demo --fleet": Elsewhere(
-        "the fleet demo", _OPS + "test_fleet_demo.py::test_the_fleet_demo_renders_validates_reports_and_draws"
+        "the fleet demo", _FLEET + "test_fleet_demo.py::test_the_fleet_demo_validates_relocates_and_reports"
     ),
-    "snoreloc demo --fleet 50": Elsewhere(
-        "the fleet demo", _OPS + "test_fleet_demo.py::test_the_fleet_demo_renders_validates_reports_and_draws"
+    "snoreloc demo --fleet [N] [--nodes K]": Elsewhere(
+        "the fleet demo", _FLEET + "test_fleet_demo.py::test_the_fleet_demo_validates_relocates_and_reports"
     ),
     **{
         line: Elsewhere(
@@ -342,6 +342,15 @@ ELSEWHERE: dict[str, Elsewhere] = {
         _FLEET + "test_controller_resilience.py::test_a_restarted_controller_converges_and_then_writes_nothing",
     ),
     ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
+    ".venv/bin/python bench/fleet_controller.py --sites 10000 --steady-seconds 60": Elsewhere(
+        "a benchmark run (a quarter of an hour); tests/bench smoke-tests it small"
+    ),
+    ".venv/bin/python bench/fleet_reports.py --nodes 500 --seconds 120": Elsewhere(
+        "a benchmark run (500 nodes for two minutes); tests/bench smoke-tests it small"
+    ),
+    ".venv/bin/python bench/fleet_status.py --sites 10000 --repetitions 3": Elsewhere(
+        "a benchmark run (10,000 Sites); tests/bench smoke-tests it small"
+    ),
     "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
     "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
 }

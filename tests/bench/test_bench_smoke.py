@@ -23,6 +23,8 @@ import api_economy  # noqa: E402
 import baselines  # noqa: E402
 import certificates  # noqa: E402
 import common  # noqa: E402
+import fleet_controller  # noqa: E402
+import fleet_reports  # noqa: E402
 import harness  # noqa: E402
 import hub_sites  # noqa: E402
 import relocation  # noqa: E402
@@ -257,3 +259,20 @@ def test_baselines_with_a_slow_oauth_publication(tmp_path: Path) -> None:
 def test_hub_sites_benchmark(tmp_path: Path) -> None:
     loaded = well_formed(hub_sites.measure(sites=3, qps_values=[0.0], repetitions=1), "hub_sites", tmp_path)
     assert loaded["results"]["unlimited"]["writes_per_site"] == hub_sites.WRITES_PER_SITE
+
+
+def test_fleet_controller_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(fleet_controller.measure(4, 0.0, 2.0, 1), "fleet_controller", tmp_path)
+    results = loaded["results"]
+    assert results["writes_per_site_to_steady"]["median"] == hub_sites.WRITES_PER_SITE  # new Sites: credentials
+    assert results["steady_writes_per_site_per_minute"]["max"] == 0
+    assert results["restart_writes_per_site"]["max"] == 0, "a restarted controller rewrites nothing"
+    assert results["peak_rss_mb"]["median"] > 10, "the controller's own process, measured while it runs"
+
+
+def test_fleet_reports_benchmark(tmp_path: Path) -> None:
+    loaded = well_formed(fleet_reports.measure(3, 2.0, 1.0, 1), "fleet_reports", tmp_path)
+    results = loaded["results"]
+    assert results["reports"]["median"] == 3 * 2 and results["failed"]["max"] == 0
+    assert results["node_writes_per_report"]["median"] == 1, "each node's report is one write"
+    assert 0 < results["p50_s"]["median"] <= results["p99_s"]["median"] <= results["max_s"]["median"]

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from snoreloc import errors
 from snoreloc.adapters import clock, command, console, fs
@@ -223,3 +224,53 @@ def test_the_site_config_can_turn_the_page_off(root: fs.HostFS, sim: simulator.S
     banner = root.read_text(console.ISSUE_FILE)
     assert "relocation done" in banner and "Progress page" not in banner
     assert view.page_address(run.req.paths.state_dir) == ""
+
+
+def _metrics(url: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
+    """`/metrics` parsed by prometheus_client's own parser: sample name -> labels -> value."""
+    with urllib.request.urlopen(url + "metrics", timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        text = response.read().decode()
+    found: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    found["_text"] = {(("text", text),): 0.0}
+    return found
+
+
+def _one(found: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str) -> float:
+    return found[name][()]
+
+
+@pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)
+@pytest.mark.parametrize("sim", [SLOW], indirect=True)
+def test_metrics_follow_the_runs_journal(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    demo.write_site(root, sim)
+    secrets = _secrets(root)
+    with _Run(root, sim) as run:
+        _until(lambda: "<td>settle</td><td class='state-running'>" in _get(run.url), 60)
+        _until(lambda: _one(_metrics(run.url), "snoreloc_run_wait_seconds") > 0, 60)
+        running = _metrics(run.url)
+        run.thread.join(120)
+        assert run.error is None, run.error
+        done = _metrics(run.url)
+    run_facts = view.facts(journal.read(run.req.paths.status))
+    assert run_facts.started is not None and run_facts.finished is not None
+    total = len(run_facts.steps)
+    assert _one(running, "snoreloc_run_steps_total") == _one(done, "snoreloc_run_steps_total") == total
+    assert 0 < _one(running, "snoreloc_run_steps_done") < total
+    assert running["snoreloc_run_step_info"] == {(("step", "settle"),): 1.0}
+    assert running["snoreloc_run_state"][(("state", "running"),)] == 1.0
+    assert _one(running, "snoreloc_run_wait_budget_seconds") >= _one(running, "snoreloc_run_wait_seconds") > 0
+    assert _one(running, "snoreloc_run_duration_seconds") > 0
+    assert _one(done, "snoreloc_run_steps_done") == sum(1 for s in run_facts.steps if s.state == "done") == total
+    assert done["snoreloc_run_state"][(("state", run_facts.state),)] == 1.0
+    assert sum(done["snoreloc_run_state"].values()) == 1.0
+    assert _one(done, "snoreloc_run_wait_seconds") == 0
+    journal_seconds = (run_facts.finished - run_facts.started).total_seconds()
+    assert _one(done, "snoreloc_run_duration_seconds") == pytest.approx(journal_seconds, abs=0.01)
+    assert _one(done, "snoreloc_run_warnings") == len({w for s in run_facts.steps for w in s.warnings})
+    for found in (running, done):
+        text = next(iter(found["_text"]))[0][1]
+        assert all(secret not in text for secret in secrets)

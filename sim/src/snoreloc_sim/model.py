@@ -7,6 +7,8 @@ store calls; the operators (`controllers`) subscribe to store changes and schedu
 
 from __future__ import annotations
 
+import bisect
+import builtins
 import copy
 import heapq
 import itertools
@@ -108,6 +110,7 @@ class Store:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._objects: dict[tuple[str, str, str], Obj] = {}
+        self._keys: dict[str, list[str]] = {}  # per type, "namespace/name" in order: etcd's key order, for ranges
         self._rv = itertools.count(1000)
         self._listeners: list[ChangeListener] = []
         self.writes = 0
@@ -146,13 +149,35 @@ class Store:
             return clone(found) if found is not None else None
 
     def list(self, rtype: ResourceType, namespace: str | None = None) -> list[Obj]:
+        return self.scan(rtype, namespace)[0]
+
+    def scan(
+        self,
+        rtype: ResourceType,
+        namespace: str | None = None,
+        start: str = "",
+        limit: int = 0,
+        matches: Callable[[Obj], bool] | None = None,
+    ) -> tuple[builtins.list[Obj], int | None]:
+        """Copies of the objects of `rtype` (in `namespace`, or all) whose key ("namespace/name") is `start` or
+        later, in key order, that `matches` accepts: at most `limit` of them (all when 0), and how many keys
+        follow the last one handed out (None when `matches` filtered: kube then does not count either).
+        Costs the objects handed out and a bisection, not the whole type: a range read as etcd serves it."""
         with self._lock:
-            items = [
-                clone(obj)
-                for (key, ns, _), obj in sorted(self._objects.items())
-                if key == rtype.key and (namespace is None or ns == namespace)
-            ]
-            return items
+            keys = self._keys.get(rtype.key, [])
+            prefix = "" if namespace is None else f"{namespace}/"
+            index = bisect.bisect_left(keys, max(start, prefix))
+            items: builtins.list[Obj] = []
+            while index < len(keys) and keys[index].startswith(prefix) and not (limit and len(items) >= limit):
+                ns, _, name = keys[index].partition("/")
+                obj = self._objects[(rtype.key, ns, name)]
+                if matches is None or matches(obj):
+                    items.append(clone(obj))
+                index += 1
+            if matches is not None:
+                return items, None
+            end = bisect.bisect_left(keys, prefix + "\U0010ffff") if prefix else len(keys)
+            return items, end - index
 
     def current_rv(self) -> str:
         with self._lock:
@@ -183,6 +208,7 @@ class Store:
             if rtype.generation:
                 smeta["generation"] = 1
             self._objects[key] = stored
+            bisect.insort(self._keys.setdefault(rtype.key, []), f"{namespace}/{name}")
             self.writes += 1
             result = clone(stored)
         self._notify(rtype, "ADDED", None, result)
@@ -227,6 +253,8 @@ class Store:
             old = self._objects.pop(key, None)
             if old is None:
                 raise ApiError(404, "NotFound", f'{rtype.key} "{name}" not found', details=_details(rtype, name))
+            keys = self._keys[rtype.key]
+            del keys[bisect.bisect_left(keys, f"{key[1]}/{name}")]
             self.writes += 1
         self._notify(rtype, "DELETED", old, None)
         return old

@@ -406,12 +406,17 @@ class Api:
 
     def _selected(self, request: Request, target: Target) -> list[Obj]:
         items = self.cluster.store.list(target.rtype, target.namespace)
+        matchers = self._matchers(request, target)
+        return [obj for obj in items if all(match(obj) for match in matchers)]
+
+    def _matchers(self, request: Request, target: Target) -> list[Matcher]:
+        """The list's label and field selectors as predicates (none when it has neither)."""
         matchers: list[Matcher] = []
         if request.query.get("labelSelector"):
             matchers.append(label_matcher(request.query["labelSelector"]))
         if request.query.get("fieldSelector"):
             matchers.append(field_matcher(target.rtype, request.query["fieldSelector"]))
-        return [obj for obj in items if all(match(obj) for match in matchers)]
+        return matchers
 
     def _list(self, request: Request, target: Target) -> Response:
         if request.query.get("watch", "").lower() in ("true", "1"):

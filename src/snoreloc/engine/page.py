@@ -28,7 +28,7 @@ from typing import Any
 
 from snoreloc import redact, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import journal, report, view
+from snoreloc.engine import journal, metrics, report, view
 from snoreloc.engine import timeline as drawing
 from snoreloc.siteconfig import model
 
@@ -161,7 +161,7 @@ class _Reply:
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """GET and HEAD of `/` (the page) and `/timeline.svg`; everything else is refused."""
+    """GET and HEAD of `/` (the page), `/timeline.svg` and `/metrics` (`engine.metrics`); all else is refused."""
 
     server: _Server
     server_version = "snoreloc-progress"
@@ -186,8 +186,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             super().finish()
 
     def _reply(self) -> _Reply:
-        if self.path.split("?")[0] not in ("/", "/timeline.svg"):
+        if self.path.split("?")[0] not in ("/", "/timeline.svg", "/metrics"):
             return _Reply(404, b"not found\n", "text/plain; charset=utf-8")
+        if self.path.startswith("/metrics"):
+            return _Reply(200, metrics.exposition(self.server.content), metrics.CONTENT_TYPE)
         progress, picture = self.server.content()
         svg = drawing.svg(picture)
         if self.path.startswith("/timeline.svg"):

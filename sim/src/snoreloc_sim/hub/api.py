@@ -129,11 +129,16 @@ class HubApi(server.Api):
             return self._watch(request, target)
         if query.get("resourceVersionMatch") == "Exact":
             self.history.check(_rv(query.get("resourceVersion", "")))
-        with self.write_lock:
-            items = self._selected(request, target)
-            rv = int(self.cluster.store.current_rv())
+        matchers = self._matchers(request, target)
+        store = self.cluster.store
+
+        def scan(start: str, limit: int) -> tuple[list[Obj], int | None]:
+            matches = (lambda obj: all(match(obj) for match in matchers)) if matchers else None
+            return store.scan(target.rtype, target.namespace, start, limit, matches)
+
         try:
-            items, meta = paging.page(items, query, rv, self.history.floor)
+            with self.write_lock:
+                items, meta = paging.page(scan, query, int(store.current_rv()), self.history.floor)
         except model.ApiError as error:
             fresh = error.details.pop("continue", None)
             body = server.status_body(error)

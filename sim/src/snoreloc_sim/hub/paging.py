@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from typing import Any
 
 from snoreloc_sim import model
@@ -49,26 +50,34 @@ def decode(token: str) -> tuple[int, str]:
         raise model.ApiError(400, "BadRequest", f"invalid continue token: {exc}") from None
 
 
-def page(items: list[Obj], query: dict[str, str], rv: int, floor: int) -> tuple[list[Obj], Obj]:
-    """One page of `items` (sorted by key) and the list metadata (resourceVersion, continue, remainingItemCount).
-    `rv` is the list's resourceVersion; `floor` the oldest version whose snapshot is still kept."""
-    ordered = sorted(items, key=_key)
+Scan = Callable[[str, int], tuple[list[Obj], int | None]]
+
+
+def page(scan: Scan, query: dict[str, str], rv: int, floor: int) -> tuple[list[Obj], Obj]:
+    """One page and the list metadata (resourceVersion, continue, remainingItemCount). `scan(start, limit)` gives
+    the objects from key `start` on in key order (at most `limit`, all when 0) and how many keys follow them (None
+    under a selector); `rv` is the list's resourceVersion; `floor` the oldest version whose snapshot is still kept.
+    A page costs its own objects, not the namespace's, as kube-apiserver's range reads: etcd3 `store.go` `GetList`
+    asks etcd for `limit` keys from the continue key on, and the watch cache (`cacher/store_btree.go`,
+    `btreeStore.ListPrefix`) ascends its btree from the continue key and stops after `limit`."""
     meta: Obj = {"resourceVersion": str(rv)}
+    start = ""
     token = query.get("continue")
     if token:
         token_rv, start = decode(token)
         if token_rv < floor:
             fresh = encode(rv, start)
             raise model.ApiError(410, "Expired", TOO_OLD, details={"continue": fresh})
-        ordered = [obj for obj in ordered if _key(obj) >= start]
         meta["resourceVersion"] = str(token_rv)
     try:
-        limit = int(query.get("limit") or 0)
+        limit = max(int(query.get("limit") or 0), 0)
     except ValueError:
         raise model.ApiError(400, "BadRequest", f"invalid limit {query.get('limit')!r}") from None
-    if limit <= 0 or len(ordered) <= limit:
-        return ordered, meta
-    shown, rest = ordered[:limit], ordered[limit:]
+    shown, rest = scan(start, limit + 1 if limit else 0)  # one more than asked: is there a next page?
+    if not limit or len(shown) <= limit:
+        return shown, meta
+    shown = shown[:limit]
     meta["continue"] = encode(int(meta["resourceVersion"]), _key(shown[-1]) + "\x00")
-    meta["remainingItemCount"] = len(rest)
+    if rest is not None:
+        meta["remainingItemCount"] = rest + 1  # the extra one read ahead is not shown either
     return shown, meta
