@@ -120,9 +120,28 @@ def _judge(info: os.stat_result, kind: Kind | None) -> None:
         raise Unfit(f"it is {_size(info.st_size)}, more than the {_size(kind.limit)} a {kind.name} may have")
 
 
+class _Replaced(Unfit):
+    """The path named another file between the check and the open: a writer's atomic rename (our own journal, read
+    by the page while the run writes it) or a swap; the next attempt judges the new file."""
+
+
+# Attempts to open a file that keeps being replaced between the check and the open: an atomic writer replaces a
+# file in one rename, so a second attempt normally sees a settled file; a path swapped on every attempt is refused.
+_OPEN_ATTEMPTS = 5
+
+
 def _open_checked(path: Path, kind: Kind | None, follow: bool) -> int:
     """An fd of `path` after proving, before and after opening, that it is a regular file (within `kind`'s limit
-    when one is given)."""
+    when one is given); a file replaced while being opened is judged again, a few times at most."""
+    for _attempt in range(_OPEN_ATTEMPTS - 1):
+        try:
+            return _open_once(path, kind, follow)
+        except _Replaced:
+            continue
+    return _open_once(path, kind, follow)
+
+
+def _open_once(path: Path, kind: Kind | None, follow: bool) -> int:
     before = os.stat(path) if follow else os.lstat(path)  # FileNotFoundError passes through to the caller
     _judge(before, kind)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
@@ -135,7 +154,7 @@ def _open_checked(path: Path, kind: Kind | None, follow: bool) -> int:
     try:
         after = os.fstat(fd)
         if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-            raise Unfit("it was replaced while being opened")
+            raise _Replaced("it was replaced while being opened")
         _judge(after, kind)
     except BaseException:
         os.close(fd)

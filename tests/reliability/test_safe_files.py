@@ -21,6 +21,7 @@ without a new test:
 from __future__ import annotations
 
 import ast
+import json
 import os
 import pathlib
 import shutil
@@ -567,3 +568,27 @@ def test_collect_logs_reads_a_log_of_any_shape_in_bounds(attack: str, tmp_path: 
         assert shown.startswith(b"# the first 4097 bytes are left out")  # limit + 4096, + the 1 `_huge_at` adds
     else:
         assert shown.startswith(b"# not included: it is")
+
+
+def test_a_file_replaced_by_an_atomic_writer_while_read_is_read_whole(tmp_path: pathlib.Path) -> None:
+    """The page and `status` read status.json while the run replaces it (write to a temp file, rename): every read
+    gets one whole version, never "replaced while being opened" (seen as a 500 on the page's /metrics)."""
+    target = tmp_path / "status.json"
+    versions = [json.dumps({"n": n, "pad": "x" * 4096}) for n in range(2)]
+    safefile.write(target, versions[0])
+    stop = threading.Event()
+
+    def writer() -> None:
+        turn = 0
+        while not stop.is_set():
+            turn += 1
+            safefile.write(target, versions[turn % 2])
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    try:
+        reads = [safefile.read_text(target, safefile.STATE) for _ in range(3000)]
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert set(reads) <= set(versions)
