@@ -32,10 +32,16 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile as reconcile_mod
+from snoreloc_fleet.controller import workqueue
 from snoreloc_fleet.ops.metrics import FleetMetrics
 
 LOG = logging.getLogger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+RETRY_S = 1.0  # a failed reconcile's first retry; doubled per failure in a row, at most the sweep's period
+STOP_S = 10.0  # for the workers to finish their reconciles when the controller stops
+LIST_CHUNK = 500  # Sites a page when kopf lists them (client-go's pager default, tools/pager/pager.go)
+IDLE_S = 0.5  # how long kopf keeps a Site's per-object task (and its last event) after the event
+Key = tuple[str, str]  # (namespace, name)
 
 
 class TokenBucket:
@@ -66,10 +72,17 @@ class LimitedClient(kube.Client):
 
     bucket: TokenBucket | None = None
     metrics: FleetMetrics | None = None
+    echoes: Echoes | None = None
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         if self.bucket is not None and method in WRITE_METHODS:
             self.bucket.take()
+        result = self._counted(method, path, **options)
+        if self.echoes is not None and method in WRITE_METHODS:
+            self.echoes.wrote(result)
+        return result
+
+    def _counted(self, method: str, path: str, **options: Any) -> Any:
         if self.metrics is None:
             return super().request(method, path, **options)
         query = options.get("query")
@@ -129,8 +142,55 @@ def connection(configuration: k8s_client.Configuration) -> kopf.ConnectionInfo:
     )
 
 
+class Echoes:
+    """The resourceVersions the controller's own writes gave each Site, so that the watch event reporting such a
+    write back wakes no second reconcile: the reconcile that wrote it had already converged on that state. Any other
+    write (a node's report, a user's edit) has a resourceVersion of its own and is reconciled. A version is consumed
+    by its event; at most `LIMIT` are kept a Site (an event that raced ahead of its write's answer just costs one
+    reconcile), and a deleted Site's are dropped: memory O(Sites being written)."""
+
+    LIMIT = 4
+
+    def __init__(self) -> None:
+        self._versions: dict[Key, list[str]] = {}
+        self._lock = threading.Lock()
+        self.skipped = 0
+
+    def wrote(self, obj: Any) -> None:
+        """The API's answer to a write: if it is a Site, remember the version it now has."""
+        if not isinstance(obj, dict) or obj.get("kind") != site.KIND or obj.get("apiVersion") != site.API_VERSION:
+            return
+        meta = obj.get("metadata") or {}
+        key, version = (str(meta.get("namespace", "")), str(meta.get("name", ""))), meta.get("resourceVersion")
+        if version:
+            with self._lock:
+                versions = self._versions.setdefault(key, [])
+                versions.append(str(version))
+                del versions[: -self.LIMIT]
+
+    def is_echo(self, key: Key, version: str) -> bool:
+        """Whether `version` of Site `key` is one the controller wrote (consumed: asked once per event)."""
+        with self._lock:
+            versions = self._versions.get(key)
+            if not versions or version not in versions:
+                return False
+            versions.remove(version)
+            if not versions:
+                del self._versions[key]
+            self.skipped += 1
+            return True
+
+    def forget(self, key: Key) -> None:
+        with self._lock:
+            self._versions.pop(key, None)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._versions)
+
+
 class Controller:
-    """The index of known Sites, the per-key locks, the reconcile, the sweep."""
+    """The index of known Sites, the queue of Sites to reconcile and its workers, the sweep."""
 
     def __init__(self, options: Options) -> None:
         self.options = options
@@ -138,57 +198,96 @@ class Controller:
         self.client = LimitedClient(k8s_client.ApiClient(self.configuration), clock=options.clock)
         self.client.bucket = TokenBucket(options.qps, options.burst)
         self.client.metrics = options.metrics
+        self.echoes = self.client.echoes = Echoes()
         self.counters = reconcile_mod.Counters()
-        self.known: set[tuple[str, str]] = set()
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self.queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(base_delay=RETRY_S, max_delay=options.sweep)
+        self.known: set[Key] = set()
+        self._deleted: dict[Key, str] = {}  # a deleted Site's uid, until a worker removes what it owned
+        self._held: set[Key] = set()  # keys a worker reconciles now
+        self._unsure: dict[Key, list[str]] = {}  # versions of held keys seen meanwhile: echoes, or news?
         self._guard = threading.Lock()
 
-    def _lock(self, key: tuple[str, str]) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
-
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
+        """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
         key = (namespace, name)
-        with self._lock(key):
-            now = self.options.clock.now().astimezone(dt.UTC)
-            ref = reconcile_mod.site_ref(namespace, name)
-            outcome = reconcile_mod.reconcile(self.client, self.options.config, ref, now, self.counters)
+        with self._guard:
+            uid = self._deleted.get(key)
+        if uid is not None:  # first what the deleted Site owned (a new Site of its name may follow)
+            credentials.remove(self.client, namespace, name, uid)
+            with self._guard:
+                if self._deleted.get(key) == uid:
+                    del self._deleted[key]
+        now = self.options.clock.now().astimezone(dt.UTC)
+        ref = reconcile_mod.site_ref(namespace, name)
+        outcome = reconcile_mod.reconcile(self.client, self.options.config, ref, now, self.counters)
         if outcome is None:
             with self._guard:
                 self.known.discard(key)
-                self._locks.pop(key, None)
+            self.echoes.forget(key)
         return outcome
 
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
-        metrics = self.options.metrics
-        if metrics is not None:
-            metrics.seen(event)
-        try:
-            self._on_event(event, namespace, name)
-        except Exception as exc:
-            if metrics is not None:
-                metrics.error(exc)
-            raise
-
-    def _on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
-        if event.get("type") == "DELETED":
-            with self._guard:
-                self.known.discard((namespace, name))
-            uid = str(((event.get("object") or {}).get("metadata") or {}).get("uid", ""))
-            with self._lock((namespace, name)):
-                credentials.remove(self.client, namespace, name, uid)
-            return
+        """A watch event of a Site (in kopf's event loop: it must not block): note the key, queue it, return."""
+        if self.options.metrics is not None:
+            self.options.metrics.seen(event)
+        key = (namespace, name)
+        meta = (event.get("object") or {}).get("metadata") or {}
         with self._guard:
-            self.known.add((namespace, name))
+            if event.get("type") == "DELETED":
+                self.known.discard(key)
+                self._deleted[key] = str(meta.get("uid", ""))
+            else:
+                self.known.add(key)
+        if event.get("type") == "MODIFIED":
+            version = str(meta.get("resourceVersion", ""))
+            if self.echoes.is_echo(key, version):
+                return
+            with self._guard:
+                if key in self._held:  # perhaps the echo of a write whose answer the worker has not read yet
+                    self._unsure.setdefault(key, []).append(version)
+                    return
+        self.queue.add(key)
+
+    def work(self) -> None:
+        """A worker: reconcile the keys the queue hands out until it is shut down."""
+        while (key := self.queue.get()) is not None:
+            with self._guard:
+                self._held.add(key)
+            try:
+                self._reconcile_key(key)
+            finally:
+                self._release(key)
+
+    def _release(self, key: Key) -> None:
+        """Give `key` back to the queue, again if a version seen while it was held was not this worker's own write."""
+        with self._guard:
+            self._held.discard(key)
+            unsure = self._unsure.pop(key, [])
+        if any(not self.echoes.is_echo(key, version) for version in unsure):
+            self.queue.add(key)  # still held by the queue: marked dirty, so queued again by `done`
+        self.queue.done(key)
+
+    def _reconcile_key(self, key: Key) -> None:
         try:
-            self.reconcile(namespace, name)
-        except kube.Conflict as exc:  # someone wrote first: read again, soon
-            raise kopf.TemporaryError(f"conflict: {exc.message}", delay=1.0) from exc
+            self.reconcile(*key)
+        except Exception as exc:  # one Site's trouble (a 409: someone wrote first) must not end the worker
+            if self.options.metrics is not None:
+                self.options.metrics.error(exc)
+            delay = self.queue.retry(key)
+            level = logging.INFO if isinstance(exc, kube.Conflict) else logging.WARNING
+            LOG.log(level, "site %s/%s: %s (again in %gs)", key[0], key[1], exc, delay)
+        else:
+            self.queue.forget(key)
 
     def run(self, stop: threading.Event, ready: threading.Event | None = None) -> None:
-        """kopf's watch and handlers, and the sweep, until `stop` is set."""
-        sweeper = threading.Thread(target=self.sweep, args=(stop,), name="site-sweep", daemon=True)
-        sweeper.start()
+        """kopf's watch and handler, the workers and the sweep, until `stop` is set."""
+        threads = [threading.Thread(target=self.sweep, args=(stop,), name="site-sweep", daemon=True)]
+        threads += [
+            threading.Thread(target=self.work, name=f"site-worker-{index}", daemon=True)
+            for index in range(self.options.workers)
+        ]
+        for thread in threads:
+            thread.start()
         try:
             kopf.run(
                 loop=asyncio.new_event_loop(),
@@ -201,29 +300,24 @@ class Controller:
             )
         finally:
             stop.set()
-            sweeper.join(5.0)
+            self.queue.shutdown()
+            deadline = time.monotonic() + STOP_S
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
             self.client.close()
 
     def sweep(self, stop: threading.Event) -> None:
-        """Every `sweep` seconds, reconcile every known Site (staleness, token renewal) until `stop`."""
+        """Every `sweep` seconds, queue every known Site (staleness, token renewal) until `stop`."""
         while not stop.wait(self.options.sweep):
             with self._guard:
                 keys = sorted(self.known)
-            for namespace, name in keys:
-                if stop.is_set():
-                    return
-                try:
-                    self.reconcile(namespace, name)
-                except Exception as exc:  # one Site's trouble must not end the sweep
-                    if self.options.metrics is not None:
-                        self.options.metrics.error(exc)
-                    LOG.warning("sweep of site %s/%s: %s", namespace, name, exc)
+            for key in keys:
+                self.queue.add(key)
 
 
 def registry_for(controller: Controller) -> kopf.OperatorRegistry:
     """kopf's handlers for this controller, in a registry of their own (tests run several controllers)."""
     registry = kopf.OperatorRegistry()
-    options = controller.options
 
     @kopf.on.startup(registry=registry)
     def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -231,9 +325,12 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
         settings.scanning.disabled = True  # no CRD/namespace watching: only Sites
         settings.peering.standalone = True
         settings.persistence.progress_storage = kopf.SmartProgressStorage(prefix=site.GROUP)
-        settings.execution.max_workers = options.workers  # threads running reconciles at once
-        # kopf's per-Site queue workers stay unlimited: each lingers `idle_timeout` (5 s) after its last event, so a
-        # limit of N made a burst of new Sites wait 5 s per N of them (measured: 1.25 s a Site with N = 4).
+        # kopf's per-Site tasks stay unlimited (`queueing.worker_limit`: a limit only queues them, bodies and all,
+        # in kopf's scheduler) but each ends IDLE_S after its event rather than 5 s: the handler returns at once,
+        # and a lingering task keeps its last event's body. The first listing comes in pages (`watching.chunk_size`)
+        # rather than as one response holding every Site.
+        settings.queueing.idle_timeout = IDLE_S
+        settings.watching.chunk_size = LIST_CHUNK
         settings.watching.server_timeout = 300
         settings.watching.client_timeout = 330
         settings.networking.request_timeout = 60
@@ -243,8 +340,8 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
         return connection(controller.configuration)
 
     @kopf.on.event(site.GROUP, site.VERSION, site.PLURAL, id="reconcile", registry=registry)  # type: ignore[arg-type]
-    def on_site(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
-        controller.on_event(event, namespace, name)
+    async def on_site(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
+        controller.on_event(event, namespace, name)  # async: in kopf's loop, no executor thread for a queue add
 
     return registry
 
