@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import os
+import resource
 import socket
 import subprocess
 import tempfile
@@ -32,7 +34,7 @@ from typing import Any
 import common
 import hub_sites
 from prometheus_client.parser import text_string_to_metric_families
-from snoreloc_fleet import credentials
+from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
 
 from snoreloc.adapters import clock, kube
@@ -42,11 +44,24 @@ NAME = "fleet_controller"
 COLD_START_S = 300.0
 PEAK_RSS_MB = 300.0
 WRITES_TO_STEADY = 2.0
-POLL_S = 2.0
+POLL_S = 3.0
+MARKS = (25, 50, 75, 100)  # % of the Sites validated at which the controller's RSS is read
 
 
 def _validated(admin: kube.Client) -> int:
     return sum(1 for obj in admin.list(reconcile.SITES, hub_sites.NS) if (obj.get("status") or {}).get("phase"))
+
+
+def _unlabelled(admin: kube.Client) -> int:
+    """Sites without the phase label yet (the controller labels a Site, then writes its status): listing only those
+    costs the hub less and less as the controller gets on, rather than every Site at every poll."""
+    return len(admin.list(reconcile.SITES, hub_sites.NS, label_selector=f"!{site.PHASE_LABEL}"))
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process so far: the hub simulator's threads, and this loop's polling."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Running:
@@ -127,12 +142,24 @@ class Child:
                 raise RuntimeError("the controller did not start serving its metrics")
             time.sleep(0.5)
 
-    def peak_rss_mb(self) -> float:
-        """The process's peak resident set (VmHWM), read while it still runs."""
+    def _status_mb(self, field: str) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
         return 0.0
+
+    def peak_rss_mb(self) -> float:
+        """The process's peak resident set (VmHWM), read while it still runs."""
+        return self._status_mb("VmHWM")
+
+    def rss_mb(self) -> float:
+        """The process's resident set now (VmRSS)."""
+        return self._status_mb("VmRSS")
+
+    def cpu_s(self) -> float:
+        """The process's CPU seconds so far (user and system, every thread)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.process.terminate()
@@ -149,13 +176,11 @@ def once(sites: int, qps: float, steady_s: float) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="snoreloc-bench-controller-") as scratch, HubSimulator() as hub:
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
         populate(admin, sites)
-        started = time.monotonic()
+        started, own_cpu = time.monotonic(), _own_cpu_s()
         first = Child(hub, qps, Path(scratch))
-        while _validated(admin) < sites:
-            if first.process.poll() is not None:
-                raise RuntimeError(f"the controller exited {first.process.returncode}")
-            time.sleep(POLL_S)
+        rss_at = _cold_start(admin, first, sites)
         cold_s = time.monotonic() - started
+        cpu = {"controller_cpu_s": first.cpu_s(), "hub_process_cpu_s": _own_cpu_s() - own_cpu}
         to_steady = first.writes()
         time.sleep(steady_s)
         steady = first.writes() - to_steady
@@ -175,7 +200,25 @@ def once(sites: int, qps: float, steady_s: float) -> dict[str, float]:
         "steady_writes_per_site_per_minute": steady / sites / minutes,
         "restart_writes_per_site": restart / sites,
         "peak_rss_mb": rss,
+        **{f"rss_mb_at_{mark}_pct": rss_at[mark] for mark in MARKS},
+        **cpu,
     }
+
+
+def _cold_start(admin: kube.Client, child: Child, sites: int) -> dict[int, float]:
+    """Wait until every Site has a phase; the controller's RSS when 25, 50, 75 and 100 % of them had."""
+    rss_at: dict[int, float] = {}
+    while True:
+        if child.process.poll() is not None:
+            raise RuntimeError(f"the controller exited {child.process.returncode}")
+        labelled = sites - _unlabelled(admin)
+        validated = _validated(admin) if labelled >= sites else labelled
+        for mark in MARKS:
+            if mark not in rss_at and validated * 100 >= mark * sites:
+                rss_at[mark] = child.rss_mb()
+        if validated >= sites:
+            return rss_at
+        time.sleep(POLL_S)
 
 
 def measure(sites: int, qps: float, steady_s: float, repetitions: int) -> dict[str, Any]:
@@ -199,8 +242,10 @@ def _report(payload: dict[str, Any]) -> str:
     for key in ("cold_start_s", "writes_per_site_to_steady", "steady_writes_per_site_per_minute"):
         figures = r[key]
         lines.append(f"  {key}: {figures['median']:.3f} (min {figures['min']:.3f}, max {figures['max']:.3f})")
-    for key in ("restart_writes_per_site", "peak_rss_mb"):
+    for key in ("restart_writes_per_site", "peak_rss_mb", "controller_cpu_s", "hub_process_cpu_s"):
         lines.append(f"  {key}: {r[key]['median']:.3f}")
+    growth = ", ".join(f"{mark} %: {r[f'rss_mb_at_{mark}_pct']['median']:.0f}" for mark in MARKS)
+    lines.append(f"  RSS (MB) with Sites validated at {growth}")
     return "\n".join(lines + common.verdict_lines(payload))
 
 

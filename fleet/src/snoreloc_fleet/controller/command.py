@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stale-after", type=float, default=900.0, help="seconds of silence that make a run Stale")
     parser.add_argument("--qps", type=float, default=20.0, help="API writes per second, on average")
     parser.add_argument("--burst", type=int, default=40, help="API writes at once")
-    parser.add_argument("--workers", type=int, default=4, help="Sites reconciled at once")
+    parser.add_argument("--workers", type=int, default=8, help="Sites reconciled at once (threads; default 8)")
     parser.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port (/metrics; default: off)"
     )
@@ -57,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet import credentials  # noqa: PLC0415
     from snoreloc_fleet.controller import operator, reconcile  # noqa: PLC0415
 
+    if args.workers < 1:
+        raise errors.UsageError(f"--workers must be at least 1, got {args.workers}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # not a line per event: the reconcile says what changed
     configuration = operator.configuration_for(args.kubeconfig)

@@ -1,15 +1,24 @@
-"""The controller process: kopf watches the Sites, and every event or sweep runs the one idempotent reconcile.
+"""The controller process: kopf watches the Sites, a queue of their keys feeds a pool of reconcile workers.
 
-kopf (PyPI `kopf`) lists and watches `sites.fleet.snoreloc.io` (relisting after a 410 Gone, reconnecting with
-back-off), and calls a low-level `on.event` handler: no handler progress or diff-base annotations are written to
-the Sites, no finalizer is added (owned objects go with a Site through ownerReferences), kopf's own event posting
-is off (the controller posts its own Events, only on phase changes) and its peering is standalone. The handler
-only records the Site's key in the in-memory index and reconciles it; a sweep thread reconciles every known key
-every `sweep` seconds (a node that went silent, a token near its renewal) without a per-Site timer. Reconciles of
-one key never overlap. Only Sites are watched: Secrets and ConfigMaps are read on demand, nothing else is cached.
+kopf (PyPI `kopf`) lists (in pages of `LIST_CHUNK`) and watches `sites.fleet.snoreloc.io` (relisting after a 410
+Gone, reconnecting with back-off), and calls a low-level `on.event` handler: no handler progress or diff-base
+annotations are written to the Sites, no finalizer is added (owned objects go with a Site through ownerReferences),
+kopf's own event posting is off (the controller posts its own Events, only on phase changes) and its peering is
+standalone. The handler runs in kopf's event loop and does not reconcile: it notes the Site's key in the index of
+known Sites and adds it to a deduplicating queue (`workqueue`, client-go's semantics), then returns, so kopf drops
+the event's body at once (and its per-Site task `IDLE_S` later) instead of holding thousands of bodies while
+reconciles crawl. `workers` threads take keys and run the one idempotent reconcile, which reads the Site afresh:
+a burst of events for one Site coalesces into one reconcile, a key that changes while a worker holds it is
+reconciled once more afterwards, and no key is reconciled by two workers at once. A failed reconcile (a 409:
+someone wrote first) comes back after a per-key back-off. The watch event that merely reports the controller's own
+write back (its resourceVersion is the one the write's answer gave, `Echoes`) wakes no second reconcile. A sweep
+thread queues every known key every `sweep` seconds (a node that went silent, a token near its renewal) without a
+per-Site timer. Memory is O(Sites) in keys, never in bodies. Only Sites are watched: Secrets and ConfigMaps are read
+on demand, nothing else is cached.
 
 API writes of the reconcile go through a token bucket (`qps`, `burst`): kopf itself has no client-side rate
-limiter, and a hub restarted with thousands of Sites must not flood its API server.
+limiter, and a hub restarted with thousands of Sites must not flood its API server; the bucket, not the number of
+workers, sets the pace of a bulk add.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ RETRY_S = 1.0  # a failed reconcile's first retry; doubled per failure in a row,
 STOP_S = 10.0  # for the workers to finish their reconciles when the controller stops
 LIST_CHUNK = 500  # Sites a page when kopf lists them (client-go's pager default, tools/pager/pager.go)
 IDLE_S = 0.5  # how long kopf keeps a Site's per-object task (and its last event) after the event
+WORKERS = 8  # reconciles at once: they wait on the API, so more than the cores; the write limit sets the pace
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -108,7 +118,7 @@ class Options:
     sweep: float = 300.0
     qps: float = 20.0
     burst: int = 40
-    workers: int = 4
+    workers: int = WORKERS
     clock: clock_mod.Clock = field(default_factory=clock_mod.SystemClock)
     metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.ops.metrics`)
 
@@ -195,6 +205,8 @@ class Controller:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.configuration = configuration_for(options.kubeconfig)
+        pool = self.configuration.connection_pool_maxsize  # a connection a worker (the default: 5 a CPU)
+        self.configuration.connection_pool_maxsize = max(pool, options.workers)
         self.client = LimitedClient(k8s_client.ApiClient(self.configuration), clock=options.clock)
         self.client.bucket = TokenBucket(options.qps, options.burst)
         self.client.metrics = options.metrics
@@ -206,6 +218,7 @@ class Controller:
         self._held: set[Key] = set()  # keys a worker reconciles now
         self._unsure: dict[Key, list[str]] = {}  # versions of held keys seen meanwhile: echoes, or news?
         self._guard = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None  # kopf's, while it runs
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
         """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
@@ -288,9 +301,10 @@ class Controller:
         ]
         for thread in threads:
             thread.start()
+        self.loop = asyncio.new_event_loop()
         try:
             kopf.run(
-                loop=asyncio.new_event_loop(),
+                loop=self.loop,
                 registry=registry_for(self),
                 standalone=True,
                 clusterwide=not self.options.namespaces,
