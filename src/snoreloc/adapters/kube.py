@@ -304,7 +304,7 @@ def _is_transport_error(exc: BaseException) -> bool:
     return isinstance(exc, urllib3.exceptions.HTTPError | OSError | ssl.SSLError | ConnectionError)
 
 
-def _throttled(hook: Callable[[Any], None], clock: clock_mod.Clock) -> Callable[[Any], None]:
+def throttled_refresh(hook: Callable[[Any], None], clock: clock_mod.Clock) -> Callable[[Any], None]:
     """The kubeconfig loader's token-refresh hook, run at most once per `TOKEN_RECHECK` seconds.
 
     The kubernetes client calls the hook before every request; it re-applies the whole kubeconfig, and setting the
@@ -405,7 +405,7 @@ class Client:
         configuration.retries = False  # retries are ours (bounded, on the injected clock), not urllib3's
         configuration.connection_pool_maxsize = policy.pool_size  # reaches urllib3's pools as `maxsize`
         if configuration.refresh_api_key_hook is not None:
-            configuration.refresh_api_key_hook = _throttled(configuration.refresh_api_key_hook, clock)
+            configuration.refresh_api_key_hook = throttled_refresh(configuration.refresh_api_key_hook, clock)
         return cls(k8s_client.ApiClient(configuration), clock=clock, policy=policy)
 
     @property

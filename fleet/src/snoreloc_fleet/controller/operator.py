@@ -123,7 +123,7 @@ class Options:
     metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.ops.metrics`)
 
 
-def configuration_for(kubeconfig: str | None) -> k8s_client.Configuration:
+def configuration_for(kubeconfig: str | None, clock: clock_mod.Clock | None = None) -> k8s_client.Configuration:
     configuration = k8s_client.Configuration()
     if kubeconfig is None:
         k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
@@ -131,6 +131,9 @@ def configuration_for(kubeconfig: str | None) -> k8s_client.Configuration:
         k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=kubeconfig, client_configuration=configuration
         )
+        if configuration.refresh_api_key_hook is not None:  # else the whole kubeconfig is read again every request
+            hook = configuration.refresh_api_key_hook
+            configuration.refresh_api_key_hook = kube.throttled_refresh(hook, clock or clock_mod.SystemClock())
     configuration.retries = False
     return configuration
 
@@ -204,7 +207,7 @@ class Controller:
 
     def __init__(self, options: Options) -> None:
         self.options = options
-        self.configuration = configuration_for(options.kubeconfig)
+        self.configuration = configuration_for(options.kubeconfig, options.clock)
         pool = self.configuration.connection_pool_maxsize  # a connection a worker (the default: 5 a CPU)
         self.configuration.connection_pool_maxsize = max(pool, options.workers)
         self.client = LimitedClient(k8s_client.ApiClient(self.configuration), clock=options.clock)
