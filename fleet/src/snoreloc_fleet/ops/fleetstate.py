@@ -79,20 +79,29 @@ def when(text: object) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
+# Decoded JSON holds plain dicts; testing for one first skips the slower abstract `Mapping` check, which was a
+# fifth of `fleet status`'s time per Site (eight steps each).
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_mapping(value) else {}
 
 
 def _steps(agent: Mapping[str, Any]) -> tuple[Step, ...]:
-    out = []
-    for entry in agent.get("steps") or ():
-        if isinstance(entry, Mapping):
-            seconds = entry.get("seconds")
-            out.append(Step(str(entry.get("name", "")), str(entry.get("state", "")), _number(seconds)))
-    return tuple(out)
+    return tuple(
+        Step(str(entry.get("name", "")), str(entry.get("state", "")), _number(entry.get("seconds")))
+        for entry in agent.get("steps") or ()
+        if _is_mapping(entry)
+    )
 
 
 def _number(value: Any) -> float | None:
+    if type(value) is float:
+        return value
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
