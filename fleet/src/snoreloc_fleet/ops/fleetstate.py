@@ -119,8 +119,9 @@ def failure_reason(phase: str, reason: str, status: Mapping[str, Any]) -> str:
     return f"{reason or phase}" + (f" at {step}" if step else "")
 
 
-def row(obj: Mapping[str, Any]) -> Row:
-    """One Site as the fleet readers see it."""
+def row(obj: Mapping[str, Any], *, steps: bool = True) -> Row:
+    """One Site as the fleet readers see it; without its steps (and so its duration) when `steps` is false, for
+    readers that show neither (`fleet status`: the steps are most of the work per Site)."""
     meta = _mapping(obj.get("metadata"))
     status = _mapping(obj.get("status"))
     agent = _mapping(status.get(site.STATUS_AGENT))
@@ -137,7 +138,7 @@ def row(obj: Mapping[str, Any]) -> Row:
         reported_at=when(agent.get("reportedAt")),
         todo=str(agent.get("todo") or ""),
         failure=failure_reason(phase, reason, status),
-        steps=_steps(agent),
+        steps=_steps(agent) if steps else (),
         waiting=waiting if isinstance(waiting, Mapping) else None,
     )
 
