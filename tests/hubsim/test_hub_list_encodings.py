@@ -84,14 +84,14 @@ def test_pages_are_the_stored_objects_encoded_at_their_current_version(
     assert cache.misses == misses and cache.hits >= 7
 
     widgets.patch_namespaced_custom_object_status(*ARGS, "w2", {"status": {"phase": "Ready", "step": "ünïcode"}})
-    widgets.patch_namespaced_custom_object(*ARGS, "w5", {"spec": {"size": 50}})
+    widgets.patch_namespaced_custom_object(*ARGS, "w5", {"spec": {"size": 9}})
     widgets.delete_namespaced_custom_object(*ARGS, "w0")
     hub_sim.cluster.store.bump(hub_sim.cluster.types[f"{PLURAL}.{GROUP}"], "w6", "default")  # rv moves in place
     after = _pages(hub_sim, 3)
     assert _check(hub_sim, after) == [f"w{i}" for i in range(1, 7)]
     listed = {item["metadata"]["name"]: item for raw in after for item in json.loads(raw)["items"]}
     assert listed["w2"]["status"] == {"phase": "Ready", "step": "ünïcode"}
-    assert listed["w5"]["spec"]["size"] == 50
+    assert listed["w5"]["spec"]["size"] == 9
     assert cache.misses == misses + 3  # only the three changed objects were encoded again
 
 
