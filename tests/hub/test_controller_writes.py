@@ -1,0 +1,72 @@
+"""The controller's API writes against the hub simulator over HTTPS (issue 23): a node's report that only moves the
+step costs the controller no write (the node's own patch is the only one); the first report, which moves the phase,
+costs the phase label and the status."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Callable
+
+from snoreloc_fleet import site
+from snoreloc_fleet.controller import reconcile
+
+from snoreloc.adapters import clock, kube
+from snoreloc.engine import hubreport, journal
+from snoreloc.steps import base
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import NS, SITES, Running, ready_site, report_kubeconfig, site_client, wait_for, wait_phase
+
+STEPS = ["network", "kubelet", "api", "ingress", "operators", "settle"]
+
+
+def _writes(running: Running) -> tuple[int, int, int, int]:
+    """Every API write of the controller (its client's count: credentials too), and its status, label and Event
+    writes."""
+    counters: reconcile.Counters = running.controller.counters
+    return running.controller.client.writes, counters.status_writes, counters.label_writes, counters.events
+
+
+def _send(client: kube.Client, jour: journal.Journal, digest: str) -> None:
+    """What the node's reporter sends (`hubreport.snapshot`) as the merge patch of its Site's status."""
+    report = hubreport.snapshot(jour.doc, digest=digest)
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    client.request("PATCH", path, body={"status": {site.STATUS_AGENT: report}}, content_type=kube.MERGE_PATCH)
+
+
+def _reconciled_after(running: Running, send: Callable[[], None]) -> None:
+    """`send`, then wait until the controller has reconciled the Site since (a watch event of that write)."""
+    before = running.controller.counters.reconciles
+    send()
+    wait_for("a reconcile after the report", lambda: running.controller.counters.reconciles > before)
+
+
+def test_a_report_that_only_moves_the_step_costs_the_controller_no_write(
+    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running], tmp_path: pathlib.Path
+) -> None:
+    running = start_controller(sweep=3600.0)  # no sweep: every reconcile below follows a report
+    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    node = site_client(hub, report_kubeconfig(admin, "store-1"), "store-1.kubeconfig")
+    jour = journal.Journal(tmp_path / "status.json", clock.SystemClock())
+    jour.begin_run(site_name="store-1", site_fingerprint="f", order=STEPS, mode="node", site_path="site-config.yaml")
+    try:
+        ready = _writes(running)
+        jour.start_step(STEPS[0], "fp")
+        jour.finish_step(STEPS[0], base.StepOutcome())
+        _send(node, jour, digest)
+        wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
+        first = _writes(running)
+        assert [b - a for a, b in zip(ready, first, strict=True)] == [3, 1, 1, 1], "label, status and Event"
+        for step in STEPS[1:]:
+            jour.start_step(step, "fp")
+            _reconciled_after(running, lambda: _send(node, jour, digest))
+            jour.finish_step(step, base.StepOutcome())
+            _reconciled_after(running, lambda: _send(node, jour, digest))
+        jour.end_run(journal.RunState.DONE)
+        _send(node, jour, digest)
+        obj = wait_phase(admin, "store-1", site.Phase.RELOCATED)  # the reconciles of the reports before are done
+    finally:
+        node.close()
+    assert obj["status"][site.STATUS_AGENT]["stepsDone"] == len(STEPS)
+    last = _writes(running)
+    assert [b - a for a, b in zip(first, last, strict=True)] == [3, 1, 1, 1], "10 step reports: 0; Relocated: 3"
