@@ -7,6 +7,7 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Callable
 
+import pytest
 from snoreloc_fleet import site
 from snoreloc_fleet.controller import reconcile
 
@@ -15,7 +16,18 @@ from snoreloc.engine import hubreport, journal
 from snoreloc.steps import base
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, ready_site, report_kubeconfig, site_client, wait_for, wait_phase
+from .conftest import (
+    NS,
+    SITES,
+    Running,
+    ready_site,
+    report_kubeconfig,
+    site_client,
+    site_config,
+    site_object,
+    wait_for,
+    wait_phase,
+)
 
 STEPS = ["network", "kubelet", "api", "ingress", "operators", "settle"]
 
@@ -56,7 +68,7 @@ def test_a_report_that_only_moves_the_step_costs_the_controller_no_write(
         _send(node, jour, digest)
         wait_phase(admin, "store-1", site.Phase.IN_PROGRESS)
         first = _writes(running)
-        assert [b - a for a, b in zip(ready, first, strict=True)] == [3, 1, 1, 1], "label, status and Event"
+        assert [b - a for a, b in zip(ready, first, strict=True)] == [2, 1, 1, 0], "label and status, no Event"
         for step in STEPS[1:]:
             jour.start_step(step, "fp")
             _reconciled_after(running, lambda: _send(node, jour, digest))
@@ -69,4 +81,39 @@ def test_a_report_that_only_moves_the_step_costs_the_controller_no_write(
         node.close()
     assert obj["status"][site.STATUS_AGENT]["stepsDone"] == len(STEPS)
     last = _writes(running)
-    assert [b - a for a, b in zip(first, last, strict=True)] == [3, 1, 1, 1], "10 step reports: 0; Relocated: 3"
+    assert [b - a for a, b in zip(first, last, strict=True)] == [3, 1, 1, 1], "10 step reports: 0; Relocated: 2 + Event"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "event"),
+    [
+        (None, "Ready", False),
+        ("Pending", "Ready", False),
+        ("Ready", "InProgress", False),
+        (None, "Invalid", True),
+        ("Ready", "Invalid", True),
+        ("Invalid", "Ready", False),  # a bulk fix of a template must not post thousands of Events
+        ("InProgress", "Stale", True),
+        ("Stale", "InProgress", True),
+        ("InProgress", "Failed", True),
+        ("Failed", "InProgress", True),
+        ("InProgress", "Relocated", True),
+        ("Relocated", "Relocated", False),
+    ],
+)
+def test_events_only_where_someone_must_look_or_an_outcome_is_reached(
+    before: str | None, after: str, event: bool
+) -> None:
+    assert reconcile.wants_event(before, after) is event
+
+
+def test_an_invalid_site_gets_a_warning_event_and_a_ready_one_none(
+    hub: HubSimulator, admin: kube.Client, controller: object
+) -> None:
+    admin.create(SITES, site_object("store-9", site_config("store-9", domain="not a domain")))
+    wait_phase(admin, "store-9", site.Phase.INVALID)
+    ready_site(admin, "store-1")
+    events = wait_for("the Invalid Site's Event", lambda: admin.list(reconcile.EVENTS, NS))
+    assert [(e["involvedObject"]["name"], e["type"], e["reason"]) for e in events] == [
+        ("store-9", "Warning", "InvalidSiteConfig")
+    ]
