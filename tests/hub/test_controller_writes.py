@@ -25,6 +25,7 @@ from .conftest import (
     site_client,
     site_config,
     site_object,
+    stick_site,
     wait_for,
     wait_phase,
 )
@@ -57,7 +58,7 @@ def test_a_report_that_only_moves_the_step_costs_the_controller_no_write(
     hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running], tmp_path: pathlib.Path
 ) -> None:
     running = start_controller(sweep=3600.0)  # no sweep: every reconcile below follows a report
-    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    digest = stick_site(admin, "store-1")["status"]["media"]["digest"]
     node = site_client(hub, report_kubeconfig(admin, "store-1"), "store-1.kubeconfig")
     jour = journal.Journal(tmp_path / "status.json", clock.SystemClock())
     jour.begin_run(site_name="store-1", site_fingerprint="f", order=STEPS, mode="node", site_path="site-config.yaml")

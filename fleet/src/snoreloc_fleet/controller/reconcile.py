@@ -1,4 +1,5 @@
-"""One Site's reconcile: read it afresh, check it, issue its credential, write its status only when it changes.
+"""One Site's reconcile: read it afresh, check it, issue its credential once a stick is asked for, write its status
+only when it changes.
 
 Level-triggered and idempotent: whatever event woke it (a change of the Site, a node's report, a restart's
 listing, the periodic sweep), it reads the Site as it is now and converges on what it should be, so running it twice
@@ -90,11 +91,16 @@ def _desired_own(derived: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, str] | None:
+    """The credential's status block, issued (or renewed) for a valid Site whose stick was asked for; None when the
+    Site does not report (revoked then), no stick was asked for (nothing read, nothing made), or it was revoked."""
     report = (obj.get("spec") or {}).get("report") or {}
     if report.get("enabled", True) is False:
         credentials.revoke(client, obj["metadata"]["namespace"], obj["metadata"]["name"])
         return None
-    return credentials.ensure_token(client, obj, config.hub, now).status()
+    if not credentials.requested(obj):
+        return None
+    issued = credentials.ensure_token(client, obj, config.hub, now)
+    return issued.status() if issued is not None else None
 
 
 def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
@@ -113,6 +119,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         checked=checked,
         credential=credential,
         reporting_enabled=((spec.get("report") or {}).get("enabled", True) is not False),
+        requested=bool(credentials.requested(obj)),
         agent=current.get(site.STATUS_AGENT),
         previous=current.get(site.STATUS_CONDITIONS) or [],
         now=now,
