@@ -103,7 +103,7 @@ def test_a_sites_token_patches_its_own_status_only(
     assert get_site(admin, "store-2")["status"].get(site.STATUS_AGENT) is None
 
 
-def test_a_revoked_token_is_refused_and_a_new_one_issued_only_when_a_stick_is_asked_for_again(
+def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
     stick_site(admin, "store-1")
