@@ -348,6 +348,9 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python bench/fleet_reports.py --nodes 500 --seconds 120": Elsewhere(
         "a benchmark run (500 nodes for two minutes); tests/bench smoke-tests it small"
     ),
+    ".venv/bin/python bench/fleet_reports.py --nodes 100 --seconds 60": Elsewhere(
+        "a benchmark run (100 nodes for a minute); tests/bench smoke-tests it small"
+    ),
     ".venv/bin/python bench/fleet_status.py --sites 10000 --repetitions 3": Elsewhere(
         "a benchmark run (10,000 Sites); tests/bench smoke-tests it small"
     ),
