@@ -126,11 +126,18 @@ def role_rules(name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _ensure(client: kube.Client, resource: kube.Resource, desired: dict[str, Any], compare: tuple[str, ...]) -> Any:
-    """Create `desired`, or bring the existing object's `compare` fields to it (409 on create: it exists)."""
+def _ensure(
+    client: kube.Client,
+    resource: kube.Resource,
+    desired: dict[str, Any],
+    compare: tuple[str, ...],
+    found: tuple[dict[str, Any] | None] | None = None,
+) -> Any:
+    """Create `desired`, or bring the existing object's `compare` fields to it (409 on create: it exists). `found`:
+    the object as just read (a 1-tuple; None inside when it is not there), to spare reading it again."""
     meta = desired["metadata"]
     ref = kube.Ref(resource, meta["name"], meta["namespace"])
-    current = client.find(ref)
+    current = client.find(ref) if found is None else found[0]
     if current is None:
         try:
             return client.create(resource, desired)
@@ -158,9 +165,9 @@ def ensure_access(client: kube.Client, obj: dict[str, Any]) -> None:
     _ensure(client, ROLEBINDINGS, binding, ("subjects",))
 
 
-def _binding(client: kube.Client, obj: dict[str, Any]) -> dict[str, Any]:
+def _binding(client: kube.Client, obj: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any]:
     desired = {"metadata": _meta(obj, binding_name(obj["metadata"]["name"])), "type": "Opaque", "data": {}}
-    result: dict[str, Any] = _ensure(client, kube.SECRETS, desired, ())
+    result: dict[str, Any] = _ensure(client, kube.SECRETS, desired, (), (found,))
     return result
 
 
@@ -279,12 +286,11 @@ def report_key(report: dict[str, Any] | None) -> bytes | None:
     return key
 
 
-def _revoked(client: kube.Client, obj: dict[str, Any], report: dict[str, Any] | None) -> bool:
+def _revoked(obj: dict[str, Any], report: dict[str, Any] | None, binding: dict[str, Any] | None) -> bool:
     """Whether the token answering the Site's current request was revoked (its binding Secret deleted or replaced
     since): then no new one is issued until a new request."""
     if report is None or _notes(report).get(REQUEST) != requested(obj):
         return False
-    binding = client.find(kube.Ref(kube.SECRETS, binding_name(obj["metadata"]["name"]), obj["metadata"]["namespace"]))
     return binding is None or _uid(binding) != _notes(report).get(BINDING_UID)
 
 
@@ -295,10 +301,11 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
     name, namespace = meta["name"], meta["namespace"]
     ref = kube.Ref(kube.SECRETS, report_secret_name(name), namespace)
     current = client.find(ref)
-    if _revoked(client, obj, current):
+    found = client.find(kube.Ref(kube.SECRETS, binding_name(name), namespace))
+    if _revoked(obj, current, found):
         return None
     ensure_access(client, obj)
-    binding = _binding(client, obj)
+    binding = _binding(client, obj, found)
     proxy = proxy_for(obj, hub)
     if _needs_token(current, binding, hub, proxy, now):
         seconds = int(((obj.get("spec") or {}).get("report") or {}).get("expirationSeconds") or 7776000)
