@@ -9,6 +9,7 @@ because Linux counts the spawning process's memory into a child's peak RSS.
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import datetime as dt
 import json
@@ -22,6 +23,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +53,13 @@ def snoreloc_argv() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "snoreloc.cli.main"]
+
+
+def compile_bytecode(*packages: ModuleType) -> None:
+    """Write the packages' `.pyc` files, as installing their wheels does: a source tree run under
+    PYTHONDONTWRITEBYTECODE=1 would compile every module of them at every start of a measured command."""
+    for package in packages:
+        compileall.compile_dir(Path(str(package.__file__)).parent, quiet=1)
 
 
 def run_child(

@@ -96,3 +96,9 @@ def test_version_compiles_no_redaction_pattern() -> None:
             [sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60, check=False
         )
         assert done.stdout.strip().splitlines()[-1] == "0", (argv, done.stdout, done.stderr)
+
+
+def test_a_plugged_in_verb_is_built_alone() -> None:
+    pytest.importorskip("snoreloc_fleet")
+    assert list(_subparsers(["fleet", "status"])) == ["fleet"]  # none of the agent's own verbs is loaded
+    assert "fleet" in _subparsers(["--help"])

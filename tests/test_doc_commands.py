@@ -241,7 +241,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
         "Debian's kubectl on the hub", _FLEET + "test_kubectl_sites.py::test_kubectl_shows_an_invalid_sites_findings"
     ),
     "snoreloc fleet make-media store-0412 -n fleet-emea --fat store-0412.img [--iso store-0412.iso] "
-    "[--out-dir DIR]": Elsewhere(
+    "[--out-dir DIR] [--timeout SECONDS]": Elsewhere(
         "a hub's Site",
         _FLEET + "test_make_media.py::test_the_fat_image_carries_the_site_config_and_the_reporting_kubeconfig",
     ),
@@ -335,7 +335,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     "kubectl delete secret site-NAME-binding -n NS": Elsewhere(
         "revokes a Site's credential on a hub",
-        _FLEET + "test_controller.py::test_a_revoked_token_is_refused_and_a_new_one_issued",
+        _FLEET + "test_controller.py::test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request",
     ),
     'kubectl annotate site NAME touched="$(date +%s)"': Elsewhere(
         "nudges the controller on a hub",
@@ -347,6 +347,9 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python bench/fleet_reports.py --nodes 500 --seconds 120": Elsewhere(
         "a benchmark run (500 nodes for two minutes); tests/bench smoke-tests it small"
+    ),
+    ".venv/bin/python bench/fleet_reports.py --nodes 100 --seconds 60": Elsewhere(
+        "a benchmark run (100 nodes for a minute); tests/bench smoke-tests it small"
     ),
     ".venv/bin/python bench/fleet_status.py --sites 10000 --repetitions 3": Elsewhere(
         "a benchmark run (10,000 Sites); tests/bench smoke-tests it small"
@@ -385,6 +388,7 @@ FILLED = {  # placeholders and example names in the docs, filled with files of a
     "site-config.yaml": "{tmp}/site-config.yaml",
     "examples/site-config.yaml": "{tmp}/site-config.yaml",
     "CIDR": "192.168.127.10/24",
+    "SECONDS": "60",
     "REF": "registry.example.com/snoreloc:0.2.0",
     "REGISTRY/snoreloc:TAG": "registry.example.com/snoreloc:0.2.0",
     "$(date -d '+60 days' +%F)": "2099-01-01",

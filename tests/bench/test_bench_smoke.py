@@ -258,13 +258,14 @@ def test_baselines_with_a_slow_oauth_publication(tmp_path: Path) -> None:
 
 def test_hub_sites_benchmark(tmp_path: Path) -> None:
     loaded = well_formed(hub_sites.measure(sites=3, qps_values=[0.0], repetitions=1), "hub_sites", tmp_path)
-    assert loaded["results"]["unlimited"]["writes_per_site"] == hub_sites.WRITES_PER_SITE
+    assert loaded["results"]["new_unlimited"]["writes_per_site"] == hub_sites.WRITES_PER_NEW_SITE
+    assert loaded["results"]["asked_unlimited"]["writes_per_site"] == hub_sites.WRITES_PER_ASKED_SITE
 
 
 def test_fleet_controller_benchmark(tmp_path: Path) -> None:
     loaded = well_formed(fleet_controller.measure(4, 0.0, 2.0, 1), "fleet_controller", tmp_path)
     results = loaded["results"]
-    assert results["writes_per_site_to_steady"]["median"] == hub_sites.WRITES_PER_SITE  # new Sites: credentials
+    assert results["writes_per_site_to_steady"]["median"] == hub_sites.WRITES_PER_NEW_SITE  # label, status
     assert results["steady_writes_per_site_per_minute"]["max"] == 0
     assert results["restart_writes_per_site"]["max"] == 0, "a restarted controller rewrites nothing"
     assert results["peak_rss_mb"]["median"] > 10, "the controller's own process, measured while it runs"
@@ -275,4 +276,6 @@ def test_fleet_reports_benchmark(tmp_path: Path) -> None:
     results = loaded["results"]
     assert results["reports"]["median"] == 3 * 2 and results["failed"]["max"] == 0
     assert results["node_writes_per_report"]["median"] == 1, "each node's report is one write"
+    assert results["controller_writes"]["max"] == 0, "a report that changes no phase costs the controller nothing"
+    assert results["first_report_controller_writes_per_site"]["median"] == 2, "the phase: label and status"
     assert 0 < results["p50_s"]["median"] <= results["p99_s"]["median"] <= results["max_s"]["median"]

@@ -8,6 +8,7 @@ its metrics served, and checks what a scrape says about the Sites it validated, 
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import pathlib
 import urllib.parse
@@ -62,6 +63,7 @@ def test_status_counts_the_hubs_sites_read_in_pages(reported: HubSimulator, caps
     assert [s["name"] for s in document["silent"]] == ["store-0010"]
     lists = [r.target for r in reported.requests if r.method == "GET" and f"/namespaces/{NS}/sites?" in r.target]
     assert lists and all("limit=500" in target for target in lists)
+    assert gc.isenabled()  # off while the Sites were read and reduced (`cli_status.no_cycle_collection`), then on
 
 
 def test_status_selects_a_phase_on_the_hub(reported: HubSimulator, capsys: pytest.CaptureFixture[str]) -> None:

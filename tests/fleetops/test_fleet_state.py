@@ -101,3 +101,21 @@ def test_why_an_invalid_site_lists_its_findings() -> None:
     assert "error: spec.domain: has an empty label (line 3)" in text
     assert "node report: none yet" in text
     assert "do now: fix the site-config" in text
+
+
+def test_json_is_what_json_dumps_with_indent_one_gives() -> None:
+    """The rows are written by the C encoder; the text is `json.dumps(document, indent=1)` of the same document."""
+    _, rows = _summary()
+    odd = fleetstate.Row("fleet", 'quote"back\\slash', "Failed", reason="Zürich ✓\ttab", todo="line\nbreak")
+    for listed in ([*rows, odd], []):  # the second: every list empty
+        summary = fleetstate.summarize(listed, NOW, silent_after=900)
+        document = {
+            "total": summary.total,
+            "byPhase": dict(summary.by_phase),
+            "failureReasons": [{"reason": r, "count": n} for r, n in summary.reasons],
+            "silentAfterSeconds": summary.silent_after,
+            "silent": [cli_status._row_data(r, NOW) for r in summary.silent],
+            "rerun": [cli_status._row_data(r, NOW) for r in summary.rerun],
+            "sites": [cli_status._row_data(r, NOW) for r in listed],
+        }
+        assert cli_status.to_json(summary, listed, NOW) == json.dumps(document, indent=1) + "\n"

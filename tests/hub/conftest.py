@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import credentials, site
+from snoreloc_fleet import credentials, makemedia, site
 from snoreloc_fleet.controller import operator, reconcile
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
@@ -169,6 +169,18 @@ def ready_site(client: kube.Client, name: str, **spec: Any) -> dict[str, Any]:
     return wait_phase(client, name, site.Phase.READY)
 
 
+def stick_site(client: kube.Client, name: str, **spec: Any) -> dict[str, Any]:
+    """A Ready Site whose stick was asked for as `fleet make-media` asks (its media-requested annotation), once the
+    controller has issued its reporting credential; the Site as it is then."""
+    ready_site(client, name, **spec)
+    return makemedia.with_credential(client, NS, name, timeout=30.0)
+
+
+def request_credential(client: kube.Client, name: str) -> dict[str, Any]:
+    """Site `name` (already Ready) once its reporting credential is issued, asked for as `fleet make-media` asks."""
+    return makemedia.with_credential(client, NS, name, timeout=30.0)
+
+
 def report_kubeconfig(client: kube.Client, name: str) -> bytes:
     secret = client.get(kube.Ref(kube.SECRETS, credentials.report_secret_name(name), NS))
     return base64.b64decode(secret["data"][credentials.KUBECONFIG_KEY])
@@ -201,14 +213,15 @@ def make_stick(hub: HubSimulator, name: str, out: pathlib.Path, capsys: pytest.C
 def two_sites_and_a_stick(
     hub: HubSimulator, admin: kube.Client, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> fs.HostFS:
-    """The demo's site as Site store-042 and a copy with another domain as store-043, both Ready; store-042's stick
-    made from the hub into the node's /etc/snoreloc. The node's host root."""
+    """The demo's site as Site store-042 and a copy with another domain as store-043, both Ready with their
+    reporting credentials; store-042's stick made from the hub into the node's /etc/snoreloc. The node's host root."""
     spec, files = demo_site(tmp_path / "demo")
     for name, domain in (("store-042", spec["domain"]), ("store-043", "store043.edge.example.net")):
         refs = keep_files(admin, NS, name, files)
         apply_site(admin, NS, name, config={**spec, "domain": domain}, refs=refs)
     for name in ("store-042", "store-043"):
         wait_phase(admin, name, site.Phase.READY)
+    request_credential(admin, "store-043")  # store-042's comes with its stick
     root = fs.HostFS(tmp_path / "root")
     make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
     return root

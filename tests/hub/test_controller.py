@@ -1,11 +1,13 @@
-"""The controller against the hub simulator over HTTPS: a valid Site gets Ready with a credential scoped to its own
-status; its token is refused elsewhere (403), after revocation (401) and after deletion; status is written only
+"""The controller against the hub simulator over HTTPS: a valid Site gets Ready, and once its stick is asked for
+(`fleet make-media`'s annotation) a credential scoped to its own status; its token is refused elsewhere (403),
+after revocation (401, and no new one until a stick is asked for again) and after deletion; status is written only
 when it changes."""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from snoreloc_fleet import credentials, site
@@ -21,8 +23,10 @@ from .conftest import (
     get_site,
     ready_site,
     report_kubeconfig,
+    request_credential,
     site_client,
     site_object,
+    stick_site,
     wait_for,
     wait_phase,
 )
@@ -32,12 +36,31 @@ def _report(state: str = "running") -> dict[str, object]:
     return {"status": {site.STATUS_AGENT: {"runState": state, "step": "settle", "source": "node"}}}
 
 
-def test_a_valid_site_gets_ready_with_a_credential_scoped_to_its_own_status(
+def _conditions(obj: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
+
+
+def _owned(name: str) -> list[kube.Ref]:
+    return [
+        kube.Ref(credentials.SERVICEACCOUNTS, f"site-{name}", NS), kube.Ref(credentials.ROLES, f"site-{name}", NS),
+        kube.Ref(credentials.ROLEBINDINGS, f"site-{name}", NS), kube.Ref(kube.SECRETS, f"site-{name}-binding", NS),
+        kube.Ref(kube.SECRETS, f"{name}-report", NS),
+    ]  # fmt: skip
+
+
+def test_a_valid_site_is_ready_with_no_credential_until_its_stick_is_asked_for(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
     obj = ready_site(admin, "store-1")
+    media = next(c for c in obj["status"]["conditions"] if c["type"] == "MediaReady")
+    assert (media["status"], media["reason"]) == ("False", "NotRequested")
+    assert "snoreloc fleet make-media SITE" in media["message"]
+    assert "credential" not in obj["status"]
+    assert all(admin.find(ref) is None for ref in _owned("store-1")), "no token lives for a stick not asked for"
+    assert not obj["metadata"].get("annotations") and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
+    obj = request_credential(admin, "store-1")
     status = obj["status"]
-    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    conditions = _conditions(obj)
     assert conditions["Validated"] == ("True", "Valid")
     assert conditions["MediaReady"] == ("True", "CredentialIssued")
     assert conditions["Reporting"] == ("False", "NoReport")
@@ -45,7 +68,7 @@ def test_a_valid_site_gets_ready_with_a_credential_scoped_to_its_own_status(
     assert status["media"]["files"] == ["site-config.yaml", "pull-secret.json"]
     assert status["credential"]["expiresAt"] > status["credential"]["issuedAt"]
     assert obj["metadata"]["labels"][site.PHASE_LABEL] == "Ready"
-    assert not obj["metadata"].get("annotations") and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
+    assert list(obj["metadata"]["annotations"]) == [site.MEDIA_REQUESTED]
     role = admin.get(kube.Ref(credentials.ROLES, "site-store-1", NS))
     assert role["rules"] == credentials.role_rules("store-1")
     for resource, name in ((credentials.SERVICEACCOUNTS, "site-store-1"), (kube.SECRETS, "store-1-report")):
@@ -60,6 +83,7 @@ def test_a_sites_token_patches_its_own_status_only(
         admin.create(SITES, site_object(name))
     for name in ("store-1", "store-2"):
         wait_phase(admin, name, site.Phase.READY)
+        request_credential(admin, name)
     own = site_client(hub, report_kubeconfig(admin, "store-1"), "store-1.kubeconfig")
     try:
         own.request("PATCH", kube.Ref(SITES, "store-1", NS).path("status"), body=_report(),
@@ -79,11 +103,12 @@ def test_a_sites_token_patches_its_own_status_only(
     assert get_site(admin, "store-2")["status"].get(site.STATUS_AGENT) is None
 
 
-def test_a_revoked_token_is_refused_and_a_new_one_issued(
+def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
-    ready_site(admin, "store-1")
+    stick_site(admin, "store-1")
     old = report_kubeconfig(admin, "store-1")
+    key = credentials.report_key(admin.get(kube.Ref(kube.SECRETS, "store-1-report", NS)))
     credentials.revoke(admin, NS, "store-1")
     revoked = site_client(hub, old, "old.kubeconfig")
     path = kube.Ref(SITES, "store-1", NS).path("status")
@@ -92,7 +117,19 @@ def test_a_revoked_token_is_refused_and_a_new_one_issued(
             revoked.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
     finally:
         revoked.close()
-    new = wait_for("a new reporting kubeconfig", lambda: (k := report_kubeconfig(admin, "store-1")) != old and k)
+    # the sweep (every second here) sees the revocation and issues nothing by itself
+    wait_for(
+        "MediaReady Revoked", lambda: _conditions(get_site(admin, "store-1"))["MediaReady"] == ("False", "Revoked")
+    )
+    assert "credential" not in get_site(admin, "store-1")["status"]
+    assert admin.find(kube.Ref(kube.SECRETS, "site-store-1-binding", NS)) is None
+    assert report_kubeconfig(admin, "store-1") == old
+    request_credential(admin, "store-1")  # make-media again: a new request, a new token
+    new = report_kubeconfig(admin, "store-1")
+    assert new != old
+    assert credentials.report_key(admin.get(kube.Ref(kube.SECRETS, "store-1-report", NS))) == key, (
+        "reports carried back from the old stick still prove with the site's key"
+    )
     fresh = site_client(hub, new, "new.kubeconfig")
     try:
         fresh.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
@@ -111,20 +148,16 @@ def test_status_is_written_only_when_it_changes(
     before = counters.reconciles
     wait_for("five more reconciles", lambda: counters.reconciles >= before + 5)
     assert (counters.status_writes, counters.label_writes, counters.events) == writes
-    assert writes == (1, 1, 1)
+    assert writes == (1, 1, 0), "status and label; no Event for Ready"
 
 
 def test_deleting_a_site_removes_its_credential(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller
 ) -> None:
-    ready_site(admin, "store-1")
+    stick_site(admin, "store-1")
     token_config = report_kubeconfig(admin, "store-1")
     admin.delete(kube.Ref(SITES, "store-1", NS))
-    owned = [
-        kube.Ref(credentials.SERVICEACCOUNTS, "site-store-1", NS), kube.Ref(credentials.ROLES, "site-store-1", NS),
-        kube.Ref(credentials.ROLEBINDINGS, "site-store-1", NS), kube.Ref(kube.SECRETS, "site-store-1-binding", NS),
-        kube.Ref(kube.SECRETS, "store-1-report", NS),
-    ]  # fmt: skip
+    owned = _owned("store-1")
     wait_for("the Site's objects gone", lambda: all(admin.find(ref) is None for ref in owned))
     stale = site_client(hub, token_config, "deleted.kubeconfig")
     try:
@@ -153,7 +186,8 @@ def test_a_token_near_its_expiry_is_renewed_and_an_expired_one_refused(
 ) -> None:
     first = start_controller()
     admin.create(SITES, site_object("store-1", report={"expirationSeconds": 3600}))
-    credential = wait_phase(admin, "store-1", site.Phase.READY)["status"]["credential"]
+    wait_phase(admin, "store-1", site.Phase.READY)
+    credential = request_credential(admin, "store-1")["status"]["credential"]
     old = report_kubeconfig(admin, "store-1")
     first.stop()
     hub.advance_clock(3000)  # 10 minutes of the hour left: less than a fifth

@@ -22,8 +22,10 @@ from .conftest import (
     get_site,
     ready_site,
     report_kubeconfig,
+    request_credential,
     site_client,
     site_object,
+    stick_site,
     wait_for,
     wait_phase,
 )
@@ -104,6 +106,8 @@ def test_two_controllers_racing_on_the_same_sites_converge(
         admin.create(SITES, site_object(name))
     for name in names:
         wait_phase(admin, name, site.Phase.READY)
+    for name in names:
+        request_credential(admin, name)
     for name in names:  # every credential works, whichever controller issued it last
         kubeconfig = wait_for("a settled credential", lambda n=name: report_kubeconfig(admin, n))
         own = site_client(hub, kubeconfig, f"{name}.kubeconfig")
@@ -122,6 +126,7 @@ def test_an_existing_object_of_the_sites_name_is_adopted(
     start_controller()
     obj = admin.create(SITES, site_object("store-1"))
     wait_phase(admin, "store-1", site.Phase.READY)
+    request_credential(admin, "store-1")
     account = admin.get(kube.Ref(credentials.SERVICEACCOUNTS, "site-store-1", NS))
     assert account["metadata"]["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]
 
@@ -140,7 +145,7 @@ def test_a_site_edited_mid_relocation_is_not_relocated_until_the_node_runs_the_e
     hub: HubSimulator, admin: kube.Client, start_controller: Start
 ) -> None:
     start_controller()
-    old = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    old = stick_site(admin, "store-1")["status"]["media"]["digest"]
     node = site_client(hub, report_kubeconfig(admin, "store-1"), "node.kubeconfig")
     status = kube.Ref(SITES, "store-1", NS).path("status")
 
@@ -172,7 +177,7 @@ def test_a_node_gone_silent_mid_run_turns_stale_on_the_sweep(
     # silence leaves a window of at least 3 s to see InProgress before the sweep may call the site Stale (CI at 1.0 s
     # once missed the window entirely).
     start_controller(sweep=0.2, stale_after=4.0)
-    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    digest = stick_site(admin, "store-1")["status"]["media"]["digest"]
     node = site_client(hub, report_kubeconfig(admin, "store-1"), "node.kubeconfig")
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     report = _report("running", digest)

@@ -95,7 +95,7 @@ def test_no_secret_reaches_site_status_events_controller_log_or_node_reports(
     journalctl = command.FakeRunner().on(["journalctl"], command.Result(0, "no entries\n"))
     bundle_members = bundle.collect(root.path("/var/lib/snoreloc"), journalctl, root=root.path("/"))
     outputs.update({f"collect-logs:{name}": data for name, data in bundle_members.items()})
-    assert len([k for k in outputs if k.startswith("event:")]) >= 3
+    assert len([k for k in outputs if k.startswith("event:")]) >= 2, "store-8 Invalid, store-042 Relocated"
     assert "secret material is not accepted inline" in outputs["site:store-8:status"].decode()
     assert _hits(outputs, sorted(set(values))) == []
     assert (root.path("/etc/snoreloc") / medium.HUB_FILE).stat().st_mode & 0o077 == 0

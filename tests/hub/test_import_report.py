@@ -17,7 +17,7 @@ from snoreloc.cli import main
 from snoreloc.engine import hubreport
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, get_site, ready_site, wait_phase
+from .conftest import NS, get_site, stick_site, wait_phase
 
 
 def _carried(admin: kube.Client, path: pathlib.Path, *, digest: str, when: str, name: str = "store-1") -> pathlib.Path:
@@ -42,7 +42,7 @@ def test_a_carried_report_is_applied_and_an_older_one_skipped(
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    digest = ready_site(admin, "store-1")["status"]["media"]["digest"]
+    digest = stick_site(admin, "store-1")["status"]["media"]["digest"]
     assert _import(hub, _carried(admin, tmp_path / "new.json", digest=digest, when="2026-11-24T10:00:00Z")) == 0
     assert "applied (done)" in capsys.readouterr().out
     agent = wait_phase(admin, "store-1", site.Phase.RELOCATED)["status"][site.STATUS_AGENT]
@@ -55,7 +55,7 @@ def test_a_carried_report_is_applied_and_an_older_one_skipped(
 def test_reports_that_cannot_be_proven_are_refused(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
 ) -> None:
-    ready_site(admin, "store-1")
+    stick_site(admin, "store-1")
     other = _carried(admin, tmp_path / "other.json", digest="sha256:" + "f" * 64, when="2026-11-24T10:00:00Z")
     assert _import(hub, other) == 77
     bare = tmp_path / "bare.json"

@@ -15,7 +15,7 @@ from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, Running, ready_site
+from .conftest import NS, Running, stick_site
 
 
 def _install(hub: HubSimulator, *extra: str) -> int:
@@ -62,6 +62,6 @@ def test_install_sets_up_the_hub_once_and_its_rbac_suffices(
 
     kubeconfig = _controller_kubeconfig(hub, admin, tmp_path / "controller.kubeconfig")
     start_controller(kubeconfig=kubeconfig)
-    status = ready_site(admin, "store-1")["status"]
+    status = stick_site(admin, "store-1")["status"]
     assert status["credential"]["secret"] == "store-1-report"
     assert admin.find(kube.Ref(kube.SECRETS, "store-1-report", NS)) is not None

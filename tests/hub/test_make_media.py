@@ -19,7 +19,7 @@ from snoreloc.cli import main
 from snoreloc.siteconfig import medium
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, ready_site, site_config, site_object, wait_phase
+from .conftest import NS, SITES, Running, ready_site, site_config, site_object, stick_site, wait_phase
 
 needs_mtools = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("mkfs.vfat", "mcopy", "mtype")), reason="needs dosfstools and mtools"
@@ -55,8 +55,39 @@ def test_nothing_is_written_for_a_site_not_ready_or_changed_since(
     admin.create(SITES, site_object("store-9", site_config("store-9", domain="not a domain")))
     wait_phase(admin, "store-9", site.Phase.INVALID)
     assert _make(hub, "store-9", "--out-dir", str(tmp_path / "invalid")) == 75
-    ready_site(admin, "store-1")
+    stick_site(admin, "store-1")  # its credential issued: make-media asks nothing, so nothing wakes the controller
     changed = base64.b64encode(b'{"auths": {"other:5000": {"auth": "b3RoZXI6cHc="}}}').decode()
     admin.patch(kube.Ref(kube.SECRETS, "pull-secret", NS), {"data": {".dockerconfigjson": changed}})
     assert _make(hub, "store-1", "--out-dir", str(tmp_path / "changed")) == 75  # seen at the next sweep
     assert not (tmp_path / "invalid").exists() and not (tmp_path / "changed").exists()
+
+
+def test_make_media_asks_for_the_credential_and_gives_up_visibly_when_no_controller_issues_it(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    running = start_controller()
+    ready_site(admin, "store-1")
+    running.stop()  # nobody issues the credential now
+    assert _make(hub, "store-1", "--out-dir", str(tmp_path / "stick"), "--timeout", "1") == 75
+    err = capsys.readouterr().err
+    assert "timed out after 1s waiting for the hub's controller to issue site store-1's reporting credential" in err
+    assert "Is the hub's controller running" in err
+    assert site.MEDIA_REQUESTED in admin.get(kube.Ref(SITES, "store-1", NS))["metadata"]["annotations"]
+    assert not (tmp_path / "stick").exists()
+    start_controller()  # the request stands: a controller that starts later issues it
+    assert _make(hub, "store-1", "--out-dir", str(tmp_path / "stick")) == 0
+    assert (tmp_path / "stick" / medium.HUB_FILE).exists()
+
+
+def test_a_site_that_does_not_report_needs_no_credential(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
+) -> None:
+    ready_site(admin, "store-2", report={"enabled": False})
+    assert _make(hub, "store-2", "--out-dir", str(tmp_path / "stick")) == 0
+    assert sorted(p.name for p in (tmp_path / "stick").iterdir()) == ["pull-secret.json", "site-config.yaml"]
+    assert not admin.get(kube.Ref(SITES, "store-2", NS))["metadata"].get("annotations"), "nothing asked for"
+    assert admin.find(kube.Ref(kube.SECRETS, "store-2-report", NS)) is None

@@ -29,7 +29,7 @@ def _derive(checked: Checked | None = VALID, agent: dict[str, Any] | None = None
     inputs = status.Inputs(
         generation=kw.pop("generation", 3), checked=checked, credential=kw.pop("credential", CREDENTIAL),
         reporting_enabled=kw.pop("reporting_enabled", True), agent=agent, previous=kw.pop("previous", []),
-        now=kw.pop("now", NOW),
+        now=kw.pop("now", NOW), requested=kw.pop("requested", True),
     )  # fmt: skip
     return status.derive(inputs)
 
@@ -137,3 +137,27 @@ def test_the_largest_status_stays_small() -> None:
     size = len(json.dumps(status))
     assert size < 64 * 1024, size
     assert all(len(c["message"]) <= site.MAX_CONDITION_MESSAGE for c in status["conditions"])
+
+
+@pytest.mark.parametrize(
+    ("requested", "credential", "media"),
+    [
+        (False, None, ("False", "NotRequested")),
+        (True, None, ("False", "Revoked")),
+        (True, CREDENTIAL, ("True", "CredentialIssued")),
+    ],
+)
+def test_a_valid_site_is_ready_whether_or_not_its_stick_was_asked_for(
+    requested: bool, credential: dict[str, str] | None, media: tuple[str, str]
+) -> None:
+    derived = _derive(credential=credential, requested=requested)
+    assert (derived["phase"], derived["reason"]) == ("Ready", "NoReport")
+    assert _conditions(derived)["MediaReady"] == media
+
+
+def test_a_report_that_only_moves_the_step_leaves_the_controllers_part_unchanged() -> None:
+    first = _derive(agent=_agent("running", stepsDone=2))
+    later = NOW + dt.timedelta(seconds=40)
+    moved = _agent("running", step="routes", stepsDone=3, minutes_ago=0.0)
+    moved["reportedAt"] = later.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert _derive(agent=moved, previous=first["conditions"], now=later) == first

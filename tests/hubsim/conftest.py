@@ -4,6 +4,7 @@ printer columns."""
 
 from __future__ import annotations
 
+import copy
 import http.client
 import json
 import ssl
@@ -43,7 +44,7 @@ def widget_crd(scope: str = "Namespaced", *, columns: bool = True) -> dict[str, 
         "served": True,
         "storage": True,
         "subresources": {"status": {}},
-        "schema": {"openAPIV3Schema": WIDGET_SCHEMA},
+        "schema": {"openAPIV3Schema": copy.deepcopy(WIDGET_SCHEMA)},  # a test may add rules to its own
     }
     if columns:
         version["additionalPrinterColumns"] = [

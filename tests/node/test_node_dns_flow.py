@@ -15,7 +15,9 @@ from snoreloc import errors
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.engine import node, paths, pipeline, runner
 from snoreloc.host import kubelet, node_dns
+from snoreloc.siteconfig import loader
 from snoreloc.steps import context
+from snoreloc.steps.host import node_dns as node_dns_step
 from snoreloc_sim import dns, simulator
 from snoreloc_sim.demo import flow as demo
 
@@ -119,3 +121,27 @@ def test_a_node_without_the_sno_dnsmasq_configuration_is_refused_too(root: fs.Ho
         node.relocate(_request(root, sim), svc)
 
     assert "it has no SNO dnsmasq configuration" in caught.value.message
+
+
+@pytest.mark.simonly
+def test_node_local_turned_off_after_a_run_puts_the_factory_files_back(
+    root: fs.HostFS, sim: simulator.Simulator
+) -> None:
+    """A technician's second stick says `nodeLocal: false` (the site's DNS now holds the records): the node must stop
+    answering for the domain the first run gave it, as rollback would, and the plan must say so first."""
+    demo.write_site(root, sim)
+    svc = demo.services(root, sim, clock.ScaledClock(sim.cluster.timeline.speed))
+    first = node.relocate(_request(root, sim), svc)
+    assert first.state.value in ("done", "done-with-warnings") and root.exists(node_dns.OVERRIDES)
+    _node_local(root, enabled=False)
+
+    step = node_dns_step.NodeDns(svc.host, paths.Paths.under(root.path("/")).state_dir)
+    plan = step.plan_for(loader.load(str(root.path("/etc/snoreloc/site-config.yaml"))))
+    second = node.relocate(_request(root, sim), svc)
+
+    assert any(f"made the node answer for {demo.SITE_DOMAIN}" in note for note in plan.notes), plan.notes
+    assert second.state.value in ("done", "done-with-warnings")
+    assert not root.exists(node_dns.OVERRIDES) and not root.exists(node_dns.KEPT), "the factory had neither file"
+    assert not node_dns.backed_up(paths.Paths.under(root.path("/")).state_dir)
+    commands = svc.host.units.runner.commands()  # type: ignore[attr-defined]
+    assert commands.count(("systemctl", "restart", node_dns.UNIT)) == 2, "once to answer, once to stop answering"

@@ -13,9 +13,13 @@ Per Site `NAME` the controller keeps, all owned by the Site (deleted with it by 
   in the context's `fleet.snoreloc.io/site` extension the Site's name and the site's report key) and the report key
   itself, from which `import-report` proves a report carried back by hand.
 
-A token is issued when there is none, when its binding Secret was deleted (revoked) or replaced, when the hub's
-address changed, or when less than a fifth of its lifetime is left. Tokens and keys never leave these Secrets except
-onto the stick (`fleet make-media`); nothing here logs them.
+All of it is made only when a stick is asked for: `fleet make-media` sets the Site's `fleet.snoreloc.io/media-
+requested` annotation (a time), and the controller issues credentials only to valid Sites carrying it, so a hub of
+10,000 Sites does not hold 10,000 live tokens for servers not yet shipped, nor renew them. The report Secret records
+the request its token answers (`fleet.snoreloc.io/request`). Once issued, a token is issued again when its binding
+Secret was deleted or replaced *and a newer request came* (revoked, then `make-media` again; a revoked credential is
+not re-issued by itself), when the hub's address changed, or when less than a fifth of its lifetime is left.
+Tokens and keys never leave these Secrets except onto the stick (`fleet make-media`); nothing here logs them.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ HUB_URL = f"{site.GROUP}/hub-url"
 PROXY_URL = f"{site.GROUP}/proxy-url"
 EXPIRES_AT = f"{site.GROUP}/expires-at"
 ISSUED_AT = f"{site.GROUP}/issued-at"
+REQUEST = f"{site.GROUP}/request"  # on the report Secret: the Site's media-requested value its token answers
 RENEW_FRACTION = 0.2  # renew when less than this fraction of the lifetime is left
 PATCH_VERBS = ("get", "patch")
 
@@ -121,11 +126,18 @@ def role_rules(name: str) -> list[dict[str, Any]]:
     ]
 
 
-def _ensure(client: kube.Client, resource: kube.Resource, desired: dict[str, Any], compare: tuple[str, ...]) -> Any:
-    """Create `desired`, or bring the existing object's `compare` fields to it (409 on create: it exists)."""
+def _ensure(
+    client: kube.Client,
+    resource: kube.Resource,
+    desired: dict[str, Any],
+    compare: tuple[str, ...],
+    found: tuple[dict[str, Any] | None] | None = None,
+) -> Any:
+    """Create `desired`, or bring the existing object's `compare` fields to it (409 on create: it exists). `found`:
+    the object as just read (a 1-tuple; None inside when it is not there), to spare reading it again."""
     meta = desired["metadata"]
     ref = kube.Ref(resource, meta["name"], meta["namespace"])
-    current = client.find(ref)
+    current = client.find(ref) if found is None else found[0]
     if current is None:
         try:
             return client.create(resource, desired)
@@ -153,9 +165,9 @@ def ensure_access(client: kube.Client, obj: dict[str, Any]) -> None:
     _ensure(client, ROLEBINDINGS, binding, ("subjects",))
 
 
-def _binding(client: kube.Client, obj: dict[str, Any]) -> dict[str, Any]:
+def _binding(client: kube.Client, obj: dict[str, Any], found: dict[str, Any] | None) -> dict[str, Any]:
     desired = {"metadata": _meta(obj, binding_name(obj["metadata"]["name"])), "type": "Opaque", "data": {}}
-    result: dict[str, Any] = _ensure(client, kube.SECRETS, desired, ())
+    result: dict[str, Any] = _ensure(client, kube.SECRETS, desired, (), (found,))
     return result
 
 
@@ -183,16 +195,36 @@ def proxy_for(obj: dict[str, Any], hub: Hub) -> str:
     return url
 
 
-def _needs_token(report: dict[str, Any] | None, binding_uid: str, hub: Hub, proxy: str, now: dt.datetime) -> bool:
-    if report is None:
-        return True
-    notes = report.get("metadata", {}).get("annotations") or {}
+def requested(obj: dict[str, Any]) -> str:
+    """The Site's request for a stick (its media-requested annotation; "" when none)."""
+    return str((obj["metadata"].get("annotations") or {}).get(site.MEDIA_REQUESTED) or "")
+
+
+def _notes(obj: dict[str, Any] | None) -> dict[str, str]:
+    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+
+
+def _uid(obj: dict[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+
+
+def live(report: dict[str, Any] | None, binding: dict[str, Any] | None, now: dt.datetime) -> bool:
+    """Whether the token in `report` still works and is not due for renewal: bound to `binding` as it is (not
+    deleted, not replaced) with more than a fifth of its lifetime left. `make-media` asks for a credential when not."""
+    notes = _notes(report)
+    if report is None or binding is None or notes.get(BINDING_UID) != _uid(binding):
+        return False
     issued, expires = _when(notes.get(ISSUED_AT)), _when(notes.get(EXPIRES_AT))
-    if notes.get(BINDING_UID) != binding_uid or (notes.get(HUB_URL), notes.get(PROXY_URL, "")) != (hub.url, proxy):
-        return True
     if issued is None or expires is None:
-        return True
-    return (expires - now) < (expires - issued) * RENEW_FRACTION
+        return False
+    return (expires - now) >= (expires - issued) * RENEW_FRACTION
+
+
+def _needs_token(
+    report: dict[str, Any] | None, binding: dict[str, Any], hub: Hub, proxy: str, now: dt.datetime
+) -> bool:
+    notes = _notes(report)
+    return (notes.get(HUB_URL), notes.get(PROXY_URL, "")) != (hub.url, proxy) or not live(report, binding, now)
 
 
 def _request_token(client: kube.Client, obj: dict[str, Any], binding: dict[str, Any], seconds: int) -> dict[str, Any]:
@@ -254,16 +286,28 @@ def report_key(report: dict[str, Any] | None) -> bytes | None:
     return key
 
 
-def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.datetime) -> Issued:
-    """The site's reporting token and kubeconfig, issued or re-issued when needed (see the module's docstring)."""
+def _revoked(obj: dict[str, Any], report: dict[str, Any] | None, binding: dict[str, Any] | None) -> bool:
+    """Whether the token answering the Site's current request was revoked (its binding Secret deleted or replaced
+    since): then no new one is issued until a new request."""
+    if report is None or _notes(report).get(REQUEST) != requested(obj):
+        return False
+    return binding is None or _uid(binding) != _notes(report).get(BINDING_UID)
+
+
+def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.datetime) -> Issued | None:
+    """The site's reporting token and kubeconfig for its current request, issued or re-issued when needed (see the
+    module's docstring); None when the token answering that request was revoked."""
     meta = obj["metadata"]
     name, namespace = meta["name"], meta["namespace"]
-    ensure_access(client, obj)
-    binding = _binding(client, obj)
     ref = kube.Ref(kube.SECRETS, report_secret_name(name), namespace)
     current = client.find(ref)
+    found = client.find(kube.Ref(kube.SECRETS, binding_name(name), namespace))
+    if _revoked(obj, current, found):
+        return None
+    ensure_access(client, obj)
+    binding = _binding(client, obj, found)
     proxy = proxy_for(obj, hub)
-    if _needs_token(current, binding["metadata"]["uid"], hub, proxy, now):
+    if _needs_token(current, binding, hub, proxy, now):
         seconds = int(((obj.get("spec") or {}).get("report") or {}).get("expirationSeconds") or 7776000)
         answer = _request_token(client, obj, binding, seconds)
         token = answer["status"]["token"]
@@ -272,7 +316,7 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
         key = report_key(current) or secrets.token_bytes(32)
         annotations = {
             BINDING_UID: binding["metadata"]["uid"], HUB_URL: hub.url, PROXY_URL: proxy, ISSUED_AT: _iso(now),
-            EXPIRES_AT: _iso(expires),
+            EXPIRES_AT: _iso(expires), REQUEST: requested(obj),
         }  # fmt: skip
         data = {
             KUBECONFIG_KEY: base64.b64encode(
@@ -285,13 +329,15 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
             current = client.create(kube.SECRETS, desired)
         else:
             current = client.patch(ref, {"metadata": {"annotations": annotations}, "data": data})
-    notes = (current or {}).get("metadata", {}).get("annotations") or {}
+    elif _notes(current).get(REQUEST) != requested(obj):  # a new request, answered by the live token
+        current = client.patch(ref, {"metadata": {"annotations": {REQUEST: requested(obj)}}})
+    notes = _notes(current)
     return Issued(account_name(name), ref.name, notes.get(ISSUED_AT, ""), notes.get(EXPIRES_AT, ""))
 
 
 def revoke(client: kube.Client, namespace: str, name: str) -> None:
-    """Delete the token's binding Secret: every token issued for the site stops working at once. The controller
-    issues a new one on its next pass, which needs a new stick (`fleet make-media`)."""
+    """Delete the token's binding Secret: every token issued for the site stops working at once. No new one is
+    issued until a stick is asked for again (`fleet make-media` sets a new media-requested time)."""
     ref = kube.Ref(kube.SECRETS, binding_name(name), namespace)
     if client.find(ref) is None:
         return  # nothing to revoke: no write

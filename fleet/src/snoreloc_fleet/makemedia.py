@@ -2,26 +2,36 @@
 its reporting kubeconfig.
 
 The Site must be valid on the hub (its Validated condition True for its current generation) and its credential
-issued. The medium is rebuilt here from the Site and the Secrets and ConfigMaps it names, checked again with the
-agent's rules, and its digest compared with the one the controller put in `status.media`: a difference means the
-Site or an input changed since the controller last saw it, and nothing is written (exit 75: run it again once the
-controller has caught up). The images are written by the agent's own media maker (`snoreloc make-media`), with
-`hub-report.kubeconfig` (0600 in the tree) beside the site-config; `--out-dir` writes the same files to a directory
-instead (0700, files 0600), to copy onto a stick by hand. The token is never printed or logged.
+issued. The controller issues a site's reporting credential only when a stick is asked for: when the Site's has none
+that works (never issued, revoked, or due for renewal), this command asks for it by setting the Site's
+`fleet.snoreloc.io/media-requested` annotation to the time (one metadata patch: `patch` of Sites is all it needs
+beyond reading), then waits, bounded by `--timeout` and visibly (`snoreloc.waits`), until the controller has issued
+it (MediaReady True for the Site's current generation, the report Secret's token bound to the live binding Secret);
+on timeout it exits 75 with nothing written. A Site with `spec.report.enabled: false` needs no credential: nothing
+is asked for, nothing waited on. The medium is rebuilt here from the Site and the Secrets and ConfigMaps it names,
+checked again with the agent's rules, and its digest compared with the one the controller put in `status.media`: a
+difference means the Site or an input changed since the controller last saw it, and nothing is written (exit 75: run
+it again once the controller has caught up). The images are written by the agent's own media maker (`snoreloc
+make-media`), with `hub-report.kubeconfig` (0600 in the tree) beside the site-config; `--out-dir` writes the same
+files to a directory instead (0700, files 0600), to copy onto a stick by hand. The token is never printed or logged.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import datetime as dt
 import pathlib
 import sys
 from typing import Any
 
 from snoreloc import errors
+from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 
 HELP = "write the stick (ISO, FAT image or a directory) for one Site, with its hub reporting kubeconfig"
+TIMEOUT = 120.0  # the default wait for the controller to issue a requested credential (seconds)
+POLL = 0.5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iso", metavar="PATH", help="write an ISO9660 image labelled relocation-config")
     parser.add_argument("--fat", metavar="PATH", help="write a FAT image labelled RELOCCONFIG (dd it to a stick)")
     parser.add_argument("--out-dir", metavar="DIR", help="write the medium's files into DIR (created, 0700)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT,
+        metavar="SECONDS",
+        help=f"longest wait for the hub's controller to issue the site's reporting credential (default {TIMEOUT:g})",
+    )
 
 
 def _ready(obj: dict[str, Any]) -> str:
@@ -48,6 +65,76 @@ def _ready(obj: dict[str, Any]) -> str:
             f"site {name}: no medium can be made yet: {why}", hint=f"See `kubectl get site {name} -o yaml` (status)."
         )
     return str((status.get(site.STATUS_MEDIA) or {}).get("digest", ""))
+
+
+def _reports(obj: dict[str, Any]) -> bool:
+    return ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is not False
+
+
+def _current(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The Site's condition `kind` when it was judged for the Site's current generation."""
+    from snoreloc_fleet import site  # noqa: PLC0415
+
+    found = {c.get("type"): c for c in (obj.get("status") or {}).get(site.STATUS_CONDITIONS) or []}.get(kind)
+    return found if found and found.get("observedGeneration") == obj["metadata"].get("generation") else None
+
+
+def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.datetime) -> dict[str, Any] | None:
+    """`obj` once nothing is left to wait for: the hub judged it invalid (`_ready` says why), or it is ready with a
+    working credential (live, or issued for `request` as the controller judged it); None while not."""
+    from snoreloc_fleet import credentials, site  # noqa: PLC0415
+
+    validated = _current(obj, site.Condition.VALIDATED)
+    if validated is not None and validated.get("status") == "False":
+        return obj
+    media = _current(obj, site.Condition.MEDIA_READY)
+    if media is None or media.get("status") != "True":
+        return None
+    if not _reports(obj):
+        return obj
+    namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    report = client.find(kube.Ref(kube.SECRETS, credentials.report_secret_name(name), namespace))
+    binding = client.find(kube.Ref(kube.SECRETS, credentials.binding_name(name), namespace))
+    if credentials.live(report, binding, now):
+        return obj
+    notes = ((report or {}).get("metadata") or {}).get("annotations") or {}
+    bound = binding is not None and notes.get(credentials.BINDING_UID) == binding["metadata"].get("uid")
+    return obj if request and bound and notes.get(credentials.REQUEST) == request else None
+
+
+def request(client: kube.Client, namespace: str, name: str, clock: clock_mod.Clock) -> str:
+    """Ask the hub's controller for the Site's reporting credential: set its media-requested annotation to now (a
+    metadata merge patch, nothing else of the Site touched). The value set."""
+    from snoreloc_fleet import site  # noqa: PLC0415
+    from snoreloc_fleet.controller import reconcile  # noqa: PLC0415
+
+    stamp = clock.now().astimezone(dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    client.patch(reconcile.site_ref(namespace, name), {"metadata": {"annotations": {site.MEDIA_REQUESTED: stamp}}})
+    return stamp
+
+
+def with_credential(
+    client: kube.Client, namespace: str, name: str, *, timeout: float = TIMEOUT, clock: clock_mod.Clock | None = None
+) -> dict[str, Any]:
+    """The Site, once its reporting credential works: asked for when it does not (see the module's docstring) and
+    waited for at most `timeout` seconds (WaitTimeout, exit 75). A Site that does not report, or that the hub found
+    invalid, is returned at once (`_ready` judges it)."""
+    from snoreloc import waits  # noqa: PLC0415
+    from snoreloc_fleet.controller import reconcile  # noqa: PLC0415
+
+    clock = clock or clock_mod.SystemClock()
+    ref = reconcile.site_ref(namespace, name)
+    obj = client.get(ref)
+    if not _reports(obj) or settled(client, obj, "", clock.now()) is not None:
+        return obj
+    asked = request(client, namespace, name, clock)
+    sys.stderr.write(f"asked the hub for site {name}'s reporting credential (annotation at {asked})\n")
+    wait = waits.Wait(
+        "make-media", f"the hub's controller to issue site {name}'s reporting credential", timeout, POLL,
+        hint=f"Is the hub's controller running (`snoreloc fleet controller`)? `kubectl get site {name} -n "
+        f"{namespace} -o yaml` shows its conditions; run this again (it asks again), or with a longer --timeout.",
+    )  # fmt: skip
+    return waits.until(lambda: settled(client, client.get(ref), asked, clock.now()), wait, clock)
 
 
 def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
@@ -70,14 +157,13 @@ def write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
         target.chmod(0o600)
 
 
-def make(client: kube.Client, namespace: str, name: str) -> dict[str, bytes]:
-    """The medium's files for a Site (the hub's reporting kubeconfig included), proven equal to what the
-    controller validated."""
+def make(client: kube.Client, namespace: str, name: str, *, timeout: float = TIMEOUT) -> dict[str, bytes]:
+    """The medium's files for a Site (the hub's reporting kubeconfig included, asked for when needed), proven equal
+    to what the controller validated."""
     from snoreloc.siteconfig import medium  # noqa: PLC0415
     from snoreloc_fleet import sitemedium  # noqa: PLC0415
-    from snoreloc_fleet.controller import reconcile  # noqa: PLC0415
 
-    obj = client.get(reconcile.site_ref(namespace, name))
+    obj = with_credential(client, namespace, name, timeout=timeout)
     issued = _ready(obj)
     files, missing = sitemedium.resolve_files(client, obj)
     checked = sitemedium.check(obj, files, missing)
@@ -110,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UsageError("give --iso PATH, --fat PATH, --out-dir DIR, or several")
     client = hubaccess.client(args)
     try:
-        tree = make(client, args.namespace, args.site)
+        tree = make(client, args.namespace, args.site, timeout=args.timeout)
     finally:
         client.close()
     if args.out_dir:

@@ -31,6 +31,9 @@ SINGULAR = "site"
 CRD_NAME = f"{PLURAL}.{GROUP}"
 PHASE_LABEL = f"{GROUP}/phase"  # kept equal to status.phase, so `-l fleet.snoreloc.io/phase=Failed` selects
 SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
+# `fleet make-media` asks for the site's reporting credential by setting this annotation (an RFC 3339 time) on the
+# Site; the controller issues credentials only to valid Sites that carry it
+MEDIA_REQUESTED = f"{GROUP}/media-requested"
 
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
@@ -44,7 +47,7 @@ class Phase(enum.StrEnum):
 
     PENDING = "Pending"  # not reconciled yet, or suspended
     INVALID = "Invalid"  # the site-config fails the agent's rules, or an input (Secret, ConfigMap) is missing
-    READY = "Ready"  # valid, credential issued: make the stick; no report yet
+    READY = "Ready"  # valid: make the stick (which asks for its credential); no report yet
     IN_PROGRESS = "InProgress"  # the node reports a run in progress
     RELOCATED = "Relocated"  # the node reports done, with the site-config digest the hub issued
     FAILED = "Failed"  # the node reports a failed (or rolled back) run
@@ -70,6 +73,8 @@ class Reason(enum.StrEnum):
     MISSING_INPUT = "MissingInput"
     SUSPENDED = "Suspended"
     CREDENTIAL_ISSUED = "CredentialIssued"
+    NOT_REQUESTED = "NotRequested"  # no stick asked for yet (no media-requested annotation)
+    REVOKED = "Revoked"  # the credential was revoked after it answered the last request
     REPORTING_DISABLED = "ReportingDisabled"
     NOT_VALID = "NotValid"
     NO_REPORT = "NoReport"

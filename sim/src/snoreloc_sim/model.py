@@ -105,6 +105,10 @@ class Store:
     The store knows nothing of schemas or HTTP. Writers get 404 for a missing object or namespace, 409 for a
     name already taken or a stale resourceVersion. After every committed change each listener is called with
     (type, event, old, new) outside the lock, where event is ADDED, MODIFIED or DELETED.
+
+    A stored object is never changed in place: every write stores a new one with a new resourceVersion, and `bump`
+    changes only the resourceVersion. What a reader derives from an object may be kept by its uid and
+    resourceVersion (`snoreloc_sim.hub.encodings`); keep it so.
     """
 
     def __init__(self) -> None:
@@ -158,21 +162,25 @@ class Store:
         start: str = "",
         limit: int = 0,
         matches: Callable[[Obj], bool] | None = None,
-    ) -> tuple[builtins.list[Obj], int | None]:
+        *,
+        hand: Callable[[Obj], Any] = clone,
+    ) -> tuple[builtins.list[Any], int | None]:
         """Copies of the objects of `rtype` (in `namespace`, or all) whose key ("namespace/name") is `start` or
         later, in key order, that `matches` accepts: at most `limit` of them (all when 0), and how many keys
         follow the last one handed out (None when `matches` filtered: kube then does not count either).
-        Costs the objects handed out and a bisection, not the whole type: a range read as etcd serves it."""
+        Costs the objects handed out and a bisection, not the whole type: a range read as etcd serves it.
+        `hand` makes what is handed out of each stored object, under the lock (a copy by default; the hub's
+        lists take its encoding, `snoreloc_sim.hub.encodings`): it must not change the object."""
         with self._lock:
             keys = self._keys.get(rtype.key, [])
             prefix = "" if namespace is None else f"{namespace}/"
             index = bisect.bisect_left(keys, max(start, prefix))
-            items: builtins.list[Obj] = []
+            items: builtins.list[Any] = []
             while index < len(keys) and keys[index].startswith(prefix) and not (limit and len(items) >= limit):
                 ns, _, name = keys[index].partition("/")
                 obj = self._objects[(rtype.key, ns, name)]
                 if matches is None or matches(obj):
-                    items.append(clone(obj))
+                    items.append(hand(obj))
                 index += 1
             if matches is not None:
                 return items, None

@@ -96,7 +96,7 @@ class Request:
 @dataclass
 class Response:
     code: int
-    body: Obj | str
+    body: Obj | str | bytes  # an object (sent as JSON), plain text, or JSON already encoded
     warnings: list[str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     stream: Iterator[Obj] | None = None
@@ -1055,6 +1055,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _send(self, reply: Response) -> None:
         if isinstance(reply.body, str):
             payload, content_type = reply.body.encode(), "text/plain; charset=utf-8"
+        elif isinstance(reply.body, bytes):  # JSON encoded already (the hub's lists: `hub.encodings`)
+            payload, content_type = reply.body, "application/json"
         else:
             payload, content_type = json.dumps(reply.body).encode(), "application/json"
         self._head(reply, content_type)

@@ -4,9 +4,9 @@ Each command lives in its own module under `snoreloc.cli` with `HELP` (one line)
 `run(args) -> int`. Command modules import heavy libraries (the kubernetes client) inside `run`, so that
 `snoreloc --version`, `status`, `analyze` and `validate` start fast. The parser is built lazily: only the chosen
 verb's sub-parser gets its arguments (`--help` still lists every verb), and the entry points are scanned only when
-the verb is not a built-in one. Commands that ship outside the product layers (the
-simulator's `sim` and `demo`) plug in through the `snoreloc.commands` entry-point group, so no product module
-imports them.
+the verb is not a built-in one; a plugged-in verb loads alone. Commands that ship outside the product layers (the
+simulator's `sim` and `demo`, the fleet's `fleet`) plug in through the `snoreloc.commands` entry-point group, so
+no product module imports them.
 """
 
 from __future__ import annotations
@@ -68,11 +68,14 @@ def _load(module_name: str) -> CommandModule:
     return cast(CommandModule, module)
 
 
-def _plugin_commands() -> list[tuple[str, CommandModule]]:
+def _plugin_commands(only: str | None = None) -> list[tuple[str, CommandModule]]:
+    """The commands other distributions plug in; with `only`, that one alone (if installed), the others unloaded."""
     from importlib import metadata  # noqa: PLC0415 (lazy: scanning entry points costs more than most verbs)
 
     found = []
     for entry in metadata.entry_points(group="snoreloc.commands"):
+        if only is not None and entry.name != only:
+            continue
         try:
             found.append((entry.name, cast(CommandModule, entry.load())))
         except ImportError as exc:  # the simulator's extras are not installed: its commands are absent
@@ -86,13 +89,17 @@ def _verb(argv: Sequence[str]) -> str | None:
 
 
 def _commands(verb: str | None, argv: Sequence[str]) -> list[tuple[str, CommandModule]]:
-    """The commands the parser must offer: a built-in verb alone; else every verb (for `--help`, a plugin verb or
-    a usage error), except that `--version` alone needs none."""
+    """The commands the parser must offer: the chosen verb alone, built-in or plugged in (`snoreloc fleet status`
+    loads none of the agent's other verbs); else every verb (for `--help` or a usage error), except that
+    `--version` alone needs none."""
     builtin = dict(BUILTIN_COMMANDS)
     if verb in builtin:
         return [(verb, _load(builtin[verb]))]
     if verb is None and "--version" in argv:
         return []
+    plugged = _plugin_commands(only=verb) if verb is not None else []
+    if plugged:
+        return plugged
     everything = [(name, _load(module)) for name, module in BUILTIN_COMMANDS]
     return everything + sorted(_plugin_commands(), key=lambda item: item[0])
 
@@ -146,7 +153,7 @@ def _missing_optional(argv: Sequence[str]) -> str | None:
     verb = _verb(argv)
     if verb not in OPTIONAL_COMMANDS:
         return None
-    return None if verb in {name for name, _module in _plugin_commands()} else verb
+    return None if _plugin_commands(only=verb) else verb
 
 
 def _check_outputs(args: argparse.Namespace) -> None:

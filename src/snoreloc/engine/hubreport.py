@@ -39,10 +39,12 @@ import snoreloc
 from snoreloc import errors, redact, safefile, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import journal, view
-from snoreloc.siteconfig import medium
 
 if TYPE_CHECKING:  # the kubernetes client loads only when a report is sent: `snoreloc status` must stay fast
     from snoreloc.adapters import kube
+
+# `snoreloc.siteconfig.medium` (the site-config's rules behind it) loads where a report is made, not here: the
+# fleet's readers (`fleet status`, `why`, `report`) import this module for the names above and nothing else.
 
 LOG = logging.getLogger(__name__)
 
@@ -141,6 +143,8 @@ def target_from(kubeconfig: pathlib.Path) -> Target:
 def find_target(site_config: pathlib.Path) -> Target | None:
     """The reporting target beside a site-config (None: this site reports to no hub, or the file is unusable,
     which is logged once without its content)."""
+    from snoreloc.siteconfig import medium  # noqa: PLC0415 (lazy: see the imports)
+
     kubeconfig = site_config.parent / medium.HUB_FILE
     if not kubeconfig.is_file():
         return None
@@ -238,6 +242,8 @@ def signed(doc: journal.Document) -> dict[str, Any] | None:
     target = find_target(site_config)
     if target is None:
         return None
+    from snoreloc.siteconfig import medium  # noqa: PLC0415 (lazy: see the imports)
+
     report = snapshot(doc, digest=medium.digest_of(site_config))
     return {
         "namespace": target.namespace,
@@ -370,6 +376,8 @@ class Reporter:
             self._target = find_target(site_config)
             if self._target is None:
                 raise _NoHub
+            from snoreloc.siteconfig import medium  # noqa: PLC0415 (lazy: see the imports)
+
             self._digest = medium.digest_of(site_config)
         return snapshot(doc, digest=self._digest)
 

@@ -50,6 +50,7 @@ KEPT = "/etc/dnsmasq.d/snoreloc-factory-names.conf"  # the factory names, kept a
 SCRIPT = "/usr/local/bin/dnsmasq_config.sh"
 UNIT = "dnsmasq.service"
 NAME, BASE, IP = "SNO_CLUSTER_NAME_OVERRIDE", "SNO_BASE_DOMAIN_OVERRIDE", "SNO_DNSMASQ_IP_OVERRIDE"
+SPLIT = (NAME, BASE)  # the domain the overrides name, as <cluster name>.<base domain>
 BACKUP_DIR = "host-backups"
 BACKUP_FILES = {OVERRIDES: "sno_dnsmasq_configuration_overrides.json", KEPT: "snoreloc-factory-names.conf.json"}
 MODE = 0o644  # what the lifecycle agent and the relocation PoC leave (world-readable: it holds no secret)
@@ -175,6 +176,11 @@ def write(host: fs.HostFS, state_dir: Path, values: dict[str, str]) -> None:
 @dataclass(frozen=True)
 class Restored:
     existed: bool  # what the original was: a file (put back byte for byte) or nothing (removed)
+
+
+def backed_up(state_dir: Path) -> bool:
+    """Whether a run of ours changed the node's dnsmasq files (their originals are kept): `restore` has work."""
+    return any(_backup_path(state_dir, host_path).exists() for host_path in BACKUP_FILES)
 
 
 def restore(host: fs.HostFS, units: systemd.Systemd, state_dir: Path) -> Restored | None:

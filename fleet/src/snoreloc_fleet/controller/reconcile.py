@@ -1,12 +1,19 @@
-"""One Site's reconcile: read it afresh, check it, issue its credential, write its status only when it changes.
+"""One Site's reconcile: read it afresh, check it, issue its credential once a stick is asked for, write its status
+only when it changes.
 
 Level-triggered and idempotent: whatever event woke it (a change of the Site, a node's report, a restart's
 listing, the periodic sweep), it reads the Site as it is now and converges on what it should be, so running it twice
 writes nothing the second time. It never writes `status.agent` (the node's), writes the rest of the status as a
-JSON merge patch of exactly what differs, keeps the `fleet.snoreloc.io/phase` label equal to the phase, and posts
-an Event when the phase changes. A 409 from the API (someone wrote first) is left to the caller's retry: the next
-pass reads again. Secrets and ConfigMaps named by `spec.files` are read with one GET each when a Site is
-reconciled; nothing else is cached.
+JSON merge patch of exactly what differs, and keeps the `fleet.snoreloc.io/phase` label equal to the phase.
+
+It posts an Event only where someone must look or an outcome is reached: when a Site's phase becomes Invalid,
+Failed, Stale (Warning) or Relocated (Normal), and when it leaves Failed or Stale (Normal: the run resumed, the
+node speaks again). Not for Pending, Ready or InProgress: at 10,000 Sites a Normal Event per Site per phase would be
+an event storm on the hub's etcd (each Event an object kept for an hour) that no one acts on; `kubectl describe
+site` still shows every condition with its `lastTransitionTime`, and the phase label selects any phase.
+
+A 409 from the API (someone wrote first) is left to the caller's retry: the next pass reads again. Secrets and
+ConfigMaps named by `spec.files` are read with one GET each when a Site is reconciled; nothing else is cached.
 """
 
 from __future__ import annotations
@@ -38,6 +45,8 @@ OWN_KEYS = (
 )
 COMPONENT = "snoreloc-fleet-controller"
 WARNING_PHASES = (site.Phase.INVALID, site.Phase.FAILED, site.Phase.STALE)
+EVENT_PHASES = (*WARNING_PHASES, site.Phase.RELOCATED)  # entering one of these posts an Event
+RESUMED_PHASES = (site.Phase.FAILED, site.Phase.STALE)  # and leaving one of these
 
 
 @dataclass(frozen=True)
@@ -82,11 +91,16 @@ def _desired_own(derived: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, str] | None:
+    """The credential's status block, issued (or renewed) for a valid Site whose stick was asked for; None when the
+    Site does not report (revoked then), no stick was asked for (nothing read, nothing made), or it was revoked."""
     report = (obj.get("spec") or {}).get("report") or {}
     if report.get("enabled", True) is False:
         credentials.revoke(client, obj["metadata"]["namespace"], obj["metadata"]["name"])
         return None
-    return credentials.ensure_token(client, obj, config.hub, now).status()
+    if not credentials.requested(obj):
+        return None
+    issued = credentials.ensure_token(client, obj, config.hub, now)
+    return issued.status() if issued is not None else None
 
 
 def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
@@ -105,6 +119,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         checked=checked,
         credential=credential,
         reporting_enabled=((spec.get("report") or {}).get("enabled", True) is not False),
+        requested=bool(credentials.requested(obj)),
         agent=current.get(site.STATUS_AGENT),
         previous=current.get(site.STATUS_CONDITIONS) or [],
         now=now,
@@ -130,6 +145,11 @@ def _event(client: kube.Client, obj: dict[str, Any], derived: Mapping[str, Any],
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
     }  # fmt: skip
     client.create(EVENTS, event)
+
+
+def wants_event(before: object, after: str) -> bool:
+    """Whether a phase change from `before` to `after` is worth an Event (see the module's docstring)."""
+    return before != after and (after in EVENT_PHASES or before in RESUMED_PHASES)
 
 
 def _reason_message(derived: Mapping[str, Any]) -> str:
@@ -169,7 +189,7 @@ def reconcile(
             phase,
             derived[site.STATUS_REASON],
         )
-    if current.get(site.STATUS_PHASE) != phase:
+    if wants_event(current.get(site.STATUS_PHASE), phase):
         _event(client, obj, derived, now)
         counters.add("events")
     return Outcome(phase, bool(patch))

@@ -5,11 +5,16 @@ stands in `status.agent`, the conditions already there (a condition keeps its `l
 changes), and the time. Output: the controller's part of the status; `status.agent` is the node's and is never
 written here.
 
-Phases: Invalid (the agent's rules refuse the site-config, an input is missing, or a secret is inline), Ready (valid,
-credential issued, no report yet; also after an edit, until the node runs the new site-config), InProgress (the node
-reports a run), Stale (it reported a run in progress, then nothing for `stale_after`, or for its wait's budget plus
-five minutes when that is longer), Relocated (done, with the digest the hub issued), Failed (failed, partial or
-rolled back, with the digest the hub issued).
+The conditions say what the controller judges (valid, issued, reporting or silent, relocated, failed) and never
+repeat what only the node's report moves (its `reportedAt`, its step, its steps done): those are in `status.agent`,
+which the printer columns and `fleet why` read. So a report that moves the step and changes no judgement leaves the
+controller's part unchanged, and the reconcile writes nothing for it (issue 23: one write per report, the node's).
+
+Phases: Invalid (the agent's rules refuse the site-config, an input is missing, or a secret is inline), Ready
+(valid, no report yet, whether or not its stick was asked for: MediaReady says; also after an edit, until the node
+runs the new site-config), InProgress (the node reports a run), Stale (it reported a run in progress, then nothing
+for `stale_after`, or for its wait's budget plus five minutes when that is longer), Relocated (done, with the digest
+the hub issued), Failed (failed, partial or rolled back, with the digest the hub issued).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class Inputs:
     previous: Sequence[Mapping[str, Any]]  # the conditions already in status
     now: dt.datetime
     stale_after: float = 900.0
+    requested: bool = True  # a stick was asked for (the media-requested annotation): only then is a credential issued
 
 
 def iso(moment: dt.datetime) -> str:
@@ -94,8 +100,20 @@ def _media_ready(inputs: Inputs, valid: bool) -> tuple[bool, Reason, str]:
         return False, Reason.NOT_VALID, "fix the findings in status.validation first"
     if not inputs.reporting_enabled:
         return True, Reason.REPORTING_DISABLED, "make the stick: it reports to no hub (spec.report.enabled is false)"
+    if inputs.credential is None and not inputs.requested:
+        return (
+            False,
+            Reason.NOT_REQUESTED,
+            "no stick asked for yet: `snoreloc fleet make-media SITE` asks for the "
+            "site's reporting credential and writes the stick",
+        )
     if inputs.credential is None:
-        return False, Reason.NO_REPORT, "the reporting credential is not issued yet"
+        return (
+            False,
+            Reason.REVOKED,
+            "the reporting token was revoked (its binding Secret deleted): `snoreloc fleet "
+            "make-media SITE` asks for a new one, on a new stick",
+        )
     expires = inputs.credential.get("expiresAt", "")
     return True, Reason.CREDENTIAL_ISSUED, f"make the stick (snoreloc fleet make-media); its token expires {expires}"
 
@@ -130,8 +148,10 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
         quiet = (False, Reason.NO_REPORT, "no report from the node yet")
         return _Run(quiet, quiet, (False, Reason.NOT_FAILED, "no report"), idle, Reason.NO_REPORT)
     state, step = str(agent.get("runState", "")), str(agent.get("step", ""))
-    source = Reason.IMPORTED if agent.get("source") == "imported" else Reason.REPORTED
-    reporting = (True, source, f"last report {agent.get('reportedAt', '')}: {state}, step {step}")
+    if agent.get("source") == "imported":
+        reporting = (True, Reason.IMPORTED, "its last report was carried back by hand: status.agent")
+    else:
+        reporting = (True, Reason.REPORTED, "the node reports: its last report is status.agent")
     if _stale(agent, inputs):
         reporting = (False, Reason.SILENT, f"no report since {agent.get('reportedAt')} while the run was at {step}")
     current = agent.get("siteConfigDigest") == digest
@@ -154,7 +174,7 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
             Phase.FAILED,
             Reason.RUN_FAILED,
         )
-    running = (False, Reason.RUNNING, f"{state}: step {step}")
+    running = (False, Reason.RUNNING, f"the run is {state} (its step: status.agent.step)")
     phase = Phase.STALE if reporting[1] is Reason.SILENT else Phase.IN_PROGRESS
     reason = Reason.SILENT if phase is Phase.STALE else Reason.RUNNING
     return _Run(reporting, running, (False, Reason.NOT_FAILED, state), phase, reason)
@@ -185,7 +205,7 @@ def derive(inputs: Inputs) -> dict[str, Any]:
     checked = inputs.checked
     validated = _validated(checked)
     media = _media_ready(inputs, validated[0])
-    run = _run(inputs, checked.digest, media[0])
+    run = _run(inputs, checked.digest, validated[0])
     verdicts = {
         Cond.VALIDATED: validated,
         Cond.MEDIA_READY: media,

@@ -10,8 +10,10 @@ line per site).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
+import gc
 import io
 import json
 import pathlib
@@ -62,8 +64,9 @@ def _selector(args: argparse.Namespace) -> str | None:
     return ",".join(parts) or None
 
 
-def read_rows(args: argparse.Namespace) -> tuple[list[fleetstate.Row], int]:
-    """Every selected Site as a row, read page by page; (rows, pages read)."""
+def read_rows(args: argparse.Namespace, *, steps: bool = True) -> tuple[list[fleetstate.Row], int]:
+    """Every selected Site as a row (with its steps or not: `fleetstate.row`), read page by page; (rows, pages
+    read)."""
     from snoreloc.adapters import clock, kube  # noqa: PLC0415
     from snoreloc_fleet import site  # noqa: PLC0415
 
@@ -75,9 +78,10 @@ def read_rows(args: argparse.Namespace) -> tuple[list[fleetstate.Row], int]:
     rows: list[fleetstate.Row] = []
     pages = 0
     try:
-        for page in _pages(client, resource, namespace, _selector(args)):
-            pages += 1
-            rows.extend(fleetstate.row(obj) for obj in page)
+        with no_cycle_collection():
+            for page in client.pages(resource, namespace, label_selector=_selector(args)):
+                pages += 1
+                rows.extend(fleetstate.row(obj, steps=steps) for obj in page)
     except kube.NotFound:
         raise errors.UnavailableError(
             f"the hub serves no {site.PLURAL}.{site.GROUP}", hint="Install the fleet side first: snoreloc fleet install"
@@ -87,8 +91,19 @@ def read_rows(args: argparse.Namespace) -> tuple[list[fleetstate.Row], int]:
     return rows, pages
 
 
-def _pages(client: Any, resource: Any, namespace: str | None, selector: str | None) -> Iterator[list[Any]]:
-    yield from client.pages(resource, namespace, label_selector=selector)
+@contextlib.contextmanager
+def no_cycle_collection() -> Iterator[None]:
+    """CPython's cycle collector off while the Sites are read and reduced: 10,000 decoded Sites are over a million
+    containers, their rows a hundred thousand, none in a cycle, and each collection walks them all again (at 10,000
+    Sites 0.28 s of reading's 0.6 s of CPU, and a third of printing them). Reference counting still frees
+    everything; the collector's state is restored after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _row_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
@@ -106,16 +121,29 @@ def _row_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
 
 
 def to_json(summary: fleetstate.Summary, rows: list[fleetstate.Row], now: dt.datetime) -> str:
-    document = {
+    """The document as `json.dumps(document, indent=1)` writes it; its three lists of sites (up to 10,000 rows
+    each) are written row by row with the C encoder, since with `indent` `json` encodes in Python (a third of the
+    command's time after reading)."""
+    head = {
         "total": summary.total,
         "byPhase": dict(summary.by_phase),
         "failureReasons": [{"reason": r, "count": n} for r, n in summary.reasons],
         "silentAfterSeconds": summary.silent_after,
-        "silent": [_row_data(r, now) for r in summary.silent],
-        "rerun": [_row_data(r, now) for r in summary.rerun],
-        "sites": [_row_data(r, now) for r in rows],
     }
-    return json.dumps(document, indent=1) + "\n"
+    lists = {"silent": summary.silent, "rerun": summary.rerun, "sites": rows}
+    parts = [json.dumps(head, indent=1).removesuffix("\n}")]
+    parts += [f',\n "{key}": {_rows_json([_row_data(r, now) for r in items])}' for key, items in lists.items()]
+    return "".join(parts) + "\n}\n"
+
+
+# A row (a flat mapping of scalars) one level deeper than a top-level list, as `indent=1` lays it out.
+_ROW_ENCODER = json.JSONEncoder(separators=(",\n   ", ": "))
+
+
+def _rows_json(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "[]"
+    return "[\n" + ",\n".join("  {\n   " + _ROW_ENCODER.encode(r)[1:-1] + "\n  }" for r in rows) + "\n ]"
 
 
 def to_csv(rows: list[fleetstate.Row], now: dt.datetime) -> str:
@@ -157,14 +185,16 @@ def to_table(summary: fleetstate.Summary, now: dt.datetime, footer: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    rows, pages = read_rows(args)
-    now = dt.datetime.now(dt.UTC)
-    summary = fleetstate.summarize(rows, now, silent_after=args.silent_for)
-    if args.output == "json":
-        sys.stdout.write(to_json(summary, rows, now))
-    elif args.output == "csv":
-        sys.stdout.write(to_csv(rows, now))
-    else:
-        footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
-        sys.stdout.write(to_table(summary, now, footer))
+    with no_cycle_collection():
+        rows, pages = read_rows(args, steps=False)  # no step is shown
+        now = dt.datetime.now(dt.UTC)
+        summary = fleetstate.summarize(rows, now, silent_after=args.silent_for)
+        if args.output == "json":
+            text = to_json(summary, rows, now)
+        elif args.output == "csv":
+            text = to_csv(rows, now)
+        else:
+            footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
+            text = to_table(summary, now, footer)
+    sys.stdout.write(text)
     return int(errors.ExitCode.OK)

@@ -79,20 +79,29 @@ def when(text: object) -> dt.datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
+# Decoded JSON holds plain dicts; testing for one first skips the slower abstract `Mapping` check, which was a
+# fifth of `fleet status`'s time per Site (eight steps each).
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_mapping(value) else {}
 
 
 def _steps(agent: Mapping[str, Any]) -> tuple[Step, ...]:
-    out = []
-    for entry in agent.get("steps") or ():
-        if isinstance(entry, Mapping):
-            seconds = entry.get("seconds")
-            out.append(Step(str(entry.get("name", "")), str(entry.get("state", "")), _number(seconds)))
-    return tuple(out)
+    return tuple(
+        Step(str(entry.get("name", "")), str(entry.get("state", "")), _number(entry.get("seconds")))
+        for entry in agent.get("steps") or ()
+        if _is_mapping(entry)
+    )
 
 
 def _number(value: Any) -> float | None:
+    if type(value) is float:
+        return value
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -110,8 +119,9 @@ def failure_reason(phase: str, reason: str, status: Mapping[str, Any]) -> str:
     return f"{reason or phase}" + (f" at {step}" if step else "")
 
 
-def row(obj: Mapping[str, Any]) -> Row:
-    """One Site as the fleet readers see it."""
+def row(obj: Mapping[str, Any], *, steps: bool = True) -> Row:
+    """One Site as the fleet readers see it; without its steps (and so its duration) when `steps` is false, for
+    readers that show neither (`fleet status`: the steps are most of the work per Site)."""
     meta = _mapping(obj.get("metadata"))
     status = _mapping(obj.get("status"))
     agent = _mapping(status.get(site.STATUS_AGENT))
@@ -128,7 +138,7 @@ def row(obj: Mapping[str, Any]) -> Row:
         reported_at=when(agent.get("reportedAt")),
         todo=str(agent.get("todo") or ""),
         failure=failure_reason(phase, reason, status),
-        steps=_steps(agent),
+        steps=_steps(agent) if steps else (),
         waiting=waiting if isinstance(waiting, Mapping) else None,
     )
 

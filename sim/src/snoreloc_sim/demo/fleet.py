@@ -5,8 +5,9 @@ sites with one typo in it), then the owner's commands run in this process exactl
 and `snoreloc fleet validate` (which names the bad site, its field and the inventory cell to fix), and `fleet
 render --sites` for the hub's objects. A simulated hub starts (the Site CRD as `fleet install` applies it) with the
 real Site controller in a thread; the objects are applied, the controller checks every Site with the agent's rules
-(the bad one turns Invalid there too) and issues the others their reporting credentials, and every Ready Site's
-stick is made from the hub as `fleet make-media` makes it. A few nodes then relocate, one after the other, each
+(the bad one turns Invalid there too), every Ready Site's stick is asked for (the annotation `fleet make-media`
+sets), the controller issues those Sites their reporting credentials, and the sticks are made from the hub as
+`fleet make-media` makes them. A few nodes then relocate, one after the other, each
 with its stick against its own simulated factory SNO (host steps on fakes), and report to their Sites with their
 sticks' credentials until the hub shows them Relocated. Last, `fleet status`, `fleet why` and `fleet report
 --html`. Everything is written under one directory, kept and printed at the end.
@@ -155,6 +156,12 @@ def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
 
 
 def make_sticks(admin: kube.Client, sticks: Path, ready: list[str]) -> None:
+    started = time.monotonic()
+    hubsite.ask_for_sticks(admin, NAMESPACE, ready, budget=max(60.0, len(ready)), hint=HINT)
+    say(
+        f"asked the hub for {len(ready)} sticks (the annotation {site.MEDIA_REQUESTED} that `snoreloc fleet "
+        f"make-media` sets): the controller issued their reporting credentials in {time.monotonic() - started:.1f}s"
+    )
     for name in ready:
         files = hubsite.make_stick(admin, NAMESPACE, name, sticks / name)
     say(f"made {len(ready)} sticks from the hub into {sticks}/SITE (as `snoreloc fleet make-media SITE --out-dir "

@@ -2,8 +2,9 @@
 
 `HubApi` keeps the object paths, writes, patches, validation and server-side apply of `server.Api` and changes
 only what differs on a plain Kubernetes hub: discovery with every verb and category (`discovery`), watches that
-resume from a resourceVersion (`watch`), lists with consistent continue tokens (`paging`), TokenRequest
-(`tokens`), finalizers and owner references on delete (`lifecycle`), and server-side printing (`tables`).
+resume from a resourceVersion (`watch`), lists with consistent continue tokens (`paging`) joined from each
+object's kept encoding (`encodings`), TokenRequest (`tokens`), finalizers and owner references on delete
+(`lifecycle`), and server-side printing (`tables`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 from typing import Any
 
 from snoreloc_sim import model, registry, server
-from snoreloc_sim.hub import crds, discovery, kinds, lifecycle, namespaces, paging, tables, tokens, watch
+from snoreloc_sim.hub import crds, discovery, encodings, kinds, lifecycle, namespaces, paging, tables, tokens, watch
 
 Obj = dict[str, Any]
 
@@ -48,6 +49,7 @@ class HubApi(server.Api):
         self.tokens: tokens.Tokens | None = None
         self.lifecycle: lifecycle.Lifecycle | None = None
         self.namespaces: namespaces.Namespaces | None = None
+        self.encodings = encodings.Encodings()  # each object's JSON per version: a page joins them (`_list`)
 
     def _route(self, request: server.Request, conflict: bool) -> server.Response:
         if request.path == "/openapi/v2":
@@ -130,24 +132,31 @@ class HubApi(server.Api):
         if query.get("resourceVersionMatch") == "Exact":
             self.history.check(_rv(query.get("resourceVersion", "")))
         matchers = self._matchers(request, target)
-        store = self.cluster.store
-
-        def scan(start: str, limit: int) -> tuple[list[Obj], int | None]:
-            matches = (lambda obj: all(match(obj) for match in matchers)) if matchers else None
-            return store.scan(target.rtype, target.namespace, start, limit, matches)
-
+        matches = (lambda obj: all(match(obj) for match in matchers)) if matchers else None
+        store, rtype = self.cluster.store, target.rtype
         try:
             with self.write_lock:
-                items, meta = paging.page(scan, query, int(store.current_rv()), self.history.floor)
+                rv, floor = int(store.current_rv()), self.history.floor
+                if tables.wants_table(request.accept):  # printed from the objects (`_resource`)
+
+                    def copies(start: str, limit: int) -> tuple[list[Obj], int | None]:
+                        return store.scan(rtype, target.namespace, start, limit, matches)
+
+                    items, meta = paging.page(copies, query, rv, floor, paging.key_of)
+                    body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta}
+                    return server.Response(200, {**body, "items": items})
+
+                def encoded(start: str, limit: int) -> tuple[list[encodings.Encoded], int | None]:
+                    return store.scan(rtype, target.namespace, start, limit, matches, hand=self.encodings.encode)
+
+                shown, meta = paging.page(encoded, query, rv, floor, lambda item: item.key)
         except model.ApiError as error:
             fresh = error.details.pop("continue", None)
-            body = server.status_body(error)
+            status = server.status_body(error)
             if fresh:
-                body["metadata"] = {"continue": fresh}
-            return server.Response(error.code, body)
-        rtype = target.rtype
-        body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta, "items": items}
-        return server.Response(200, body)
+                status["metadata"] = {"continue": fresh}
+            return server.Response(error.code, status)
+        return server.Response(200, encodings.list_body(f"{rtype.kind}List", rtype.api_version, meta, shown))
 
     def _watch(self, request: server.Request, target: server.Target) -> server.Response:
         query = request.query

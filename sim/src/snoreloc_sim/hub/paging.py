@@ -17,7 +17,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from snoreloc_sim import model
 
@@ -30,7 +30,8 @@ TOO_OLD = (
 )
 
 
-def _key(obj: Obj) -> str:
+def key_of(obj: Obj) -> str:
+    """An object's key in the store's order: `namespace/name`."""
     meta = obj.get("metadata", {})
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
@@ -50,13 +51,17 @@ def decode(token: str) -> tuple[int, str]:
         raise model.ApiError(400, "BadRequest", f"invalid continue token: {exc}") from None
 
 
-Scan = Callable[[str, int], tuple[list[Obj], int | None]]
+Item = TypeVar("Item")
+Scan = Callable[[str, int], tuple[list[Item], int | None]]
 
 
-def page(scan: Scan, query: dict[str, str], rv: int, floor: int) -> tuple[list[Obj], Obj]:
+def page(
+    scan: Scan[Item], query: dict[str, str], rv: int, floor: int, key: Callable[[Item], str]
+) -> tuple[list[Item], Obj]:
     """One page and the list metadata (resourceVersion, continue, remainingItemCount). `scan(start, limit)` gives
     the objects from key `start` on in key order (at most `limit`, all when 0) and how many keys follow them (None
-    under a selector); `rv` is the list's resourceVersion; `floor` the oldest version whose snapshot is still kept.
+    under a selector), as objects or their encodings; `key(item)` is an item's key (`namespace/name`); `rv` is the
+    list's resourceVersion; `floor` the oldest version whose snapshot is still kept.
     A page costs its own objects, not the namespace's, as kube-apiserver's range reads: etcd3 `store.go` `GetList`
     asks etcd for `limit` keys from the continue key on, and the watch cache (`cacher/store_btree.go`,
     `btreeStore.ListPrefix`) ascends its btree from the continue key and stops after `limit`."""
@@ -77,7 +82,7 @@ def page(scan: Scan, query: dict[str, str], rv: int, floor: int) -> tuple[list[O
     if not limit or len(shown) <= limit:
         return shown, meta
     shown = shown[:limit]
-    meta["continue"] = encode(int(meta["resourceVersion"]), _key(shown[-1]) + "\x00")
+    meta["continue"] = encode(int(meta["resourceVersion"]), key(shown[-1]) + "\x00")
     if rest is not None:
         meta["remainingItemCount"] = rest + 1  # the extra one read ahead is not shown either
     return shown, meta

@@ -8,7 +8,9 @@ node resolves `api`, `api-int` and a name under `apps` of the new domain, and th
 the same resolver for the new names, which dnsmasq then still forwards to the site's servers: if the site DNS
 lacks them, the step warns who can reach the cluster by name and which records the site DNS needs. Off
 (`nodeLocal: false`), or on a node without the configuration, the step changes nothing and preflight requires the
-site's DNS to resolve the names.
+site's DNS to resolve the names; except that when an earlier run of ours made the node answer (its originals are
+kept), turning it off puts the factory's files back and restarts dnsmasq, as `rollback` does, so the node stops
+answering for a domain the site-config no longer asks for.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ class NodeDns:
         """What the step would do for `site` (needs no cluster)."""
         off = self._off_note(site)
         if off is not None:
-            return base.Plan(self.name, notes=(off,))
+            return base.Plan(self.name, notes=(off, *self._undo_note()))
         values = self._values(site)
         if node_dns.up_to_date(self.host.fs, values):
             return base.Plan(self.name, notes=(f"on: {node_dns.OVERRIDES} already names {site.domain}",))
@@ -84,7 +86,7 @@ class NodeDns:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         off = self._off_note(ctx.site)
         if off is not None:
-            return base.StepOutcome(details={"node_local": False, "why": off})
+            return base.StepOutcome(details={"node_local": False, "why": off, **self._undo()})
         values = self._values(ctx.site)
         warnings: tuple[str, ...] = ()
         if not node_dns.up_to_date(self.host.fs, values):
@@ -97,6 +99,23 @@ class NodeDns:
         return base.StepOutcome(
             warnings=warnings, details={"node_local": True, "overrides": values, "answers": answered}
         )
+
+    def _undo_note(self) -> tuple[str, ...]:
+        if not node_dns.backed_up(self.state_dir):
+            return ()
+        answering = ".".join(node_dns.parse(node_dns.read(self.host.fs) or "").get(k, "") for k in node_dns.SPLIT)
+        return (
+            f"an earlier run made the node answer for {answering.strip('.') or 'a domain of its own'}: the factory's "
+            f"{node_dns.OVERRIDES} is put back and {node_dns.UNIT} restarts (as rollback does; no reboot)",
+        )
+
+    def _undo(self) -> dict[str, Any]:
+        """Turned off after an earlier run turned it on: the factory's files back, dnsmasq restarted."""
+        restored = node_dns.restore(self.host.fs, self.host.units, self.state_dir)
+        if restored is None:
+            return {}
+        LOG.info("node-dns: off now; put the factory's %s back and restarted %s", node_dns.OVERRIDES, node_dns.UNIT)
+        return {"restored": "the factory's file" if restored.existed else "no file (the factory had none)"}
 
     def _wait_resolved(self, ctx: context.Context, ip: str | None) -> dict[str, list[str]]:
         """The new names, and the factory's api-int the kubelet uses, resolve to the node."""
@@ -115,6 +134,8 @@ class NodeDns:
 
     def verify(self, ctx: context.Context) -> None:
         if self._off_note(ctx.site) is not None:
+            if node_dns.backed_up(self.state_dir):
+                raise errors.TemporaryError(f"node-dns: off, but the factory's {node_dns.OVERRIDES} is not back yet")
             return
         if not node_dns.up_to_date(self.host.fs, self._values(ctx.site)):
             raise errors.TemporaryError(f"node-dns: {node_dns.OVERRIDES} does not name {ctx.site.domain}")
