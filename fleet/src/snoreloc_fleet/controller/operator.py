@@ -197,10 +197,6 @@ class Echoes:
         with self._lock:
             self._versions.pop(key, None)
 
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._versions)
-
 
 class Controller:
     """The index of known Sites, the queue of Sites to reconcile and its workers, the sweep."""
