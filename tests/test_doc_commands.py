@@ -343,10 +343,13 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
     ".venv/bin/python bench/fleet_controller.py --sites 10000 --steady-seconds 60": Elsewhere(
-        "a benchmark run (a quarter of an hour); tests/bench smoke-tests it small"
+        "a benchmark run (about five minutes a repetition); tests/bench smoke-tests it small"
     ),
     ".venv/bin/python bench/fleet_reports.py --nodes 500 --seconds 120": Elsewhere(
         "a benchmark run (500 nodes for two minutes); tests/bench smoke-tests it small"
+    ),
+    ".venv/bin/python bench/fleet_reports.py --nodes 500 --seconds 120 --repetitions 3": Elsewhere(
+        "a benchmark run (500 nodes for two minutes, three times); tests/bench smoke-tests it small"
     ),
     ".venv/bin/python bench/fleet_reports.py --nodes 100 --seconds 60": Elsewhere(
         "a benchmark run (100 nodes for a minute); tests/bench smoke-tests it small"
