@@ -91,3 +91,29 @@ def test_a_site_that_does_not_report_needs_no_credential(
     assert sorted(p.name for p in (tmp_path / "stick").iterdir()) == ["pull-secret.json", "site-config.yaml"]
     assert not admin.get(kube.Ref(SITES, "store-2", NS))["metadata"].get("annotations"), "nothing asked for"
     assert admin.find(kube.Ref(kube.SECRETS, "store-2-report", NS)) is None
+
+
+def test_the_out_dir_is_written_privately_and_never_through_a_planted_link(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
+) -> None:
+    """The directory holds the site's reporting token: a link planted at a file's path is refused (exit 77, as the
+    agent's own verbs refuse one) before anything is written; once it is gone every file is 0600, a file there
+    before included."""
+    ready_site(admin, "store-1")
+    out, elsewhere = tmp_path / "stick", tmp_path / "elsewhere.txt"
+    elsewhere.write_text("not the stick's\n")
+    out.mkdir(mode=0o700)
+    (out / medium.HUB_FILE).symlink_to(elsewhere)
+    (out / medium.SITE_CONFIG_NAME).write_text("old\n")
+    (out / medium.SITE_CONFIG_NAME).chmod(0o644)
+
+    assert _make(hub, "store-1", "--out-dir", str(out)) == 77
+
+    assert elsewhere.read_text() == "not the stick's\n", "the link was followed"
+    assert (out / medium.SITE_CONFIG_NAME).read_text() == "old\n", "a refusal changes nothing"
+    (out / medium.HUB_FILE).unlink()
+    assert _make(hub, "store-1", "--out-dir", str(out)) == 0
+    assert yaml.safe_load((out / medium.SITE_CONFIG_NAME).read_text())["metadata"]["name"] == "store-1"
+    assert yaml.safe_load((out / medium.HUB_FILE).read_text())["contexts"][0]["context"]["namespace"] == NS
+    written = [path for path in out.rglob("*") if path.is_file()]
+    assert written and all(path.stat().st_mode & 0o777 == 0o600 for path in written)

@@ -149,12 +149,17 @@ def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
 
 
 def write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
+    """Each file 0600 from its first byte, replaced atomically, never through a link or onto something that is not
+    a regular file (the agent's one writer, `snoreloc.safefile`: exit 77, and checked for every file before the
+    first is written, so a refusal changes nothing): the tree holds the reporting token and the pull secret."""
+    from snoreloc import safefile  # noqa: PLC0415
+
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name in tree:
+        if (out / name).parent.is_dir():
+            safefile.check(out / name)
     for name, data in tree.items():
-        target = out / name
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o600)
+        safefile.write(out / name, data, mode=0o600, make_parents=True)
 
 
 def make(client: kube.Client, namespace: str, name: str, *, timeout: float = TIMEOUT) -> dict[str, bytes]:
