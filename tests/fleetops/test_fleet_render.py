@@ -197,3 +197,21 @@ def test_render_sites_writes_hub_objects_with_every_file_in_a_secret(
     key = base64.b64decode(secrets["store-0002-files"]["data"]["api.key"])
     assert key == (tmp_path / "sites" / "store-0002" / "api.key").read_bytes()
     assert "PRIVATE KEY" not in (out / "sites.yaml").read_text()
+
+
+def test_render_sites_refuses_a_link_planted_at_its_secrets_file(
+    tmp_path: pathlib.Path, write_inventory: Inventory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """secrets.yaml holds every site's keys: a link at its path is refused (exit 77, the agent's rule for files it
+    writes) before either file is written, and the link's target is untouched."""
+    template = write_template(tmp_path / "template")
+    out, elsewhere = tmp_path / "hub", tmp_path / "elsewhere.yaml"
+    out.mkdir(mode=0o700)
+    elsewhere.write_text("not ours\n")
+    (out / "secrets.yaml").symlink_to(elsewhere)
+    argv = ["fleet", "render", "--template", str(template), "--inventory", str(write_inventory([site_row(1)]))]
+
+    assert cli.main([*argv, "--sites", str(out)]) == 77
+
+    assert elsewhere.read_text() == "not ours\n" and not (out / "sites.yaml").exists()
+    assert "it is a symlink" in capsys.readouterr().err

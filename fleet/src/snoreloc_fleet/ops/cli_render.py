@@ -75,12 +75,15 @@ def run(args: argparse.Namespace) -> int:
 def _write_sites(args: argparse.Namespace, sites: list[template.Rendered]) -> int:
     import yaml  # noqa: PLC0415
 
+    from snoreloc import safefile  # noqa: PLC0415
     from snoreloc_fleet.ops import sites as hub_objects  # noqa: PLC0415 (only with --sites)
 
     site_objects, secrets = hub_objects.objects(sites, args.namespace, args.shared_secret)
     args.sites.mkdir(parents=True, exist_ok=True)
+    for name in ("secrets.yaml", "sites.yaml"):  # both refused before either is written
+        safefile.check(args.sites / name)
     tree.write_private(args.sites / "secrets.yaml", yaml.safe_dump_all(secrets, sort_keys=False))
-    (args.sites / "sites.yaml").write_text(yaml.safe_dump_all(site_objects, sort_keys=False), encoding="utf-8")
+    safefile.write(args.sites / "sites.yaml", yaml.safe_dump_all(site_objects, sort_keys=False), mode=0o644)
     sys.stdout.write(
         f"wrote {len(site_objects)} Sites to {args.sites / 'sites.yaml'} and {len(secrets)} Secrets to "
         f"{args.sites / 'secrets.yaml'} (0600); apply both: kubectl apply -f {args.sites}\n"
