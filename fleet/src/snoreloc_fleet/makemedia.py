@@ -67,10 +67,6 @@ def _ready(obj: dict[str, Any]) -> str:
     return str((status.get(site.STATUS_MEDIA) or {}).get("digest", ""))
 
 
-def _reports(obj: dict[str, Any]) -> bool:
-    return ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is not False
-
-
 def _current(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     """The Site's condition `kind` when it was judged for the Site's current generation."""
     from snoreloc_fleet import site  # noqa: PLC0415
@@ -90,7 +86,7 @@ def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.date
     media = _current(obj, site.Condition.MEDIA_READY)
     if media is None or media.get("status") != "True":
         return None
-    if not _reports(obj):
+    if not site.reports(obj):
         return obj
     namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
     report = client.find(kube.Ref(kube.SECRETS, credentials.report_secret_name(name), namespace))
@@ -120,12 +116,13 @@ def with_credential(
     waited for at most `timeout` seconds (WaitTimeout, exit 75). A Site that does not report, or that the hub found
     invalid, is returned at once (`_ready` judges it)."""
     from snoreloc import waits  # noqa: PLC0415
+    from snoreloc_fleet import site  # noqa: PLC0415
     from snoreloc_fleet.controller import reconcile  # noqa: PLC0415
 
     clock = clock or clock_mod.SystemClock()
     ref = reconcile.site_ref(namespace, name)
     obj = client.get(ref)
-    if not _reports(obj) or settled(client, obj, "", clock.now()) is not None:
+    if not site.reports(obj) or settled(client, obj, "", clock.now()) is not None:
         return obj
     asked = request(client, namespace, name, clock)
     sys.stderr.write(f"asked the hub for site {name}'s reporting credential (annotation at {asked})\n")
@@ -139,9 +136,9 @@ def with_credential(
 
 def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
     """The site's reporting kubeconfig (None when the Site does not report)."""
-    from snoreloc_fleet import credentials  # noqa: PLC0415
+    from snoreloc_fleet import credentials, site  # noqa: PLC0415
 
-    if ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is False:
+    if not site.reports(obj):
         return None
     ref = kube.Ref(kube.SECRETS, credentials.report_secret_name(obj["metadata"]["name"]), obj["metadata"]["namespace"])
     secret = client.get(ref)

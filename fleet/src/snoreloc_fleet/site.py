@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -97,6 +98,12 @@ STATUS_VALIDATION = "validation"  # {errors: [{path, line, message}], warnings: 
 STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
+
+
+def reports(obj: Mapping[str, Any]) -> bool:
+    """Whether the Site's node reports to the hub (`spec.report.enabled`, default true): it then needs a credential."""
+    return ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is not False
+
 
 # the node's report states (journal RunState values) as the controller reads them
 RUN_DONE = ("done", "done-with-warnings")

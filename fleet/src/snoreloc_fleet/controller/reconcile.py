@@ -93,8 +93,7 @@ def _desired_own(derived: Mapping[str, Any]) -> dict[str, Any]:
 def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, str] | None:
     """The credential's status block, issued (or renewed) for a valid Site whose stick was asked for; None when the
     Site does not report (revoked then), no stick was asked for (nothing read, nothing made), or it was revoked."""
-    report = (obj.get("spec") or {}).get("report") or {}
-    if report.get("enabled", True) is False:
+    if not site.reports(obj):
         credentials.revoke(client, obj["metadata"]["namespace"], obj["metadata"]["name"])
         return None
     if not credentials.requested(obj):
@@ -118,7 +117,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         generation=int(obj["metadata"].get("generation") or 0),
         checked=checked,
         credential=credential,
-        reporting_enabled=((spec.get("report") or {}).get("enabled", True) is not False),
+        reporting_enabled=site.reports(obj),
         requested=bool(credentials.requested(obj)),
         agent=current.get(site.STATUS_AGENT),
         previous=current.get(site.STATUS_CONDITIONS) or [],
