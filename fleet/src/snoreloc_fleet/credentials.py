@@ -220,6 +220,14 @@ def live(report: dict[str, Any] | None, binding: dict[str, Any] | None, now: dt.
     return (expires - now) >= (expires - issued) * RENEW_FRACTION
 
 
+def answers(report: dict[str, Any] | None, binding: dict[str, Any] | None, request: str) -> bool:
+    """Whether the controller answered `request` (a media-requested value) with the token in `report`, bound to
+    `binding` as it is (not deleted or replaced since): `make-media` stops waiting for that request then."""
+    notes = _notes(report)
+    bound = binding is not None and notes.get(BINDING_UID) == _uid(binding)
+    return bool(request) and bound and notes.get(REQUEST) == request
+
+
 def _needs_token(
     report: dict[str, Any] | None, binding: dict[str, Any], hub: Hub, proxy: str, now: dt.datetime
 ) -> bool:

@@ -91,11 +91,8 @@ def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.date
     namespace, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
     report = client.find(kube.Ref(kube.SECRETS, credentials.report_secret_name(name), namespace))
     binding = client.find(kube.Ref(kube.SECRETS, credentials.binding_name(name), namespace))
-    if credentials.live(report, binding, now):
-        return obj
-    notes = ((report or {}).get("metadata") or {}).get("annotations") or {}
-    bound = binding is not None and notes.get(credentials.BINDING_UID) == binding["metadata"].get("uid")
-    return obj if request and bound and notes.get(credentials.REQUEST) == request else None
+    live = credentials.live(report, binding, now) or credentials.answers(report, binding, request)
+    return obj if live else None
 
 
 def request(client: kube.Client, namespace: str, name: str, clock: clock_mod.Clock) -> str:
