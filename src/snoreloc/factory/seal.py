@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from cryptography import x509
-
 import snoreloc
 from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, kube, systemd
 from snoreloc.factory import machineconfig
 from snoreloc.host import kubelet, node_dns
+from snoreloc.pki import certs
 
 LOG = logging.getLogger(__name__)
 
@@ -245,7 +244,7 @@ def kubelet_cert_expiry(pem: bytes) -> datetime:
     block = _CERT_BLOCK.search(pem)
     if block is None:
         raise ValueError("no certificate in the file")
-    return x509.load_pem_x509_certificate(block.group(0)).not_valid_after_utc
+    return certs.not_after(block.group(0))
 
 
 # --- sealing --------------------------------------------------------------------------------------------------------

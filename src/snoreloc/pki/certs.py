@@ -28,6 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from snoreloc import redact
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
+Certificate = x509.Certificate  # callers name the type through here: `cryptography` stays inside snoreloc.pki
 MIN_RSA_BITS = 2048
 _EC_CURVES = ("secp256r1", "secp384r1", "secp521r1")
 _CN_MAX = 64
@@ -94,6 +95,11 @@ def load_key(pem: bytes) -> PrivateKey:
     if not isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey):
         raise CertError(f"unsupported key type {type(key).__name__}; use RSA or EC")
     return key
+
+
+def not_after(pem: bytes) -> dt.datetime:
+    """The end of validity (UTC) of one PEM certificate; ValueError when it does not parse."""
+    return x509.load_pem_x509_certificate(pem).not_valid_after_utc
 
 
 def sans(cert: x509.Certificate) -> tuple[str, ...]:

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography import x509
-
 from snoreloc import redact
 from snoreloc.pki import certs
 from snoreloc.siteconfig import files, findings
@@ -111,7 +109,7 @@ def port(run: Run, path: findings.Path, reference: Any) -> None:
         run.error(path, problem)
 
 
-def bundle(run: Run, path: findings.Path, bundle: bytes) -> list[x509.Certificate] | None:
+def bundle(run: Run, path: findings.Path, bundle: bytes) -> list[certs.Certificate] | None:
     try:
         chain = certs.parse_chain(bundle)
     except certs.CertError as exc:

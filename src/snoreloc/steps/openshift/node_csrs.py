@@ -24,11 +24,9 @@ import ipaddress
 import logging
 from dataclasses import dataclass, field
 
-from cryptography import x509
-from cryptography.x509.oid import NameOID
-
 from snoreloc import errors
 from snoreloc.adapters import kube
+from snoreloc.pki import signing_requests
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -83,13 +81,12 @@ def pending(csr: kube.Obj) -> bool:
     return not decided and not status.get("certificate")
 
 
-def _request(csr: kube.Obj) -> x509.CertificateSigningRequest:
-    return x509.load_pem_x509_csr(base64.b64decode(csr["spec"]["request"]))
+def _request(csr: kube.Obj) -> signing_requests.Request:
+    return signing_requests.parse(base64.b64decode(csr["spec"]["request"]))
 
 
-def _subject_problems(req: x509.CertificateSigningRequest, node: Node) -> list[str]:
-    cn = [a.value for a in req.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
-    orgs = [a.value for a in req.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+def _subject_problems(req: signing_requests.Request, node: Node) -> list[str]:
+    cn, orgs = list(req.common_names), list(req.organizations)
     problems = []
     if cn != [f"system:node:{node.name}"]:
         problems.append(f"subject CN {cn} is not system:node:{node.name}")
@@ -98,16 +95,10 @@ def _subject_problems(req: x509.CertificateSigningRequest, node: Node) -> list[s
     return problems
 
 
-def _san_problems(req: x509.CertificateSigningRequest, node: Node) -> list[str]:
-    try:
-        sans = req.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    dns = set(sans.get_values_for_type(x509.DNSName))
-    ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
-    problems = [f"DNS name {name} is not the node's" for name in sorted(dns - node.names)]
-    problems += [f"IP {ip} is not the node's" for ip in sorted(ips - node.addresses)]
-    if sans.get_values_for_type(x509.RFC822Name) or sans.get_values_for_type(x509.UniformResourceIdentifier):
+def _san_problems(req: signing_requests.Request, node: Node) -> list[str]:
+    problems = [f"DNS name {name} is not the node's" for name in sorted(req.dns_names - node.names)]
+    problems += [f"IP {ip} is not the node's" for ip in sorted(req.ips - node.addresses)]
+    if req.other_sans:
         problems.append("unexpected e-mail or URI SANs")
     return problems
 
@@ -132,7 +123,7 @@ def decide(csr: kube.Obj, node: Node) -> list[str]:
     problems = _subject_problems(req, node)
     if signer == SERVING_SIGNER:
         problems += _san_problems(req, node)
-    elif req.extensions and _san_problems(req, node):
+    elif req.has_sans and _san_problems(req, node):
         problems.append("a client certificate request must not ask for names")
     return problems
 
