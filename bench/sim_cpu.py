@@ -28,7 +28,8 @@ from typing import Any
 
 import common
 
-from snoreloc_sim import server, simulator
+from snoreloc_sim.kube import server
+from snoreloc_sim.openshift import simulator
 
 NAME = "sim_cpu"
 CPU_PER_WRITE_MAX_MS = 0.8

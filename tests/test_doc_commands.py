@@ -21,7 +21,7 @@ import yaml
 
 from snoreloc import errors
 from snoreloc.cli import main
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))

@@ -27,7 +27,8 @@ from snoreloc import errors
 from snoreloc.engine import paths
 from snoreloc.pki import certs
 from snoreloc.siteconfig import loader
-from snoreloc_sim import server, simulator
+from snoreloc_sim.kube import server
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness, inprocess, state
 

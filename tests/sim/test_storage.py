@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes.client import exceptions
 
-from snoreloc_sim import model, patch, server
+from snoreloc_sim.kube import model, patch, server
 
 from .conftest import Call
 

@@ -13,8 +13,8 @@ import contextlib
 import threading
 from typing import Any
 
-from snoreloc_sim import model, registry, server
 from snoreloc_sim.hub import crds, discovery, encodings, kinds, lifecycle, namespaces, paging, tables, tokens, watch
+from snoreloc_sim.kube import model, registry, server
 
 Obj = dict[str, Any]
 

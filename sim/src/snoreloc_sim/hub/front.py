@@ -19,9 +19,9 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from snoreloc_sim import model, server
 from snoreloc_sim.hub import escalation, faults, rbac, tokens
 from snoreloc_sim.hub.api import HubApi
+from snoreloc_sim.kube import model, server
 
 Obj = dict[str, object]
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc_sim import model, server
 from snoreloc_sim.hub.tokens import User
+from snoreloc_sim.kube import model, server
 
 Obj = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc_sim import model, server
+from snoreloc_sim.kube import model, server
 
 Obj = dict[str, Any]
 Matcher = Callable[[Obj], bool]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from snoreloc_sim import model, patch
+from snoreloc_sim.kube import model, patch
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 
 class Action(enum.Enum):

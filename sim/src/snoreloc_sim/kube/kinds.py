@@ -39,8 +39,8 @@ import itertools
 import threading
 from typing import Any
 
-from snoreloc_sim import model
-from snoreloc_sim.builtin import Issue, Kind
+from snoreloc_sim.kube import model
+from snoreloc_sim.kube.builtin import Issue, Kind
 
 Obj = dict[str, Any]
 

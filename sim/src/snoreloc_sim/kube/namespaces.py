@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]

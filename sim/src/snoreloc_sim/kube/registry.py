@@ -2,9 +2,9 @@
 
 kubectl and the official client find resources through discovery (`/api`, `/apis`, `/apis/<group>/<version>`)
 before they touch an object, so the server must describe each type as kube-apiserver does: plural, kind, scope,
-verbs, short names and subresources. The built-in types are declared here; every OpenShift CRD comes from the
-generated `crds/*.json` files (one per CRD, written by `tools/gen_sim_schemas.py`), so adding a CRD there serves it
-with no code change.
+verbs, short names and subresources. The built-in types are declared here; every CRD comes from the `*.json`
+files of the directory `load` is given (the OpenShift layer's `openshift/crds`, one per CRD, written by
+`tools/gen_sim_schemas.py`), so adding a CRD there serves it with no code change.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from snoreloc_sim import kinds, model
+from snoreloc_sim.kube import kinds, model
 
 Obj = dict[str, Any]
 
-DEFAULT_CRD_DIR = Path(__file__).parent / "crds"
 OBJECT_VERBS = ("create", "delete", "get", "list", "patch", "update")
 SUBRESOURCE_VERBS = ("get", "patch", "update")
 
@@ -94,14 +93,13 @@ def crd_type(spec: Obj) -> model.ResourceType:
     )
 
 
-def load(crd_dir: Path | None = None) -> Registry:
+def load(crd_dir: Path) -> Registry:
     """The built-in types plus one type per `*.json` CRD file in `crd_dir` (missing dir: built-ins only)."""
-    directory = DEFAULT_CRD_DIR if crd_dir is None else crd_dir
     builtins = (*BUILTIN_TYPES, *(t for t in kinds.resource_types() if t.key not in {b.key for b in BUILTIN_TYPES}))
     builtins = tuple(dataclasses.replace(t, generation=t.key in kinds.WITH_GENERATION) for t in builtins)
     types = {t.key: t for t in builtins}
-    if directory.is_dir():
-        for path in sorted(directory.glob("*.json")):
+    if crd_dir.is_dir():
+        for path in sorted(crd_dir.glob("*.json")):
             rtype = crd_type(json.loads(path.read_text(encoding="utf-8")))
             types[rtype.key] = rtype
     return Registry(types=types, builtin=frozenset(t.key for t in builtins))

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from snoreloc_sim import apply, csr_rules, faults, model, namespaces, patch, registry, typed
+from snoreloc_sim.kube import apply, csr_rules, faults, model, namespaces, patch, registry, typed
 
 Obj = dict[str, Any]
 LOG = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from snoreloc_sim import certs, model
+from snoreloc_sim.kube import certs, model
 
 LOCAL_NAMES = ("localhost", "127.0.0.1")
 

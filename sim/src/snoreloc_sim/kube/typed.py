@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 

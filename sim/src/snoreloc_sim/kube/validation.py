@@ -36,10 +36,9 @@ from typing import Any
 
 import re2  # type: ignore[import-untyped]  # RE2, as Go; installed with cel-python (the `sim` extra)
 
-from snoreloc_sim import builtin, cel, kinds, model
+from snoreloc_sim.kube import builtin, cel, kinds, model
 
 Obj = dict[str, Any]
-CRD_DIR = Path(__file__).resolve().parent / "crds"
 REDACTED = "<secret contents redacted>"
 _LOG = logging.getLogger(__name__)
 _SECRETISH = frozenset({"key", "password", "token", "secret", "privatekey", "clientsecret", "bindpassword"})
@@ -169,10 +168,10 @@ class CrdInfo:
         )
 
 
-def load_crds(crd_dir: Path | None = None) -> dict[str, CrdInfo]:
-    """Every CRD summary in `crd_dir` (default: the package's), by store key `plural.group`."""
+def load_crds(crd_dir: Path) -> dict[str, CrdInfo]:
+    """Every CRD summary in `crd_dir` (the OpenShift layer's: `openshift.crds.DIR`), by store key `plural.group`."""
     found = {}
-    for path in sorted((crd_dir or CRD_DIR).glob("*.json")):
+    for path in sorted(crd_dir.glob("*.json")):
         info = CrdInfo.load(path)
         found[info.key] = info
     return found
@@ -731,7 +730,7 @@ class Validator:
     Types it does not know are admitted unchanged. Thread-safe: the HTTP server calls it from many threads.
     """
 
-    def __init__(self, crd_dir: Path | None = None) -> None:
+    def __init__(self, crd_dir: Path) -> None:
         self.crds = load_crds(crd_dir)
         served = {kind.key: kind for kind in (*kinds.KINDS, *builtin.KINDS)}  # the site manifests' kinds too
         self.builtins = served
@@ -921,7 +920,7 @@ def schema_rules(schema: Obj, path: str = "") -> Iterator[tuple[str, cel.Rule]]:
         yield from schema_rules(extra, f"{path}[*]")
 
 
-def cel_report(crd_dir: Path | None = None) -> CelReport:
+def cel_report(crd_dir: Path) -> CelReport:
     engine = cel.Engine()
     evaluated, skipped = 0, []
     for key, info in load_crds(crd_dir).items():

@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from snoreloc_sim import certs, model
-from snoreloc_sim.controllers import base, component_routes, conditions, kubelet, machine_config, routes
+from snoreloc_sim.kube import certs, model
+from snoreloc_sim.openshift.operators import base, component_routes, conditions, kubelet, machine_config, routes
 
 Obj = model.Obj
 

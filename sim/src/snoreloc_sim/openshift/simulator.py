@@ -12,44 +12,19 @@ under a second on a laptop and is bounded at `START_SECONDS` on anything slower.
 
 from __future__ import annotations
 
-import base64
-import importlib
 import logging
-import os
 import secrets
-import tempfile
 import time
 from pathlib import Path
-from types import ModuleType, TracebackType
-from typing import Any, Self
+from typing import Any
 
-import yaml
-
-from snoreloc_sim import dns, faults, model, registry, server, tls
+from snoreloc_sim.kube import faults, model, registry, server, tls, validation
+from snoreloc_sim.kube.served import Served
+from snoreloc_sim.openshift import crds, dns, operators, seeds
 
 LOG = logging.getLogger(__name__)
 
 START_SECONDS = 5.0
-CONTEXT_NAME = "sim"
-
-
-def _optional(name: str) -> ModuleType | None:
-    """A simulator module another part of the project provides, or None while it does not exist yet."""
-    try:
-        return importlib.import_module(f"snoreloc_sim.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"snoreloc_sim.{name}":
-            raise  # the module exists but is broken, or a dependency (cel-python: the `sim` extra) is missing
-        LOG.warning("snoreloc_sim.%s is not available; the simulator runs without it", name)
-        return None
-
-
-def _admitter(crd_dir: Path | None) -> server.Admitter:
-    validation = _optional("validation")
-    if validation is None:
-        return server.AcceptAll()
-    admitter: server.Admitter = validation.Validator(crd_dir)
-    return admitter
 
 
 def _fault_spec(value: faults.FaultSpec | str | None) -> faults.FaultSpec | None:
@@ -58,84 +33,13 @@ def _fault_spec(value: faults.FaultSpec | str | None) -> faults.FaultSpec | None
     return value
 
 
-def kubeconfig(server_url: str, ca_pem: bytes, token: str) -> dict[str, Any]:
-    """A kubeconfig with the CA inline and a bearer token, context `sim`."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": CONTEXT_NAME,
-                "cluster": {"server": server_url, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
-            }
-        ],
-        "users": [{"name": CONTEXT_NAME, "user": {"token": token}}],
-        "contexts": [{"name": CONTEXT_NAME, "context": {"cluster": CONTEXT_NAME, "user": CONTEXT_NAME}}],
-        "current-context": CONTEXT_NAME,
-    }
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (a kubeconfig holds a token)."""
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(path, 0o600)
-
-
-class Served:
-    """What every simulator shares: `start()`/`stop()` as a context manager, and a private working directory (a
-    temporary one unless given) holding the admin kubeconfig. Subclasses start their parts in `start()` and stop
-    them in `_halt()`."""
-
-    def __init__(self, workdir: Path | str | None) -> None:
-        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
-        self._workdir = Path(workdir) if workdir is not None else None
-
-    def start(self) -> Self:
-        raise NotImplementedError
-
-    def _halt(self) -> None:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        self._halt()
-        if self._tempdir is not None:
-            self._tempdir.cleanup()
-            self._tempdir = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    @property
-    def workdir(self) -> Path:
-        if self._workdir is None:
-            self._tempdir = tempfile.TemporaryDirectory(prefix="snoreloc-sim-")
-            self._workdir = Path(self._tempdir.name)
-        return self._workdir
-
-    @property
-    def kubeconfig_path(self) -> Path:
-        return self.workdir / "kubeconfig"
-
-    def publish_kubeconfig(self, server_url: str, ca_pem: bytes, token: str) -> None:
-        """Write the admin kubeconfig (0600) into the working directory."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        write_private(self.kubeconfig_path, yaml.safe_dump(kubeconfig(server_url, ca_pem, token), sort_keys=False))
-
-
 class Simulator(Served):
     """A simulated SNO served over HTTPS on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit).
 
     `seed` is the OpenShift minor version ("4.12": ICSP only, "4.14": IDMS served but the factory mirror is an
     ICSP, "4.16": IDMS era; see `seeds`); `speed` divides every simulated duration; `faults` is a FaultSpec or
     its string form (see `faults`); `routes` adds that many user routes; `port`/`router_port` 0 pick free ports;
-    `workdir` (default: a private temporary directory) holds the kubeconfig. Name resolution (`snoreloc_sim.dns`):
+    `workdir` (default: a private temporary directory) holds the kubeconfig. Name resolution (`openshift.dns`):
     `site_dns` is what the site's DNS answers (default: every name, pointing at the node); `node_dns` says whether
     the factory node has the SNO dnsmasq configuration; `host_root` is the node's root directory, where the
     node's dnsmasq reads its overrides file on `restart_dnsmasq()`.
@@ -180,7 +84,7 @@ class Simulator(Served):
             return self
         began = time.monotonic()
         authority = tls.new_authority()
-        served = self._served(registry.load(self._crd_dir))
+        served = self._served(registry.load(self._crd_dir or crds.DIR))
         cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(self.speed), types=dict(served.types))
         cluster.serving.set("api", "", authority.served())
         self.seed_facts = self._populate(cluster)
@@ -193,19 +97,14 @@ class Simulator(Served):
 
     def _served(self, every: registry.Registry) -> registry.Registry:
         """What this seed's API server knows: a 4.12 cluster has no ImageDigestMirrorSet/ImageTagMirrorSet."""
-        seeds = _optional("seeds")
-        return every if seeds is None else every.without(seeds.unserved(self.seed))
+        return every.without(seeds.unserved(self.seed))
 
     def _populate(self, cluster: model.Cluster) -> Any:
-        seeds, controllers = _optional("seeds"), _optional("controllers")
-        facts = None
-        if seeds is not None:
-            facts = seeds.load(
-                cluster, version=self.seed, routes=self.routes, expired_kubelet_cert=self.expired_kubelet_cert
-            )
-        if controllers is not None:
-            self.dns = self._resolution(facts) if facts is not None else None
-            controllers.start(cluster, self.dns)
+        facts = seeds.load(
+            cluster, version=self.seed, routes=self.routes, expired_kubelet_cert=self.expired_kubelet_cert
+        )
+        self.dns = self._resolution(facts)
+        operators.start(cluster, self.dns)
         return facts
 
     def _resolution(self, facts: Any) -> dns.Resolution:
@@ -276,7 +175,7 @@ class _Running:
         self.contexts = tls.Contexts()
         self.injector = faults.Injector(owner.fault_spec) if owner.fault_spec is not None else None
         version = server.version_info(owner.seed)
-        self.handler = server.Api(cluster, served, _admitter(owner._crd_dir), version)
+        self.handler = server.Api(cluster, served, validation.Validator(owner._crd_dir or crds.DIR), version)
         self.front = server.Front(self.handler, owner.token, cluster.availability, cluster.recorder, self.injector)
         self.api: server.Listener
         self.router: server.Listener

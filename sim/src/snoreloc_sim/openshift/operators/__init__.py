@@ -10,8 +10,9 @@ checks, through the cluster's name resolution).
 
 from __future__ import annotations
 
-from snoreloc_sim import dns, model
-from snoreloc_sim.controllers import (
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift import dns
+from snoreloc_sim.openshift.operators import (
     base,
     component_routes,
     ingress,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from snoreloc_sim import certs, model
+from snoreloc_sim.kube import certs, model
 
 Obj = model.Obj
 

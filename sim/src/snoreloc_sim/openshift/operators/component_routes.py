@@ -15,8 +15,8 @@ import json
 import threading
 from dataclasses import dataclass
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base, conditions
 
 Obj = model.Obj
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base
 
 Obj = model.Obj
 

@@ -9,8 +9,8 @@ Degraded.
 
 from __future__ import annotations
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base, conditions
 
 Obj = model.Obj
 

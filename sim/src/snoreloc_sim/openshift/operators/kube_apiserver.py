@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import threading
 
-from snoreloc_sim import certs, model
-from snoreloc_sim.controllers import base, component_routes, conditions
+from snoreloc_sim.kube import certs, model
+from snoreloc_sim.openshift.operators import base, component_routes, conditions
 
 Obj = model.Obj
 

@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from snoreloc_sim import certs, model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.kube import certs, model
+from snoreloc_sim.openshift.operators import base, conditions
 
 Obj = model.Obj
 

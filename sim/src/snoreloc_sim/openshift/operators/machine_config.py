@@ -21,8 +21,8 @@ import hashlib
 import itertools
 import threading
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base, conditions
 
 Obj = model.Obj
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base, conditions, routes
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base, conditions, routes
 
 Obj = model.Obj
 

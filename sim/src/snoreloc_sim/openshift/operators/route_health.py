@@ -20,7 +20,7 @@ Sources (openshift/cluster-authentication-operator, openshift/console-operator, 
   `<type>: <message>`; a True `*Degraded` makes Degraded True only once it has lasted the status controller's
   `degradedInertia` of 2 minutes.
 
-Only name resolution is modelled as the cause (see `snoreloc_sim.dns`): a host that resolves is served by the
+Only name resolution is modelled as the cause (see `snoreloc_sim.openshift.dns`): a host that resolves is served by the
 simulated router. Checks run only while something could change the answer (a route, the Ingress, the node's or
 the site's DNS) or while one fails, so a healthy cluster's timeline still goes idle.
 """
@@ -32,8 +32,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from snoreloc_sim import dns, model
-from snoreloc_sim.controllers import base, conditions
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift import dns
+from snoreloc_sim.openshift.operators import base, conditions
 
 Obj = model.Obj
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from snoreloc_sim import model
-from snoreloc_sim.controllers import base
+from snoreloc_sim.kube import model
+from snoreloc_sim.openshift.operators import base
 
 Obj = model.Obj
 
