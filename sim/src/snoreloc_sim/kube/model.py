@@ -1,8 +1,8 @@
 """The simulated cluster's core: resource types, the object store with kube-apiserver semantics, simulated time.
 
-Everything else in the simulator hangs off these three things. The HTTP layer (`server`) turns requests into
-store calls; the operators (`controllers`) subscribe to store changes and schedule their reactions on the
-`Timeline`, whose durations are realistic SNO figures divided by the speed factor.
+Everything else in the simulator hangs off these three things. The HTTP layer (`server`, `api`) turns requests
+into store calls; the OpenShift operators (`openshift.operators`) subscribe to store changes and schedule their
+reactions on the `Timeline`, whose durations are realistic SNO figures divided by the speed factor.
 """
 
 from __future__ import annotations

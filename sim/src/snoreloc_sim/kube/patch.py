@@ -8,7 +8,7 @@ refuse where kube refuses:
   a list of well-formed operations is 400 BadRequest; an operation that cannot apply (missing path, failed `test`,
   an unknown `op`) is 422, as kube-apiserver answers (k8s.io/apiserver pkg/endpoints/handlers/patch.go answers the
   library's Apply errors with 422); a `test` for null passes on a missing key (evanphx/json-patch patch.go, `test`).
-- `application/strategic-merge-patch+json`: built-in types only (CRDs get 415, see `server`). A documented subset:
+- `application/strategic-merge-patch+json`: built-in types only (CRDs get 415, see `api.patches`). A documented subset:
   maps merge and `null` deletes; a map carrying `"$patch": "replace"` replaces, `"$patch": "delete"` removes it;
   lists replace, except these, which merge as kube's struct tags say:
   `metadata.finalizers` (a set of strings), `metadata.ownerReferences` by `uid`, `spec.containers`,
@@ -16,7 +16,7 @@ refuse where kube refuses:
   `containerPort`, `status.conditions` and `status.addresses` by `type`. In keyed lists an item with
   `"$patch": "delete"` removes the stored item with the same key; `$deleteFromPrimitiveList/<field>` removes
   strings from a merged set; `$setElementOrder/<field>` and `$retainKeys` are accepted and ignored.
-- `application/apply-patch+yaml` (server-side apply) is served by `server` with the field ownership of `apply`.
+- `application/apply-patch+yaml` (server-side apply) is served by `api.patches` with the field ownership of `apply`.
 """
 
 from __future__ import annotations

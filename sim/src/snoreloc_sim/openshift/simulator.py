@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from snoreloc_sim.kube import api as kube_api
 from snoreloc_sim.kube import faults, model, registry, server, tls, validation
 from snoreloc_sim.kube.served import Served
 from snoreloc_sim.openshift import crds, dns, operators, seeds
@@ -31,6 +32,22 @@ def _fault_spec(value: faults.FaultSpec | str | None) -> faults.FaultSpec | None
     if isinstance(value, str):
         return faults.parse(value) if value.strip() else None
     return value
+
+
+def version_info(openshift_version: str) -> dict[str, Any]:
+    """`/version` for an OpenShift release: 4.N ships Kubernetes 1.(N+13) (4.14 -> 1.27, 4.16 -> 1.29)."""
+    minor = int(openshift_version.split(".")[1]) + 13
+    return {
+        "major": "1",
+        "minor": str(minor),
+        "gitVersion": f"v1.{minor}.10+67d3387",
+        "gitCommit": "67d338757e35bd1e2a3e9b6d1f2b0c1f0d6a8a51",
+        "gitTreeState": "clean",
+        "buildDate": "2024-10-01T00:00:00Z",
+        "goVersion": "go1.21.13",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
 
 
 class Simulator(Served):
@@ -174,8 +191,8 @@ class _Running:
         self.cluster = cluster
         self.contexts = tls.Contexts()
         self.injector = faults.Injector(owner.fault_spec) if owner.fault_spec is not None else None
-        version = server.version_info(owner.seed)
-        self.handler = server.Api(cluster, served, validation.Validator(owner._crd_dir or crds.DIR), version)
+        version = version_info(owner.seed)
+        self.handler = kube_api.Api(cluster, served, validation.Validator(owner._crd_dir or crds.DIR), version)
         self.front = server.Front(self.handler, owner.token, cluster.availability, cluster.recorder, self.injector)
         self.api: server.Listener
         self.router: server.Listener
