@@ -5,7 +5,8 @@
 (revisions, outages, served API certificates), `ingress` (router default certificate), `component_routes`
 (console and authentication), `machine_config` (pool updates, reboots), `kubelet` (CSRs and their signer, and
 the static-pod operators' node controller), `route_health` (the authentication and console operators' route
-checks, through the cluster's name resolution).
+checks, through the cluster's name resolution). Each declares what it watches (`watch.Watch`: type, object or
+namespace, events, fields); `watch.fan_out` hands a store change to the handlers whose declaration it passes.
 """
 
 from __future__ import annotations
@@ -22,17 +23,18 @@ from snoreloc_sim.openshift.operators import (
     openshift_apiserver,
     route_health,
     routes,
+    watch,
 )
 
 
-def start(cluster: model.Cluster, resolution: dns.Resolution | None = None) -> None:
-    """Subscribe every operator to the cluster's store (call once, after the seed is loaded). Without a
-    `resolution` the route checks are left out (every name resolves)."""
+def start(cluster: model.Cluster, resolution: dns.Resolution | None = None) -> tuple[watch.Operator, ...]:
+    """Subscribe every operator's watches to the cluster's store (call once, after the seed is loaded) and return
+    the operators. Without a `resolution` the route checks are left out (every name resolves)."""
     routing = routes.Routing(routes.effective_domain(base.find(cluster, base.INGRESSES, "cluster")))
     route_controller = routes.RouteController(cluster, routing)
     route_controller.install()
     node_controller = kubelet.NodeController(cluster)
-    operators: tuple[base.Operator, ...] = (
+    operators: tuple[watch.Operator, ...] = (
         route_controller,
         openshift_apiserver.OpenShiftAPIServerOperator(cluster, routing),
         kube_apiserver.KubeAPIServerOperator(cluster),
@@ -45,5 +47,6 @@ def start(cluster: model.Cluster, resolution: dns.Resolution | None = None) -> N
     )
     if resolution is not None:
         operators += tuple(route_health.start(cluster, resolution))
-    cluster.store.subscribe(base.fan_out(operators))
+    cluster.store.subscribe(watch.fan_out(operators))
     node_controller.sync()  # a node shelved past its certificate is NotReady from the start
+    return operators

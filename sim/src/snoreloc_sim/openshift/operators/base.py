@@ -14,11 +14,9 @@ from __future__ import annotations
 import base64
 import threading
 import time
-import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 from snoreloc_sim.kube import certs, model
 
@@ -109,26 +107,6 @@ def tls_secret(namespace: str, name: str, pair: certs.KeyPair, labels: dict[str,
         "type": "kubernetes.io/tls",
         "data": {"tls.crt": b64(pair.cert_pem), "tls.key": b64(pair.key_pem)},
     }
-
-
-class Operator(Protocol):
-    """A simulated operator: told of every committed store change, in the writer's thread (keep it quick)."""
-
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None: ...
-
-
-def fan_out(operators: Sequence[Operator]) -> model.ChangeListener:
-    """One store listener for all operators: one copy of each change instead of one per operator, and a failing
-    operator cannot fail the client's write or starve the others."""
-
-    def listener(rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        for operator in operators:
-            try:
-                operator.on_change(rtype, event, old, new)
-            except Exception:  # a controller bug is printed, as the timeline does, and the write stands
-                traceback.print_exc()
-
-    return listener
 
 
 def nodes_ready(cluster: model.Cluster) -> bool:

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 
 from snoreloc_sim.kube import model
-from snoreloc_sim.openshift.operators import base, conditions
+from snoreloc_sim.openshift.operators import base, conditions, watch
 
 Obj = model.Obj
 
@@ -119,17 +119,22 @@ class ComponentRouteOperator:
         self._lock = threading.Lock()
         self._serial = base.Serial(cluster, self.operator, self._plan)
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key == base.INGRESSES and new is not None and new["metadata"]["name"] == "cluster":
-            if desired(old, self.components) != desired(new, self.components):
-                self._serial.request("ingresses.config.openshift.io/cluster componentRoutes")
-        elif rtype.key == base.SECRETS:
-            meta = (new or old or {}).get("metadata") or {}
-            if meta.get("namespace") != CONFIG_NAMESPACE or (old or {}).get("data") == (new or {}).get("data"):
-                return
-            ingress = base.find(self._cluster, base.INGRESSES, "cluster")
-            if meta.get("name") in {e.secret for e in desired(ingress, self.components).values() if e.secret}:
-                self._serial.request(f"secret {CONFIG_NAMESPACE}/{meta.get('name')} changed")
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The cluster Ingress config (its component routes) and the secrets in openshift-config they name."""
+        return (
+            watch.Watch(base.INGRESSES, self._ingress_changed, name="cluster", events=watch.LIVE),
+            watch.Watch(base.SECRETS, self._secret_changed, namespace=CONFIG_NAMESPACE, changed=("data",)),
+        )
+
+    def _ingress_changed(self, change: watch.Change) -> None:
+        if desired(change.old, self.components) != desired(change.new, self.components):
+            self._serial.request("ingresses.config.openshift.io/cluster componentRoutes")
+
+    def _secret_changed(self, change: watch.Change) -> None:
+        name = change.meta.get("name")
+        ingress = base.find(self._cluster, base.INGRESSES, "cluster")
+        if name in {e.secret for e in desired(ingress, self.components).values() if e.secret}:
+            self._serial.request(f"secret {CONFIG_NAMESPACE}/{name} changed")
 
     def _plan(self, trigger: str) -> list[base.Step]:
         entries = desired(base.find(self._cluster, base.INGRESSES, "cluster"), self.components)

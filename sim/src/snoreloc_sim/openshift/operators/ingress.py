@@ -10,7 +10,7 @@ Degraded.
 from __future__ import annotations
 
 from snoreloc_sim.kube import model
-from snoreloc_sim.openshift.operators import base, conditions
+from snoreloc_sim.openshift.operators import base, conditions, watch
 
 Obj = model.Obj
 
@@ -34,17 +34,24 @@ class IngressOperator:
         self._cluster = cluster
         self._serial = base.Serial(cluster, OPERATOR, self._plan)
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key == base.INGRESSCONTROLLERS and new is not None and _is_default(new):
-            if default_certificate(old) != default_certificate(new) or old is None:
-                self._serial.request(f"ingresscontroller default defaultCertificate {default_certificate(new)}")
-        elif rtype.key == base.SECRETS:
-            meta = (new or old or {}).get("metadata") or {}
-            if meta.get("namespace") != OPERAND_NAMESPACE or (old or {}).get("data") == (new or {}).get("data"):
-                return
-            controller = base.find(self._cluster, base.INGRESSCONTROLLERS, CONTROLLER[1], CONTROLLER[0])
-            if meta.get("name") == default_certificate(controller):
-                self._serial.request(f"secret {OPERAND_NAMESPACE}/{meta.get('name')} changed")
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The default IngressController (its default certificate) and the secrets of the router's namespace."""
+        namespace, name = CONTROLLER
+        return (
+            watch.Watch(base.INGRESSCONTROLLERS, self._controller_changed, name, namespace, events=watch.LIVE),
+            watch.Watch(base.SECRETS, self._secret_changed, namespace=OPERAND_NAMESPACE, changed=("data",)),
+        )
+
+    def _controller_changed(self, change: watch.Change) -> None:
+        old, new = change.old, change.new
+        if default_certificate(old) != default_certificate(new) or old is None:
+            self._serial.request(f"ingresscontroller default defaultCertificate {default_certificate(new)}")
+
+    def _secret_changed(self, change: watch.Change) -> None:
+        name = change.meta.get("name")
+        controller = base.find(self._cluster, base.INGRESSCONTROLLERS, CONTROLLER[1], CONTROLLER[0])
+        if name == default_certificate(controller):
+            self._serial.request(f"secret {OPERAND_NAMESPACE}/{name} changed")
 
     def _plan(self, trigger: str) -> list[base.Step]:
         name = default_certificate(base.find(self._cluster, base.INGRESSCONTROLLERS, CONTROLLER[1], CONTROLLER[0]))
@@ -106,8 +113,3 @@ class IngressOperator:
         else:
             current["data"] = body["data"]
             self._cluster.store.update(configmaps, current, check_rv=False)
-
-
-def _is_default(obj: Obj) -> bool:
-    meta = obj["metadata"]
-    return (meta.get("namespace"), meta.get("name")) == CONTROLLER

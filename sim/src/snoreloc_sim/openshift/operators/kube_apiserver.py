@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 
 from snoreloc_sim.kube import certs, model
-from snoreloc_sim.openshift.operators import base, component_routes, conditions
+from snoreloc_sim.openshift.operators import base, component_routes, conditions, watch
 
 Obj = model.Obj
 
@@ -57,32 +57,29 @@ class KubeAPIServerOperator:
         self._installing = False  # an installer pod is running for the rollout in progress
         self._table: dict[str, model.ServedCert] = {}  # what the revision being installed will serve
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key == base.APISERVERS and new is not None and new["metadata"]["name"] == "cluster":
-            generation = new["metadata"].get("generation")
-            if old is None or generation != old["metadata"].get("generation"):
-                self._request(f"apiservers.config.openshift.io/cluster generation {generation}")
-        elif rtype.key == base.SECRETS:
-            self._secret_changed(old, new)
-        elif rtype.key == base.CONFIGMAPS:
-            self._metadata_changed(old, new)
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The cluster APIServer config (a new generation, or its creation), the secrets in openshift-config its
+        named certificates use, and the oauth metadata the authentication operator publishes."""
+        generation, live = ("metadata.generation",), watch.LIVE
+        metadata = component_routes.METADATA_NAME, component_routes.METADATA_NAMESPACE
+        return (
+            watch.Watch(base.APISERVERS, self._apiserver_changed, "cluster", None, live, generation, True),
+            watch.Watch(base.SECRETS, self._secret_changed, namespace=CONFIG_NAMESPACE, changed=("data",)),
+            watch.Watch(base.CONFIGMAPS, self._metadata_changed, *metadata, changed=("data",)),
+        )
 
-    def _metadata_changed(self, old: Obj | None, new: Obj | None) -> None:
-        meta = (new or old or {}).get("metadata") or {}
-        source = (component_routes.METADATA_NAMESPACE, component_routes.METADATA_NAME)
-        if (meta.get("namespace"), meta.get("name")) != source or (old or {}).get("data") == (new or {}).get("data"):
-            return
+    def _apiserver_changed(self, change: watch.Change) -> None:
+        generation = (change.new or {})["metadata"].get("generation")
+        self._request(f"apiservers.config.openshift.io/cluster generation {generation}")
+
+    def _metadata_changed(self, change: watch.Change) -> None:
         self._request("configmap openshift-kube-apiserver/oauth-metadata changed")
 
-    def _secret_changed(self, old: Obj | None, new: Obj | None) -> None:
-        meta = (new or old or {}).get("metadata") or {}
-        if meta.get("namespace") != CONFIG_NAMESPACE:
-            return
-        if (old or {}).get("data") == (new or {}).get("data"):
-            return
+    def _secret_changed(self, change: watch.Change) -> None:
+        name = change.meta.get("name")
         apiserver = base.find(self._cluster, base.APISERVERS, "cluster")
-        if meta.get("name") in referenced_secrets(apiserver):
-            self._request(f"secret {CONFIG_NAMESPACE}/{meta.get('name')} changed")
+        if name in referenced_secrets(apiserver):
+            self._request(f"secret {CONFIG_NAMESPACE}/{name} changed")
 
     def _request(self, trigger: str) -> None:
         if not self._absorb(trigger):

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from snoreloc_sim.kube import certs, model
-from snoreloc_sim.openshift.operators import base, conditions
+from snoreloc_sim.openshift.operators import base, conditions, watch
 
 Obj = model.Obj
 
@@ -122,8 +122,13 @@ class CSRSigner:
         self._lock = threading.Lock()
         self._ca: certs.KeyPair | None = None
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key != base.CSRS or new is None or is_approved(old) or not is_approved(new):
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """CertificateSigningRequests, created or updated: the approval is a change of their conditions."""
+        return (watch.Watch(base.CSRS, self._csr_changed, events=watch.LIVE, changed=("status.conditions",)),)
+
+    def _csr_changed(self, change: watch.Change) -> None:
+        new = change.new or {}
+        if is_approved(change.old) or not is_approved(new):
             return
         if (new["spec"].get("signerName") in (CLIENT_SIGNER, SERVING_SIGNER)) and not new.get("status", {}).get(
             "certificate"
@@ -219,9 +224,9 @@ class NodeController:
         self._lock = threading.Lock()
         self._degraded = False  # the seed starts every operator healthy
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key == base.NODES:
-            self._cluster.timeline.after(0, self.sync)
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """Every change of a Node (its Ready condition)."""
+        return (watch.Watch(base.NODES, lambda _change: self._cluster.timeline.after(0, self.sync)),)
 
     def sync(self) -> None:
         nodes = base.rtype(self._cluster, base.NODES)

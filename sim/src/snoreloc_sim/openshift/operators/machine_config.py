@@ -22,7 +22,7 @@ import itertools
 import threading
 
 from snoreloc_sim.kube import model
-from snoreloc_sim.openshift.operators import base, conditions
+from snoreloc_sim.openshift.operators import base, conditions, watch
 
 Obj = model.Obj
 
@@ -72,35 +72,45 @@ class MachineConfigOperator:
         self._renders = itertools.count(2)
         self._serial = base.Serial(cluster, OPERATOR, self._plan, debounce=DEBOUNCE_SECONDS)
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        trigger = self._trigger(rtype.key, old, new)
-        if trigger is None:
-            return
-        if (rtype.key == base.MACHINECONFIGS and needs_reboot(old, new)) or (
-            rtype.key == base.PROXIES and proxy_reboots(old, new)
-        ):
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The MCO's inputs: MachineConfigs and the mirror sets (created, deleted, or a new spec), the cluster
+        Image and Proxy configs (their spec), and the secrets and config maps of openshift-config it renders
+        from (their payload, checked against the names the configs reference)."""
+        spec, payload = ("spec",), ("data", "binaryData")
+        objects = (base.MACHINECONFIGS, *sorted(MIRROR_KEYS))
+        return (
+            *(watch.Watch(key, self._object_changed, changed=spec, any_create_or_delete=True) for key in objects),
+            watch.Watch(base.IMAGES, self._cluster_config_changed, name="cluster", changed=spec),
+            watch.Watch(base.PROXIES, self._cluster_config_changed, name="cluster", changed=spec),
+            *(
+                watch.Watch(
+                    key, self._config_changed, namespace=CONFIG_NAMESPACE, changed=payload, any_create_or_delete=True
+                )
+                for key in (base.SECRETS, base.CONFIGMAPS)
+            ),
+        )
+
+    def _object_changed(self, change: watch.Change) -> None:
+        key = change.rtype.key
+        reboot = key == base.MACHINECONFIGS and needs_reboot(change.old, change.new)
+        self._request(f"{key}/{change.meta.get('name')}", reboot)
+
+    def _cluster_config_changed(self, change: watch.Change) -> None:
+        key = change.rtype.key
+        self._request(f"{key}/cluster", key == base.PROXIES and proxy_reboots(change.old, change.new))
+
+    def _config_changed(self, change: watch.Change) -> None:
+        trigger = self._config_trigger(change.rtype.key, change.meta.get("name"))
+        if trigger is not None:
+            self._request(trigger, reboot=False)
+
+    def _request(self, trigger: str, reboot: bool) -> None:
+        if reboot:
             with self._lock:
                 self._reboot = True
         self._serial.request(trigger)
 
-    def _trigger(self, key: str, old: Obj | None, new: Obj | None) -> str | None:
-        """What changed, if it is an MCO input (None otherwise)."""
-        obj = new or old or {}
-        meta = obj.get("metadata") or {}
-        if key in MIRROR_KEYS or key == base.MACHINECONFIGS:
-            if old is None or new is None or _spec(old) != _spec(new):
-                return f"{key}/{meta.get('name')}"
-        elif key == base.IMAGES and meta.get("name") == "cluster" and _spec(old) != _spec(new):
-            return "images.config.openshift.io/cluster"
-        elif key == base.PROXIES and meta.get("name") == "cluster" and _spec(old) != _spec(new):
-            return "proxies.config.openshift.io/cluster"
-        elif key in (base.SECRETS, base.CONFIGMAPS) and meta.get("namespace") == CONFIG_NAMESPACE:
-            return self._config_trigger(key, meta.get("name"), old, new)
-        return None
-
-    def _config_trigger(self, key: str, name: object, old: Obj | None, new: Obj | None) -> str | None:
-        if _payload(old) == _payload(new):
-            return None
+    def _config_trigger(self, key: str, name: object) -> str | None:
         if key == base.SECRETS and name == PULL_SECRET:
             return f"secret {CONFIG_NAMESPACE}/{PULL_SECRET}"
         image = base.find(self._cluster, base.IMAGES, "cluster")
@@ -209,13 +219,3 @@ def _without_ssh_keys(obj: Obj | None) -> object:
     if not config:
         spec.pop("config", None)
     return spec
-
-
-def _payload(obj: Obj | None) -> object:
-    if obj is None:
-        return None
-    return (obj.get("data"), obj.get("binaryData"))
-
-
-def _spec(obj: Obj | None) -> object:
-    return (obj or {}).get("spec")

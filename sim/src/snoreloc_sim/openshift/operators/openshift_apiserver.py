@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from snoreloc_sim.kube import model
-from snoreloc_sim.openshift.operators import base, conditions, routes
+from snoreloc_sim.openshift.operators import base, conditions, routes, watch
 
 Obj = model.Obj
 
@@ -24,9 +24,13 @@ class OpenShiftAPIServerOperator:
         self._generation = 3  # the apiserver Deployment's generation, for the operator's message
         self._serial = base.Serial(cluster, OPERATOR, self._plan)
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key != base.INGRESSES or new is None or new["metadata"]["name"] != "cluster":
-            return
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The cluster Ingress config: its routing domain (`appsDomain`, else `domain`)."""
+        domains = ("spec.appsDomain", "spec.domain")
+        return (watch.Watch(base.INGRESSES, self._ingress_changed, "cluster", events=watch.LIVE, changed=domains),)
+
+    def _ingress_changed(self, change: watch.Change) -> None:
+        old, new = change.old, change.new
         if routes.effective_domain(old) != routes.effective_domain(new):
             self._serial.request(f"ingresses.config.openshift.io/cluster routing domain {routes.effective_domain(new)}")
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from snoreloc_sim.kube import model
 from snoreloc_sim.openshift import dns
-from snoreloc_sim.openshift.operators import base, conditions
+from snoreloc_sim.openshift.operators import base, conditions, watch
 
 Obj = model.Obj
 
@@ -110,11 +110,15 @@ class RouteHealth:
         self._failing_since: float | None = None  # wall time of the first failed check of this episode
         resolution.subscribe(self.request)
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        meta = (new or old or {}).get("metadata") or {}
-        ours = rtype.key == base.ROUTES and meta.get("namespace") == self._check.namespace
-        if ours or (rtype.key == base.INGRESSES and meta.get("name") == "cluster"):
-            self.request()
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """The operator's own routes and the cluster Ingress config (the domain its hosts are in)."""
+        return (
+            watch.Watch(base.ROUTES, self._changed, namespace=self._check.namespace),
+            watch.Watch(base.INGRESSES, self._changed, name="cluster"),
+        )
+
+    def _changed(self, _change: watch.Change) -> None:
+        self.request()
 
     def request(self, delay: float = EVENT_DELAY) -> None:
         with self._lock:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 
 from snoreloc_sim.kube import model
-from snoreloc_sim.openshift.operators import base
+from snoreloc_sim.openshift.operators import base, watch
 
 Obj = model.Obj
 
@@ -109,7 +109,7 @@ class RouteController:
         self._served: dict[tuple[str, str], str] = {}  # route -> host whose router cert it set
 
     def install(self) -> None:
-        """Admission and the subdomain watch (store changes arrive through `on_change`)."""
+        """Admission and the subdomain watch (store changes arrive through `watches`)."""
         self._cluster.admission.append(self.admit)
         self._routing.watch(self.on_switch)
         for route in self._cluster.store.list(base.rtype(self._cluster, base.ROUTES)):
@@ -134,9 +134,12 @@ class RouteController:
         if not annotations:
             obj["metadata"].pop("annotations")
 
-    def on_change(self, rtype: model.ResourceType, event: str, old: Obj | None, new: Obj | None) -> None:
-        if rtype.key != base.ROUTES:
-            return
+    def watches(self) -> tuple[watch.Watch, ...]:
+        """Every route: admitted (host, router status, served certificate) or, once deleted, no longer served."""
+        return (watch.Watch(base.ROUTES, self._route_changed),)
+
+    def _route_changed(self, change: watch.Change) -> None:
+        old, new = change.old, change.new
         if new is None and old is not None:
             self._unserve(old)
             return
