@@ -488,5 +488,6 @@ class Cluster:
     recorder: Recorder = field(default_factory=Recorder)
     admission: list[Admission] = field(default_factory=list)
     # condition type -> condition that wins over any operator's own write, per ClusterOperator: a failing check
-    # (openshift/operators/route_health) holds Available/Degraded while its cause lasts, whatever rollouts report meanwhile
+    # (openshift/operators/route_health) holds Available/Degraded while its cause lasts, whatever rollouts report
+    # meanwhile
     overlays: dict[str, dict[str, Any]] = field(default_factory=dict)
