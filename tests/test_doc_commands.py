@@ -146,6 +146,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
     '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
     **{
         line: Elsewhere(
