@@ -41,7 +41,7 @@ from snoreloc.adapters import kube
 from snoreloc.siteconfig import loader
 from snoreloc.steps import context
 from snoreloc.steps.cluster import routes as routes_step
-from snoreloc_sim import certs
+from snoreloc_sim.kube import certs
 
 NAME = "agent_cpu"
 CPU_PER_ROUTE_MAX_MS = 0.4

@@ -29,11 +29,12 @@ which the baselines do not pay), and per flow the kube-apiserver revisions the s
 (rollouts) it performed: a revision made while the installer of the previous one runs costs no restart of its own.
 
 `--oauth-publish SECONDS` sets how long the simulated authentication operator takes to publish a moved oauth host (30
-cluster seconds by default, `snoreloc_sim.controllers.component_routes.APPLY_SECONDS`). The agent writes the APIServer
-change only once that host is out (`snoreloc.steps.openshift.apiserver_revision`); CRO and ZTPFW write it at once, so
-when the publication comes after the installer of their revision has finished (90 s in the simulator), the new oauth
-metadata costs them a second revision with its own restart. How long a real authentication operator takes here was not
-measured (the research notes say "about half a minute"); the option shows both sides of that trade on one simulator.
+cluster seconds by default, `snoreloc_sim.openshift.operators.component_routes.APPLY_SECONDS`). The agent writes the
+APIServer change only once that host is out (`snoreloc.steps.openshift.apiserver_revision`); CRO and ZTPFW write it at
+once, so when the publication comes after the installer of their revision has finished (90 s in the simulator), the
+new oauth metadata costs them a second revision with its own restart. How long a real authentication operator takes
+here was not measured (the research notes say "about half a minute"); the option shows both sides of that trade on
+one simulator.
 
 Run: `.venv/bin/python bench/baselines.py [--speed 5] [--flows cro,ztpfw,naive] [--oauth-publish 30]`.
 """
@@ -55,8 +56,8 @@ import harness
 from snoreloc import errors, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc_sim import certs
-from snoreloc_sim.controllers import component_routes, kube_apiserver
+from snoreloc_sim.kube import certs
+from snoreloc_sim.openshift.operators import component_routes, kube_apiserver
 
 NAME = "baselines"
 RATIO_MIN = 1.5

@@ -23,7 +23,7 @@ from typing import Any
 
 import common
 
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 DOMAIN = "site-17.edge.example.com"
 NODE_NAME = "sno1-node"  # the simulator seed's node

@@ -44,7 +44,7 @@ import common
 import harness
 import timeline
 
-from snoreloc_sim.controllers import component_routes, kube_apiserver, kubelet
+from snoreloc_sim.openshift.operators import component_routes, kube_apiserver, kubelet
 
 NAME = "relocation"
 ROUTING_OPERATOR = "openshift-apiserver"

@@ -28,7 +28,8 @@ from typing import Any
 
 import common
 
-from snoreloc_sim import server, simulator
+from snoreloc_sim.kube import messages
+from snoreloc_sim.openshift import simulator
 
 NAME = "sim_cpu"
 CPU_PER_WRITE_MAX_MS = 0.8
@@ -71,7 +72,7 @@ def _patch_in_child(sim: simulator.Simulator, ca_file: Path, first: int, last: i
 def _patch_in_process(sim: simulator.Simulator, first: int, last: int) -> int:
     """The same PATCHes as the child sends, handed to the request handler directly."""
     api = sim.running.front.api
-    listed = api.handle(server.Request("GET", ROUTES_PATH, {}, "", b"")).body
+    listed = api.handle(messages.Request("GET", ROUTES_PATH, {}, "", b"")).body
     assert isinstance(listed, dict)
     bulk = [r for r in listed["items"] if r["metadata"]["name"].startswith("app-")][first:last]
     for item in bulk:
@@ -83,7 +84,7 @@ def _patch_in_process(sim: simulator.Simulator, first: int, last: int) -> int:
             }
         )
         path = f"/apis/route.openshift.io/v1/namespaces/{meta['namespace']}/routes/{meta['name']}"
-        answer = api.handle(server.Request("PATCH", path, {}, "application/merge-patch+json", body.encode()))
+        answer = api.handle(messages.Request("PATCH", path, {}, "application/merge-patch+json", body.encode()))
         if answer.code != 200:
             raise RuntimeError(f"PATCH {path}: {answer.code}")
     return len(bulk)

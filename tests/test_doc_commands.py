@@ -21,7 +21,7 @@ import yaml
 
 from snoreloc import errors
 from snoreloc.cli import main
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
@@ -146,6 +146,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
     '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
     **{
         line: Elsewhere(

@@ -20,7 +20,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SRC = REPO_ROOT.parent / "shared" / "openshift-crds"
-DEFAULT_OUT = REPO_ROOT / "sim" / "src" / "snoreloc_sim" / "crds"
+DEFAULT_OUT = REPO_ROOT / "sim" / "src" / "snoreloc_sim" / "openshift" / "crds"
 
 
 def strip_descriptions(node: Any) -> Any:

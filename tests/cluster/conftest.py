@@ -26,8 +26,8 @@ from snoreloc.adapters import kube
 from snoreloc.engine import paths, pipeline, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
-from snoreloc_sim import certs as sim_certs
 from snoreloc_sim import pytest_plugin
+from snoreloc_sim.kube import certs as sim_certs
 
 NEW_DOMAIN = "edge7.example.net"
 MIRROR = "mirror.edge7.example.net:5000"

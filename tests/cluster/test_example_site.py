@@ -16,7 +16,8 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc.steps.cluster import ntp
-from snoreloc_sim import pytest_plugin, simulator
+from snoreloc_sim import pytest_plugin
+from snoreloc_sim.openshift import simulator
 
 from .test_kubeconfig import endpoint
 

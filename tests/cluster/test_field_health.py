@@ -21,7 +21,7 @@ from snoreloc.engine import journal, pipeline, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import base
 from snoreloc.steps.openshift import apiserver_revision, node_csrs
-from snoreloc_sim.controllers import component_routes, kubelet
+from snoreloc_sim.openshift.operators import component_routes, kubelet
 
 from .conftest import Relocation, contains, footprint, site_config
 

@@ -17,7 +17,7 @@ from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc.engine import pipeline
 from snoreloc.siteconfig import model
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from .conftest import Relocation, site_config
 

@@ -10,7 +10,7 @@ from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
 from snoreloc.siteconfig import model
 from snoreloc.steps.cluster import proxy
-from snoreloc_sim import certs as sim_certs
+from snoreloc_sim.kube import certs as sim_certs
 
 from .conftest import Relocation, contains, settled, site_config, spec_of
 

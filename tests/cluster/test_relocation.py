@@ -19,7 +19,7 @@ from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 from snoreloc.steps import base
 from snoreloc.steps.openshift import serving
-from snoreloc_sim import certs as sim_certs
+from snoreloc_sim.kube import certs as sim_certs
 
 from .conftest import CA_PEM, NEW_DOMAIN, PULL_SECRET, SITE_AUTH, Relocation, add_legacy_named_certificate, site_config
 

@@ -16,7 +16,7 @@ from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
 from snoreloc.factory import seal
 from snoreloc.siteconfig import model
-from snoreloc_sim import certs as sim_certs
+from snoreloc_sim.kube import certs as sim_certs
 
 from .conftest import (
     NEW_DOMAIN,

@@ -15,7 +15,7 @@ from snoreloc.adapters import command
 from snoreloc.cli import main
 from snoreloc.engine import bundle, cluster_read, journal
 from snoreloc.steps.host import site_network
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 SECRET = "route-key-s3cret-1234"
 NOW = {"interfaces": [{"name": "br-ex", "type": "ovs-interface", "state": "up"}], "routes": {}}

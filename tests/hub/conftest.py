@@ -21,10 +21,10 @@ from snoreloc.adapters import clock, fs, kube
 from snoreloc.cli import main
 from snoreloc.engine import node
 from snoreloc.siteconfig import medium
-from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.demo import hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
+from snoreloc_sim.openshift import simulator
 
 NS = "fleet"
 PULL_SECRET = {"auths": {"registry.example.net:5000": {"auth": base64.b64encode(b"fleet-user:s3cr3t-pw").decode()}}}

@@ -19,8 +19,8 @@ from snoreloc_fleet import credentials, site
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
-from snoreloc_sim import simulator
 from snoreloc_sim.hub.simulator import HubSimulator
+from snoreloc_sim.openshift import simulator
 
 from .conftest import (
     NS,

@@ -23,8 +23,8 @@ from reliability.test_secret_hygiene import _auth_forms, _hits
 from snoreloc.adapters import command, kube
 from snoreloc.engine import bundle
 from snoreloc.siteconfig import medium
-from snoreloc_sim import simulator
 from snoreloc_sim.hub.simulator import HubSimulator
+from snoreloc_sim.openshift import simulator
 
 from .conftest import (
     NS,

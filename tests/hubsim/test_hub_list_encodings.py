@@ -10,9 +10,9 @@ from typing import Any
 
 import kubernetes
 
-from snoreloc_sim import model
 from snoreloc_sim.hub import encodings
 from snoreloc_sim.hub.simulator import HubSimulator
+from snoreloc_sim.kube import model
 
 from .conftest import GROUP, PLURAL, VERSION, widget
 

@@ -18,8 +18,8 @@ from snoreloc.host import kubelet, node_dns
 from snoreloc.siteconfig import loader
 from snoreloc.steps import context
 from snoreloc.steps.host import node_dns as node_dns_step
-from snoreloc_sim import dns, simulator
 from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.openshift import dns, simulator
 
 NO_RECORDS = [{"site_dns": dns.SiteDns({})}]
 

@@ -19,8 +19,8 @@ from snoreloc.adapters import clock, console, fs, kube, probe
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet
 from snoreloc.steps import context
-from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.openshift import simulator
 
 
 def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:

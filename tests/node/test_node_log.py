@@ -13,8 +13,8 @@ from snoreloc.adapters import clock, fs
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet
 from snoreloc.steps import context
-from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.openshift import simulator
 
 
 @pytest.mark.simonly  # the demo's site-config, written for the simulator's seed (node, mirrors, signers)

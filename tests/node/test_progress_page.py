@@ -26,8 +26,8 @@ from snoreloc.adapters import clock, command, console, fs
 from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host import kubelet
 from snoreloc.steps import context
-from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.openshift import simulator
 
 FLAGS = (
     "--headless",

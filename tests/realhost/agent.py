@@ -85,8 +85,8 @@ def node_flow(desired_file: str, workdir: str) -> dict[str, Any]:
     The cluster is the simulator, served here; kubelet's systemctl is the demo's scripted one; the network goes
     through libnmstate to the sandbox's NetworkManager and is probed for real.
     """
-    from snoreloc_sim import simulator  # noqa: PLC0415 (only this command needs the simulator)
     from snoreloc_sim.demo import flow  # noqa: PLC0415
+    from snoreloc_sim.openshift import simulator  # noqa: PLC0415 (only this command needs the simulator)
 
     speed = 20.0
     with simulator.Simulator("4.16", speed, workdir=pathlib.Path(workdir) / "sim") as sim:

@@ -22,7 +22,7 @@ from realhost_sandbox import require
 
 from snoreloc.adapters import command, fs, systemd
 from snoreloc.host import node_dns
-from snoreloc_sim import dns
+from snoreloc_sim.openshift import dns
 
 NODE_IP = "192.168.127.10"
 FACTORY = dns.Install("sno1", "factory.example.com", NODE_IP)

@@ -15,7 +15,7 @@ from snoreloc.adapters import kube
 from snoreloc.engine import journal, paths, pipeline, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import context
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 Hook = Callable[[str, str], None]
 # The fault matrix's steps, in the engine's own order: every cluster step but those this site gives no work to (the

@@ -16,7 +16,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 
 from snoreloc.pki import certs
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 Obj = dict[str, Any]
 CONFIG_NS = "openshift-config"

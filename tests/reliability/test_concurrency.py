@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import pytest
 
 from snoreloc.engine import lock, paths
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness
 

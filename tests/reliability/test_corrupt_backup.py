@@ -11,7 +11,7 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import clock, kube
 from snoreloc.engine import backups
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from . import figures, inprocess
 

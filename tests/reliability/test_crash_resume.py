@@ -27,7 +27,8 @@ from snoreloc import errors
 from snoreloc.engine import paths
 from snoreloc.pki import certs
 from snoreloc.siteconfig import loader
-from snoreloc_sim import server, simulator
+from snoreloc_sim.kube import messages
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness, inprocess, state
 
@@ -61,7 +62,7 @@ class KillOnWrite:
         self.pid: int | None = None
         self.killed = threading.Event()
 
-    def handle(self, request: server.Request, conflict: bool = False) -> Any:
+    def handle(self, request: messages.Request, conflict: bool = False) -> Any:
         response = self.api.handle(request, conflict=conflict)
         if request.method != "GET" and response.code < 300:
             self.writes += 1

@@ -19,7 +19,8 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.pki import certs
-from snoreloc_sim import faults, simulator
+from snoreloc_sim.kube import faults
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness, inprocess, state
 

@@ -24,7 +24,7 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import blockdev, clock, command, fs
 from snoreloc.siteconfig import discovery, loader
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness
 

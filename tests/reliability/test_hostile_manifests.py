@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from . import harness
 

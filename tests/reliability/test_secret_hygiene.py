@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from . import figures, harness
 

@@ -13,7 +13,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 
 @dataclass(frozen=True)

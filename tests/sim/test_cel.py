@@ -9,17 +9,18 @@ from typing import Any
 
 import pytest
 
-from snoreloc_sim import cel, model, validation
+from snoreloc_sim.kube import cel, model, validation
+from snoreloc_sim.openshift import crds
 
 
 @pytest.fixture(scope="module")
 def validator() -> validation.Validator:
-    return validation.Validator()
+    return validation.Validator(crds.DIR)
 
 
 @functools.cache
 def rtype(key: str) -> model.ResourceType:
-    info = validation.load_crds()[key]
+    info = validation.load_crds(crds.DIR)[key]
     return model.ResourceType(info.group, info.version, info.plural, info.kind, info.namespaced)
 
 
@@ -51,8 +52,8 @@ def count_rules(node: Any) -> int:
 
 
 def test_report_accounts_for_every_rule_in_the_crds() -> None:
-    report = validation.cel_report()
-    total = sum(count_rules(json.loads(p.read_text())["schema"]) for p in validation.CRD_DIR.glob("*.json"))
+    report = validation.cel_report(crds.DIR)
+    total = sum(count_rules(json.loads(p.read_text())["schema"]) for p in crds.DIR.glob("*.json"))
     assert total > 150
     assert report.evaluated + report.skipped == total
     assert report.skipped == len(report.skipped_rules)
@@ -149,14 +150,14 @@ def node_at(schema: dict[str, Any], path: str) -> dict[str, Any]:
 def test_every_crd_rule_runs_to_a_verdict_on_schema_shaped_data() -> None:
     engine = cel.Engine()
     runs = 0
-    for key, info in validation.load_crds().items():
+    for key, info in validation.load_crds(crds.DIR).items():
         for path, rule in validation.schema_rules(info.schema):
             value = sample(node_at(info.schema, path))
             for old in (cel.MISSING, value):
                 outcome = engine.evaluate(rule, value, old)
                 assert outcome.status is not cel.Status.SKIPPED, (key, path, rule.rule, outcome.message)
                 runs += 1
-    assert runs == 2 * validation.cel_report().evaluated
+    assert runs == 2 * validation.cel_report(crds.DIR).evaluated
 
 
 # ---- rules from the CRDs, through admission -------------------------------------------------------------------

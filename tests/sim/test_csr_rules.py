@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from snoreloc_sim import simulator
-from snoreloc_sim.controllers import kubelet
+from snoreloc_sim.openshift import simulator
+from snoreloc_sim.openshift.operators import kubelet
 
 from .conftest import Call
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from snoreloc_sim import faults, simulator
+from snoreloc_sim.kube import faults
+from snoreloc_sim.openshift import simulator
 
 from .conftest import Call, call, tls_context
 

@@ -10,7 +10,7 @@ import ssl
 
 import pytest
 
-from snoreloc_sim import simulator
+from snoreloc_sim.openshift import simulator
 
 from .conftest import tls_context
 

@@ -20,7 +20,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client, config
 
-from snoreloc_sim import certs, controllers, model, registry, seeds, simulator, validation
+from snoreloc_sim.kube import certs, model, registry, validation
+from snoreloc_sim.openshift import crds, operators, seeds, simulator
 
 pytestmark = pytest.mark.simonly  # the simulator's operators, driven through its store and clock
 
@@ -441,9 +442,11 @@ def test_pull_secret_change_updates_the_pool_without_reboot(
 @pytest.fixture
 def bare() -> Iterator[model.Cluster]:
     """A seeded cluster with its operators and no HTTP in front: for timing rules finer than a request takes."""
-    cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(100.0), types=dict(registry.load().types))
+    cluster = model.Cluster(
+        store=model.Store(), timeline=model.Timeline(100.0), types=dict(registry.load(crds.DIR).types)
+    )
     seeds.load(cluster)
-    controllers.start(cluster)
+    operators.start(cluster)
     yield cluster
     cluster.timeline.close()
 
@@ -640,9 +643,11 @@ def test_router_presents_a_user_routes_own_certificate(
 
 def test_every_operator_write_is_schema_valid() -> None:
     """Drive every operator once at model level, then check all objects (main and status) against the CRDs."""
-    cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(1000.0), types=dict(registry.load().types))
+    cluster = model.Cluster(
+        store=model.Store(), timeline=model.Timeline(1000.0), types=dict(registry.load(crds.DIR).types)
+    )
     facts = seeds.load(cluster, expired_kubelet_cert=True)
-    controllers.start(cluster)
+    operators.start(cluster)
     try:
         _drive_every_operator(cluster, facts)
         expected = {"kube-apiserver", "openshift-apiserver", "ingress", "console", "authentication", "machine-config"}
@@ -653,7 +658,7 @@ def test_every_operator_write_is_schema_valid() -> None:
 
         wait_for(lambda: len(signed()) == 2, "the two node CSRs to be signed")
         wait_for(cluster.timeline.idle, "the cluster to go quiet")
-        validator, checked = validation.Validator(), 0
+        validator, checked = validation.Validator(crds.DIR), 0
         for rtype in cluster.types.values():
             for obj in cluster.store.list(rtype):
                 validator.admit(rtype, obj, None)

@@ -21,7 +21,9 @@ import yaml
 from kubernetes.client import exceptions
 from kubernetes.dynamic import DynamicClient
 
-from snoreloc_sim import certs, cli, model, simulator
+from snoreloc_sim import cli
+from snoreloc_sim.kube import certs, model
+from snoreloc_sim.openshift import simulator
 
 from .conftest import Call, api_client
 

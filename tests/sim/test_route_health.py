@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from snoreloc_sim import dns, simulator
+from snoreloc_sim.openshift import dns, simulator
 
 CONFIG = ("config.openshift.io", "v1")
 SPEED = 600.0

@@ -13,7 +13,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client, config
 
-from snoreloc_sim import certs, model, registry, seeds, simulator, validation
+from snoreloc_sim.kube import certs, model, registry, validation
+from snoreloc_sim.openshift import crds, seeds, simulator
 
 from .conftest import Call
 
@@ -28,7 +29,7 @@ ITMS = "imagetagmirrorsets.config.openshift.io"
 
 def seeded(version: str = "4.16", **options: Any) -> tuple[model.Cluster, seeds.SeedFacts]:
     """A seeded cluster whose types are what that version's API server serves (as the Simulator builds it)."""
-    served = registry.load().without(seeds.unserved(version))
+    served = registry.load(crds.DIR).without(seeds.unserved(version))
     cluster = model.Cluster(store=model.Store(), timeline=model.Timeline(1000.0), types=dict(served.types))
     return cluster, seeds.load(cluster, version=version, **options)
 
@@ -49,7 +50,7 @@ def secret_bytes(cluster: model.Cluster, namespace: str, name: str, key: str) ->
 
 
 def test_every_seeded_object_passes_the_crd_schemas(cluster: tuple[model.Cluster, seeds.SeedFacts]) -> None:
-    store, validator = cluster[0].store, validation.Validator()
+    store, validator = cluster[0].store, validation.Validator(crds.DIR)
     checked = 0
     for rtype in cluster[0].types.values():
         for obj in store.list(rtype):
@@ -103,7 +104,7 @@ def test_mirror_set_types_are_served_from_4_13() -> None:
 
 
 def test_registry_without_drops_types_from_lookup_and_discovery() -> None:
-    every = registry.load()
+    every = registry.load(crds.DIR)
     older = every.without(frozenset({IDMS, ITMS}))
     assert older.lookup("config.openshift.io", "v1", "imagedigestmirrorsets") is None
     assert older.lookup("config.openshift.io", "v1", "imagetagmirrorsets") is None
@@ -248,7 +249,7 @@ def test_expired_kubelet_cert_leaves_the_node_not_ready() -> None:
 
 
 def test_unknown_version_is_refused() -> None:
-    c = model.Cluster(store=model.Store(), timeline=model.Timeline(1.0), types=dict(registry.load().types))
+    c = model.Cluster(store=model.Store(), timeline=model.Timeline(1.0), types=dict(registry.load(crds.DIR).types))
     try:
         with pytest.raises(ValueError, match=r"4\.15"):
             seeds.load(c, version="4.15")

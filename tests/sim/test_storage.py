@@ -15,7 +15,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from kubernetes.client import exceptions
 
-from snoreloc_sim import model, patch, server
+from snoreloc_sim.kube import model, patch
+from snoreloc_sim.kube.api import selectors
 
 from .conftest import Call
 
@@ -351,5 +352,5 @@ def test_strategic_merge_keyed_lists_and_directives() -> None:
 
 def test_label_selector_syntax_errors_are_400() -> None:
     with pytest.raises(model.ApiError) as caught:
-        server.label_matcher("a in b")
+        selectors.label_matcher("a in b")
     assert caught.value.code == 400

@@ -15,7 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from snoreloc_sim import model, validation
+from snoreloc_sim.kube import model, validation
+from snoreloc_sim.openshift import crds
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_CRDS = REPO.parent / "shared" / "openshift-crds"
@@ -27,14 +28,14 @@ NOT_CHECKED = ("FieldValueInvalid", "")
 
 @pytest.fixture(scope="module")
 def validator() -> validation.Validator:
-    return validation.Validator()
+    return validation.Validator(crds.DIR)
 
 
 @functools.cache
 def rtype(key: str) -> model.ResourceType:
     """The served type for a generated CRD or a built-in kind, by store key."""
-    crds = validation.load_crds()
-    info = crds.get(key) or validation.Validator().builtin_infos[key]
+    known = validation.load_crds(crds.DIR)
+    info = known.get(key) or validation.Validator(crds.DIR).builtin_infos[key]
     return model.ResourceType(info.group, info.version, info.plural, info.kind, info.namespaced)
 
 
@@ -93,23 +94,23 @@ def test_generated_schemas_match_a_fresh_run_of_the_generator(tmp_path: Path) ->
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     written = generator.generate(SHARED_CRDS, tmp_path)
-    committed = sorted(validation.CRD_DIR.glob("*.json"))
+    committed = sorted(crds.DIR.glob("*.json"))
     assert [p.name for p in written] == [p.name for p in committed]
     for fresh in written:
-        assert fresh.read_text() == (validation.CRD_DIR / fresh.name).read_text(), fresh.name
+        assert fresh.read_text() == (crds.DIR / fresh.name).read_text(), fresh.name
 
 
 def test_generated_summary_keeps_names_scope_and_subresources_but_no_descriptions() -> None:
-    ic = json.loads((validation.CRD_DIR / "ingresscontrollers.operator.openshift.io.json").read_text())
+    ic = json.loads((crds.DIR / "ingresscontrollers.operator.openshift.io.json").read_text())
     assert (ic["kind"], ic["listKind"], ic["namespaced"], ic["subresources"]) == (
         "IngressController",
         "IngressControllerList",
         True,
         ["status", "scale"],
     )
-    network = json.loads((validation.CRD_DIR / "networks.config.openshift.io.json").read_text())
+    network = json.loads((crds.DIR / "networks.config.openshift.io.json").read_text())
     assert network["subresources"] == []
-    assert '"description": "' not in (validation.CRD_DIR / "routes.route.openshift.io.json").read_text()
+    assert '"description": "' not in (crds.DIR / "routes.route.openshift.io.json").read_text()
 
 
 # ---- Ingress --------------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from snoreloc_sim import cel, model
+from snoreloc_sim.kube import cel, model
+from snoreloc_sim.openshift import crds
 
 
 def test_clone_is_a_deep_independent_copy() -> None:
@@ -97,9 +98,9 @@ def _route(host: str, **spec: Any) -> dict[str, Any]:
 
 
 def test_a_schema_is_read_into_plans_once_and_judges_as_before() -> None:
-    from snoreloc_sim import validation  # noqa: PLC0415 (only this test needs the whole admission module)
+    from snoreloc_sim.kube import validation  # noqa: PLC0415 (only this test needs the whole admission module)
 
-    crd = validation.load_crds()["routes.route.openshift.io"]
+    crd = validation.load_crds(crds.DIR)["routes.route.openshift.io"]
     structural = validation.Structural()
     assert structural.check(crd.schema, _route("a.example.com"), "") == []
     planned = len(validation._NODE_PLANS)

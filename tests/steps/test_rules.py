@@ -15,7 +15,7 @@ from cryptography.x509.oid import NameOID
 from snoreloc.siteconfig import model
 from snoreloc.steps.cluster import cluster_config, domain, routes
 from snoreloc.steps.openshift import node_csrs, rollouts
-from snoreloc_sim import certs as sim_certs
+from snoreloc_sim.kube import certs as sim_certs
 
 OLD = "apps.sno1.factory.example.com"
 NEW = "apps.edge.example.net"

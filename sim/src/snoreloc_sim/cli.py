@@ -11,7 +11,6 @@ simulator. Sub-commands:
 from __future__ import annotations
 
 import argparse
-import importlib
 import signal
 import sys
 import threading
@@ -20,7 +19,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from snoreloc_sim import simulator
+    from snoreloc_sim.openshift import simulator
 
 HELP = "run the OpenShift SNO simulator (serve) or report its CEL rule coverage (cel-report)"
 
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> str | None:
-    from snoreloc_sim import faults  # noqa: PLC0415
+    from snoreloc_sim.kube import faults  # noqa: PLC0415
 
     if args.speed <= 0:
         return "--speed must be positive"
@@ -61,7 +60,7 @@ def _check(args: argparse.Namespace) -> str | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from snoreloc_sim import simulator  # noqa: PLC0415 (lazy: `snoreloc --help` stays fast)
+    from snoreloc_sim.openshift import simulator  # noqa: PLC0415 (lazy: `snoreloc --help` stays fast)
 
     problem = _check(args)
     if problem:
@@ -103,9 +102,9 @@ def _serve_hub(args: argparse.Namespace, stop: threading.Event) -> int:
 def _publish(path: Path, out: Path | None) -> Path:
     if out is None:
         return path
-    from snoreloc_sim import simulator  # noqa: PLC0415
+    from snoreloc_sim.kube import served  # noqa: PLC0415
 
-    simulator.write_private(out, path.read_text(encoding="utf-8"))
+    served.write_private(out, path.read_text(encoding="utf-8"))
     return out
 
 
@@ -136,10 +135,11 @@ def _until_signalled(stop: threading.Event) -> None:
 
 def _cel_report(args: argparse.Namespace) -> int:
     try:
-        validation = importlib.import_module("snoreloc_sim.validation")
+        from snoreloc_sim.kube import validation  # noqa: PLC0415 (lazy: cel-python is heavy)
+        from snoreloc_sim.openshift import crds  # noqa: PLC0415
     except ImportError as exc:
         sys.stderr.write(f"error: the simulator's validation module is unavailable: {exc}\n")
         return 69
-    report = validation.cel_report(args.crd_dir)
+    report = validation.cel_report(args.crd_dir or crds.DIR)
     sys.stdout.write(str(report.render()).rstrip("\n") + "\n")
     return 0

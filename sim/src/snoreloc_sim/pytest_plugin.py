@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 import yaml
 
-from snoreloc_sim import simulator
 from snoreloc_sim.hub import simulator as hub_simulator
+from snoreloc_sim.openshift import simulator
 
 REAL_CLUSTER_ENV = "SNORELOC_TEST_KUBECONFIG"
 INGRESS_ENV = "SNORELOC_TEST_INGRESS"

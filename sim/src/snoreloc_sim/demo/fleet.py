@@ -40,9 +40,9 @@ from snoreloc import errors, waits
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
-from snoreloc_sim import simulator
 from snoreloc_sim.demo import flow, hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
+from snoreloc_sim.openshift import simulator
 
 NAMESPACE = "fleet"
 CONTROLLER_QPS = 200.0  # the demo's controller writes faster than the default 20/s: a fleet appears at once here

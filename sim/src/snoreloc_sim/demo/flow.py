@@ -31,7 +31,7 @@ from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host.services import HostServices
 from snoreloc.pki import certs as pki
 from snoreloc.steps import context
-from snoreloc_sim import dns, simulator
+from snoreloc_sim.openshift import dns, simulator
 
 SITE_DOMAIN = "store042.edge.example.net"
 SITE_ADDRESS = "10.42.0.10"

@@ -1,6 +1,6 @@
-"""The hub's resource semantics: the simulator's `server.Api` with what a plain kube-apiserver adds for the hub.
+"""The hub's resource semantics: the kube layer's `kube.api.Api` with what a plain kube-apiserver adds for the hub.
 
-`HubApi` keeps the object paths, writes, patches, validation and server-side apply of `server.Api` and changes
+`HubApi` keeps the object paths, writes, patches, validation and server-side apply of `kube.api.Api` and changes
 only what differs on a plain Kubernetes hub: discovery with every verb and category (`discovery`), watches that
 resume from a resourceVersion (`watch`), lists with consistent continue tokens (`paging`) joined from each
 object's kept encoding (`encodings`), TokenRequest (`tokens`), finalizers and owner references on delete
@@ -13,8 +13,10 @@ import contextlib
 import threading
 from typing import Any
 
-from snoreloc_sim import model, registry, server
 from snoreloc_sim.hub import crds, discovery, encodings, kinds, lifecycle, namespaces, paging, tables, tokens, watch
+from snoreloc_sim.kube import api as kube_api
+from snoreloc_sim.kube import messages, model, registry
+from snoreloc_sim.kube.api import admission, paths, reads
 
 Obj = dict[str, Any]
 
@@ -34,11 +36,11 @@ def version_info() -> Obj:
     }
 
 
-class HubApi(server.Api):
-    """`server.Api` over the hub's catalog of types (built-ins plus CRDs created at run time)."""
+class HubApi(kube_api.Api):
+    """`kube_api.Api` over the hub's catalog of types (built-ins plus CRDs created at run time)."""
 
     def __init__(
-        self, cluster: model.Cluster, admitter: server.Admitter, *, history_window: int, bookmark_seconds: float
+        self, cluster: model.Cluster, admitter: admission.Admitter, *, history_window: int, bookmark_seconds: float
     ) -> None:
         empty = registry.Registry(types={}, builtin=frozenset())
         super().__init__(cluster, empty, admitter, version_info())
@@ -51,11 +53,11 @@ class HubApi(server.Api):
         self.namespaces: namespaces.Namespaces | None = None
         self.encodings = encodings.Encodings()  # each object's JSON per version: a page joins them (`_list`)
 
-    def _route(self, request: server.Request, conflict: bool) -> server.Response:
+    def _route(self, request: messages.Request, conflict: bool) -> messages.Response:
         if request.path == "/openapi/v2":
             # kubectl 1.20 fetches the OpenAPI v2 document (protobuf) to validate client-side; an empty body is a
             # valid empty document, so kubectl skips its own validation and the hub's admission decides.
-            return server.Response(200, "")
+            return messages.Response(200, "")
         return super()._route(request, conflict)
 
     def _discovery(self, parts: list[str]) -> Obj | None:
@@ -68,14 +70,14 @@ class HubApi(server.Api):
             raise model.ApiError(404, "NotFound", "the server could not find the requested resource")
         return found
 
-    def _resource(self, request: server.Request, target: server.Target, conflict: bool) -> server.Response:
+    def _resource(self, request: messages.Request, target: paths.Target, conflict: bool) -> messages.Response:
         if target.subresource == "token" and target.name is not None and self.tokens is not None:
             if request.method != "POST":
                 raise model.ApiError(
                     405, "MethodNotAllowed", f"the server does not allow this method: {request.method}"
                 )
             body = self._decode(request)
-            return server.Response(201, self.tokens.request(target.namespace or "", target.name, body))
+            return messages.Response(201, self.tokens.request(target.namespace or "", target.name, body))
         response = super()._resource(request, target, conflict)
         if request.method != "GET" or response.code != 200 or not tables.wants_table(request.accept):
             return response
@@ -84,15 +86,15 @@ class HubApi(server.Api):
             response.stream = tables.table_events(response.stream, printer, request.query)
             return response
         assert isinstance(response.body, dict)
-        return server.Response(200, tables.table(response.body, printer, request.query), response.warnings)
+        return messages.Response(200, tables.table(response.body, printer, request.query), response.warnings)
 
-    def _printer(self, target: server.Target) -> tables.Printer:
+    def _printer(self, target: paths.Target) -> tables.Printer:
         columns = self.catalog.columns(target.rtype.key) if self.catalog is not None else None
         if columns is not None:
             return tables.crd_printer(columns)
         return tables.BUILTIN_PRINTERS.get(target.rtype.key, tables.DEFAULT_PRINTER)
 
-    def _delete(self, request: server.Request, target: server.Target) -> server.Response:
+    def _delete(self, request: messages.Request, target: paths.Target) -> messages.Response:
         if self.lifecycle is None or request.query.get("dryRun") == "All":
             return super()._delete(request, target)
         old = self._get(target)
@@ -105,12 +107,12 @@ class HubApi(server.Api):
         else:
             left = self.lifecycle.delete(target.rtype, old, orphan=orphan)
         if left is not None:
-            return server.Response(200, left)
+            return messages.Response(200, left)
         if self.registry.is_builtin(target.rtype):
-            return server.Response(200, server.success_status(target.rtype, old))
-        return server.Response(200, old)
+            return messages.Response(200, messages.success_status(target.rtype, old))
+        return messages.Response(200, old)
 
-    def _delete_collection(self, request: server.Request, target: server.Target) -> server.Response:
+    def _delete_collection(self, request: messages.Request, target: paths.Target) -> messages.Response:
         """`deletecollection`: each object deleted as one DELETE would (finalizers, dependents)."""
         if self.lifecycle is None or request.query.get("dryRun") == "All":
             return super()._delete_collection(request, target)
@@ -121,11 +123,11 @@ class HubApi(server.Api):
         rtype = target.rtype
         meta = {"resourceVersion": self.cluster.store.current_rv()}
         body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta, "items": doomed}
-        return server.Response(200, body)
+        return messages.Response(200, body)
 
     # lists and watches
 
-    def _list(self, request: server.Request, target: server.Target) -> server.Response:
+    def _list(self, request: messages.Request, target: paths.Target) -> messages.Response:
         query = request.query
         if query.get("watch", "").lower() in ("true", "1"):
             return self._watch(request, target)
@@ -144,7 +146,7 @@ class HubApi(server.Api):
 
                     items, meta = paging.page(copies, query, rv, floor, paging.key_of)
                     body = {"kind": f"{rtype.kind}List", "apiVersion": rtype.api_version, "metadata": meta}
-                    return server.Response(200, {**body, "items": items})
+                    return messages.Response(200, {**body, "items": items})
 
                 def encoded(start: str, limit: int) -> tuple[list[encodings.Encoded], int | None]:
                     return store.scan(rtype, target.namespace, start, limit, matches, hand=self.encodings.encode)
@@ -152,15 +154,15 @@ class HubApi(server.Api):
                 shown, meta = paging.page(encoded, query, rv, floor, lambda item: item.key)
         except model.ApiError as error:
             fresh = error.details.pop("continue", None)
-            status = server.status_body(error)
+            status = messages.status_body(error)
             if fresh:
                 status["metadata"] = {"continue": fresh}
-            return server.Response(error.code, status)
-        return server.Response(200, encodings.list_body(f"{rtype.kind}List", rtype.api_version, meta, shown))
+            return messages.Response(error.code, status)
+        return messages.Response(200, encodings.list_body(f"{rtype.kind}List", rtype.api_version, meta, shown))
 
-    def _watch(self, request: server.Request, target: server.Target) -> server.Response:
+    def _watch(self, request: messages.Request, target: paths.Target) -> messages.Response:
         query = request.query
-        seconds = min(float(query.get("timeoutSeconds") or server.MAX_WATCH_SECONDS), server.MAX_WATCH_SECONDS)
+        seconds = min(float(query.get("timeoutSeconds") or reads.MAX_WATCH_SECONDS), reads.MAX_WATCH_SECONDS)
         matchers = [m for m in self._watch_filters(request, target) if m is not None]
         spec = watch.Watch(
             rtype=target.rtype,
@@ -171,7 +173,7 @@ class HubApi(server.Api):
             initial_events=query.get("sendInitialEvents", "").lower() == "true",
             seconds=seconds,
         )
-        return server.Response(200, "", stream=self.streams.open(spec))
+        return messages.Response(200, "", stream=self.streams.open(spec))
 
     def _snapshot(self, spec: watch.Watch) -> tuple[list[Obj], int]:
         with self.write_lock:

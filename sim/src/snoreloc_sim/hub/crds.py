@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc_sim import model, registry, validation
 from snoreloc_sim.hub import kinds
+from snoreloc_sim.kube import model, registry, validation
 
 Obj = dict[str, Any]
 _ONE_STORAGE = "must have exactly one version marked as storage version"

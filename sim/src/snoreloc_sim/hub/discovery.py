@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from snoreloc_sim import model, registry
 from snoreloc_sim.hub import kinds
+from snoreloc_sim.kube import model, registry
 
 Obj = dict[str, Any]
 

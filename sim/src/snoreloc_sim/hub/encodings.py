@@ -10,7 +10,7 @@ Go; what it caches is an object's encoding, computed once however many watchers 
 it longer: one encoding per object, for the version it was made from.
 
 Exact, not approximate: a stored object is never changed in place except by `Store.bump`, which gives it a new
-resourceVersion, and every write stores a new object with a new resourceVersion (`snoreloc_sim.model.Store`); an
+resourceVersion, and every write stores a new object with a new resourceVersion (`snoreloc_sim.kube.model.Store`); an
 entry is used only when the object's uid and resourceVersion are those it was encoded from, so a page is byte for
 byte what `json.dumps` of the same objects gives. Bounded: at most `budget` bytes of encodings, the oldest dropped
 first (an object dropped is encoded again when next listed), and one entry per object (its older versions replaced).

@@ -23,9 +23,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from snoreloc_sim import model
 from snoreloc_sim.hub import rbac
 from snoreloc_sim.hub.tokens import User
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 ROLES = {f"roles.{rbac.RBAC_GROUP}": "roles", f"clusterroles.{rbac.RBAC_GROUP}": "clusterroles"}

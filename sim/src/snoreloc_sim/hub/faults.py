@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from snoreloc_sim import model
 from snoreloc_sim.hub import rbac
+from snoreloc_sim.kube import model
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
 _MESSAGES = {

@@ -19,9 +19,9 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
-from snoreloc_sim import model, server
 from snoreloc_sim.hub import escalation, faults, rbac, tokens
 from snoreloc_sim.hub.api import HubApi
+from snoreloc_sim.kube import messages, model
 
 Obj = dict[str, object]
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -51,7 +51,7 @@ class HubFront:
         self.seen: collections.deque[Seen] = collections.deque(maxlen=2000)
         self.caller = escalation.Caller()
 
-    def serve(self, request: server.Request) -> server.Response | None:
+    def serve(self, request: messages.Request) -> messages.Response | None:
         query = urllib.parse.urlencode(request.query)
         target = f"{request.path}?{query}" if query else request.path
         self.seen.append(Seen(request.method, target, request.content_type, request.accept, request.user_agent))
@@ -59,16 +59,16 @@ class HubFront:
             time.sleep(self.faults.latency)
         user, refusal = self._identify(request)
         if user is None:
-            return server.error_response(refusal or model.ApiError(401, "Unauthorized", "Unauthorized"))
+            return messages.error_response(refusal or model.ApiError(401, "Unauthorized", "Unauthorized"))
         attrs = rbac.attributes(request)
         refusal = self.authorizer.authorize(user, attrs) or self.faults.refusal(attrs)
         if refusal is not None:
-            return server.error_response(refusal)
+            return messages.error_response(refusal)
         if attrs.resource == SSAR and attrs.verb == "create":
             return self._review(user, request)
         return self._handle(user, request)
 
-    def _identify(self, request: server.Request) -> tuple[tokens.User | None, model.ApiError | None]:
+    def _identify(self, request: messages.Request) -> tuple[tokens.User | None, model.ApiError | None]:
         """Who asks (after impersonation), or the 401/403 that refuses them."""
         user = self._authenticate(request)
         if user is None:
@@ -77,7 +77,7 @@ class HubFront:
             return user, None
         return self._impersonate(user, request.impersonate_user)
 
-    def _handle(self, user: tokens.User, request: server.Request) -> server.Response:
+    def _handle(self, user: tokens.User, request: messages.Request) -> messages.Response:
         if request.method not in WRITES:
             return self.api.handle(request)
         self.caller.user = user  # for the admission hooks that judge who writes (escalation)
@@ -109,7 +109,7 @@ class HubFront:
         refused = self.authorizer.authorize(user, attrs)
         return (None, refused) if refused is not None else (as_user, None)
 
-    def _authenticate(self, request: server.Request) -> tokens.User | None:
+    def _authenticate(self, request: messages.Request) -> tokens.User | None:
         """The admin, a ServiceAccount, `system:anonymous` without credentials, or None for a credential that
         no authenticator accepts (401)."""
         if not request.authorization.strip():
@@ -122,13 +122,15 @@ class HubFront:
             return tokens.ADMIN
         return self.tokens.authenticate(token)
 
-    def _review(self, user: tokens.User, request: server.Request) -> server.Response:
+    def _review(self, user: tokens.User, request: messages.Request) -> messages.Response:
         """A SelfSubjectAccessReview: the same decision for the attributes it names (`kubectl auth can-i`);
         pkg/registry/authorization/selfsubjectaccessreview/rest.go."""
         try:
             body = json.loads(request.body or b"{}")
         except ValueError:
-            return server.error_response(model.ApiError(400, "BadRequest", "the object provided could not be decoded"))
+            return messages.error_response(
+                model.ApiError(400, "BadRequest", "the object provided could not be decoded")
+            )
         spec = body.get("spec") or {}
         wanted = spec.get("resourceAttributes")
         if wanted:
@@ -150,4 +152,4 @@ class HubFront:
         if refusal is not None:
             status["reason"] = ""
         answer = {**body, "metadata": {"creationTimestamp": None}, "status": status}
-        return server.Response(201, answer)
+        return messages.Response(201, answer)

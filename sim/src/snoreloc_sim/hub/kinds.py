@@ -1,6 +1,6 @@
 """The built-in kinds the hub serves beyond the simulator's own, and how discovery describes them.
 
-The simulator's built-in kinds (`registry.BUILTIN_TYPES` and `snoreloc_sim.kinds`: namespaces, Secrets,
+The simulator's built-in kinds (`registry.BUILTIN_TYPES` and `snoreloc_sim.kube.kinds`: namespaces, Secrets,
 ConfigMaps, Events, Services, ServiceAccounts, the four RBAC kinds, Deployments...) are the hub's too, validated
 and with `generation` as there; nothing runs them (no Pods scheduled, no cluster IPs, no rollouts). The hub adds
 what its clients need and an OpenShift node's agent does not: the ServiceAccount `token` subresource,
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from snoreloc_sim import model, registry
+from snoreloc_sim.kube import model, registry
 
 # Verbs a REST storage with every interface publishes (staging/src/k8s.io/apiserver/pkg/endpoints/installer.go,
 # `registerResourceHandlers` adds a verb per interface the storage implements); CRDs get the same eight

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 Ident = tuple[str, str, str]  # type key, namespace, name

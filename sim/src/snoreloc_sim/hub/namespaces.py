@@ -7,7 +7,7 @@ Followed (kubernetes/kubernetes):
   deleted, each as a DELETE would, so objects with finalizers hold the namespace until their controllers let go);
 - `plugin/pkg/admission/namespace/lifecycle/admission.go`: `default`, `kube-system` and `kube-public` may not be
   deleted. Its refusal of new content in a terminating namespace, the `kubernetes` finalizer and the name label
-  are the OpenShift simulator's own (`snoreloc_sim.namespaces`, applied by `server.Api` to the hub too).
+  are the kube layer's (`snoreloc_sim.kube.namespaces`, applied by `kube.api.Api` to the hub too).
 That module's namespace controller empties a namespace after a delay and without regard to finalizers; the hub's
 does it inside the DELETE (and on each later deletion in it), each object deleted as a DELETE would, so a
 controller's finalizers hold the namespace as on a real hub.
@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from snoreloc_sim import model
-from snoreloc_sim import namespaces as sim_namespaces
 from snoreloc_sim.hub import lifecycle
+from snoreloc_sim.kube import model
+from snoreloc_sim.kube import namespaces as sim_namespaces
 
 Obj = dict[str, Any]
 IMMORTAL = frozenset({"default", "kube-system", "kube-public"})

@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from snoreloc_sim import model
+from snoreloc_sim.kube import model
 
 Obj = dict[str, Any]
 TOO_OLD = (

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc_sim import model, server
 from snoreloc_sim.hub.tokens import User
+from snoreloc_sim.kube import messages, model
 
 Obj = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -92,7 +92,7 @@ class Attributes:
     name: str = ""
 
 
-def attributes(request: server.Request) -> Attributes:
+def attributes(request: messages.Request) -> Attributes:
     """The request's attributes, as `NewRequestInfo` parses them."""
     parts = [urllib.parse.unquote(p) for p in request.path.strip("/").split("/") if p]
     if len(parts) >= 3 and parts[:2] == ["api", "v1"]:
@@ -114,7 +114,7 @@ def attributes(request: server.Request) -> Attributes:
     return Attributes(verb, request.path, True, group, rest[0], subresource, namespace, name)
 
 
-def _verb(request: server.Request, named: bool) -> str:
+def _verb(request: messages.Request, named: bool) -> str:
     verb = _METHOD_VERBS.get(request.method, request.method.lower())
     if verb == "get" and not named:
         return "watch" if request.query.get("watch", "").lower() in ("true", "1") else "list"

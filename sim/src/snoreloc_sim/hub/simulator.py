@@ -22,16 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from snoreloc_sim import model, registry, server, simulator, tls, validation
-from snoreloc_sim import namespaces as sim_namespaces
 from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, namespaces, rbac, tokens
+from snoreloc_sim.kube import model, registry, server, tls, validation
+from snoreloc_sim.kube import namespaces as sim_namespaces
+from snoreloc_sim.kube.served import Served
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
 DEFAULT_BOOKMARK_SECONDS = 60.0
 
 
-class HubSimulator(simulator.Served):
+class HubSimulator(Served):
     """A plain Kubernetes hub served on 127.0.0.1; a context manager (`start()` on enter, `stop()` on exit)."""
 
     def __init__(

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from snoreloc_sim import model, validation
+from snoreloc_sim.kube import model, validation
 
 Obj = dict[str, Any]
 API_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)

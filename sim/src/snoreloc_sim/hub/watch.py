@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc_sim import model, server
+from snoreloc_sim.kube import messages, model
 
 Obj = dict[str, Any]
 Matcher = Callable[[Obj], bool]
@@ -198,7 +198,7 @@ class Streams:
             try:
                 self.history.check(position)
             except model.ApiError as error:
-                return iter([{"type": "ERROR", "object": server.status_body(error)}])
+                return iter([{"type": "ERROR", "object": messages.status_body(error)}])
         return self._run(watch, initial, position, generation)
 
     def _run(self, watch: Watch, initial: list[Obj], position: int, generation: int) -> Iterator[Obj]:
@@ -215,7 +215,7 @@ class Streams:
             try:
                 changes, reached = self.history.after(position, max(0.0, min(wait, _POLL_SECONDS)))
             except model.ApiError as error:
-                yield {"type": "ERROR", "object": server.status_body(error)}
+                yield {"type": "ERROR", "object": messages.status_body(error)}
                 return
             for change in changes:
                 event = event_for(change, watch)
