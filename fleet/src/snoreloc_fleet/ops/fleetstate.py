@@ -107,8 +107,10 @@ class Row:
 
     @property
     def duration(self) -> float | None:
-        """Seconds the relocation took (done runs only)."""
+        """Seconds the relocation took (done runs only; unknown when any of its steps was implausible)."""
         if self.run_state not in site.RUN_DONE or not self.steps:
+            return None
+        if any(".steps" in name for name in self.implausible):
             return None
         return sum(s.seconds or 0.0 for s in self.steps)
 
