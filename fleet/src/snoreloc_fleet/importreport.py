@@ -58,12 +58,17 @@ def _hub_block(path: pathlib.Path) -> dict[str, Any]:
             f"{path}: not JSON ({reason})", hint="Give the output of `snoreloc status --output json`."
         ) from None
     hub = document.get("hub") if isinstance(document, dict) else None
-    needed = ("namespace", "name", "report", "signature")
-    if not isinstance(hub, dict) or not all(hub.get(key) for key in needed) or not isinstance(hub["report"], dict):
+    if not isinstance(hub, dict):
         raise errors.ConfigError(
-            f"{path}: no signed hub report in it",
+            f"{path}: no signed hub report in it (no `hub` mapping)",
             hint="The node writes one only when its stick carried a hub reporting kubeconfig (`fleet make-media`).",
         )
+    for key in ("namespace", "name", "report", "signature"):
+        if not hub.get(key) or not isinstance(hub[key], dict if key == "report" else str):
+            raise errors.ConfigError(
+                f"{path}: hub.{key} is missing or not a {'mapping' if key == 'report' else 'string'}; nothing applied",
+                hint="Give the output of `snoreloc status --output json` of the node, unchanged.",
+            )
     return hub
 
 
