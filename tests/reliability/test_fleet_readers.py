@@ -271,3 +271,15 @@ def test_status_counts_and_names_the_implausible_reports(
     assert "status.agent.reportedAt" in flagged[_name("future-report")]
     assert fleet(hub, "status", "-n", NS) == 0
     assert f"reports with implausible values (shown as unknown): {len(flagged)}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("limit", ["inf", "nan", "1e400", "-5m", "400d"])
+def test_an_implausible_silent_limit_is_a_usage_error(
+    limit: str, hostile_hub: tuple[HubSimulator, kube.Client], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--silent-for` is a reader's number too: infinite, NaN, negative or over a year is refused (64), not 70."""
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error, as for any bad option
+        fleet(hostile_hub[0], "status", "-n", NS, f"--silent-for={limit}")
+    assert exited.value.code == 64
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "--silent-for" in err

@@ -171,8 +171,9 @@ class _Reader:
     def text(self, value: Any, path: str, limit: int = hubreport.MAX_TEXT) -> str:
         """A string (a number is its text); a longer one is cut at `limit`, anything else is ""; both flagged."""
         if type(value) is str:
-            if len(value) > limit:
-                self.flag(path)
+            if len(value) <= limit:
+                return value
+            self.flag(path)
             return value[:limit]
         if value is None:
             return ""
@@ -314,6 +315,8 @@ def failure_reason(phase: str, reason: str, status: Mapping[str, Any], agent: Re
 
 def _shown_text(value: Any, limit: int) -> str:
     """A scalar the controller wrote (phase, reason, a finding's path) as bounded text; "" for anything else."""
+    if type(value) is str:
+        return value[:limit]
     if value is None or _is_mapping(value) or isinstance(value, list):
         return ""
     return str(value)[:limit]
