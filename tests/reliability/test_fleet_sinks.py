@@ -17,17 +17,20 @@ import datetime as dt
 import io
 import json
 import pathlib
+import urllib.request
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.ops import metrics
 
 from hub.conftest import NS
 from reliability.olderhub import DIGEST, carried, fleet, keep_key, put_site, start
 from reliability.test_sinks import FORBIDDEN, HOSTILE
 from snoreloc import sanitize
-from snoreloc.adapters import kube
+from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
 FORMULAS: dict[str, str] = {
@@ -154,6 +157,24 @@ def _import(hub: HubSimulator, tmp_path: pathlib.Path, capsys: pytest.CaptureFix
     return "".join(shown)
 
 
+def _metrics(hub: HubSimulator, _tmp: pathlib.Path, _capsys: pytest.CaptureFixture[str]) -> str:
+    """The controller's `/metrics` (its Sites-by-phase labels) once it has seen every Site, scraped over HTTP."""
+    admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        observed = metrics.FleetMetrics()
+        for obj in admin.list(reconcile.SITES, NS):
+            observed.observe(obj)
+    finally:
+        admin.close()
+    served = metrics.serve(observed, 0, "127.0.0.1")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{served.port}/metrics", timeout=10) as answer:
+            assert answer.status == 200
+            return str(answer.read().decode("utf-8"))
+    finally:
+        served.stop()
+
+
 SINKS: dict[str, Callable[[HubSimulator, pathlib.Path, pytest.CaptureFixture[str]], str]] = {
     "status-table": _status_table,
     "status-json": _status_json,
@@ -162,6 +183,7 @@ SINKS: dict[str, Callable[[HubSimulator, pathlib.Path, pytest.CaptureFixture[str
     "why-json": _why_json,
     "report-html": _page,
     "import-report": _import,
+    "controller-metrics": _metrics,
 }
 # The page's own elements (its head, tables, badges, the pictures' SVG, the timelines' details and its one script).
 PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "span", "a", "table", "tr", "th"}
