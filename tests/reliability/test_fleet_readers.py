@@ -283,3 +283,11 @@ def test_an_implausible_silent_limit_is_a_usage_error(
     assert exited.value.code == 64
     err = capsys.readouterr().err
     assert "Traceback" not in err and "--silent-for" in err
+
+
+def test_a_report_time_that_cannot_be_believed_is_shown_as_unknown_not_never() -> None:
+    ahead = {"status": {"phase": "InProgress", "agent": _good(reportedAt="2999-01-01T00:00:00Z")}}
+    absent = {"status": {"phase": "InProgress", "agent": _good(reportedAt=None)}}
+    fresh = {"status": {"phase": "InProgress", "agent": _good()}}
+    ages = [fleetstate.row(obj, now=NOW).report_age(NOW) for obj in (ahead, absent, fresh)]
+    assert ages == ["?", "never", "5m"]

@@ -177,10 +177,7 @@ def _listed(title: str, rows: list[fleetstate.Row], now: dt.datetime) -> list[st
     for item in rows[:SHOWN]:
         detail = item.failure or item.reason or item.phase
         todo = f"  -> {item.todo}" if item.todo else ""
-        lines.append(
-            f"  {item.name:24s} {item.phase:10s} {detail}"
-            f"  (reported {fleetstate.ago(item.since_report(now))} ago){todo}"
-        )
+        lines.append(f"  {item.name:24s} {item.phase:10s} {detail}  (reported {item.report_age(now)} ago){todo}")
     if len(rows) > SHOWN:
         lines.append(f"  ... and {len(rows) - SHOWN} more (-o csv lists every site)")
     return lines

@@ -123,6 +123,12 @@ class Row:
     def since_report(self, now: dt.datetime) -> float | None:
         return None if self.reported_at is None else max(0.0, (now - self.reported_at).total_seconds())
 
+    def report_age(self, now: dt.datetime) -> str:
+        """How long ago the node last reported, for a table: `47m`, `never`, or `?` when its time was implausible."""
+        if self.reported_at is None and any(name.endswith(".reportedAt") for name in self.implausible):
+            return "?"
+        return ago(self.since_report(now))
+
 
 def when(text: object, now: dt.datetime | None = None) -> dt.datetime | None:
     """A report's time (RFC 3339; UTC when it names no offset); None when it is none, or (given `now`) dated more

@@ -198,7 +198,7 @@ def _sites(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str])
         body.append(
             f"<tr><td>{_site_link(item, pictured)}</td><td>{_e(item.namespace)}</td><td>{_phase_badge(item.phase)}</td>"
             f"<td>{_e(item.failure or item.reason)}</td><td>{_e(item.step)}</td>"
-            f'<td class="n">{_e(fleetstate.ago(item.since_report(now)))}</td><td class="n">{duration}</td>'
+            f'<td class="n">{_e(item.report_age(now))}</td><td class="n">{duration}</td>'
             f"<td>{_e(item.todo)}</td></tr>"
         )
     return _table(("site", "namespace", "phase", "reason", "step", "last report", "minutes", "to do"), body)
