@@ -72,10 +72,6 @@ def _hub_block(path: pathlib.Path) -> dict[str, Any]:
     return hub
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 # kube-apiserver's object names: a namespace is a DNS-1123 label, a custom resource's name a DNS-1123 subdomain
 # (k8s.io/apimachinery/pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain; 63 and 253 characters).
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -152,8 +148,8 @@ def apply(client: kube.Client, path: pathlib.Path) -> str:
             f"{path}: the signature does not verify with the key issued for site {namespace}/{name}; nothing applied",
             hint="The report was changed, or comes from another site's stick or an older key.",
         )
-    status = _mapping(obj.get("status"))
-    issued = _mapping(status.get(site.STATUS_MEDIA)).get("digest")
+    status = fleetstate.mapping_of(obj.get("status"))
+    issued = fleetstate.mapping_of(status.get(site.STATUS_MEDIA)).get("digest")
     if report.get("siteConfigDigest") != issued:
         raise errors.PermissionDenied(
             f"{path}: the node ran site-config {report.get('siteConfigDigest')}, the Site describes {issued}; "

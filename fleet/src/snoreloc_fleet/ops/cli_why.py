@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from snoreloc import errors
-from snoreloc.engine import hubreport
 from snoreloc_fleet.ops import fleetstate
 
 HELP = "why a site is where it is: its findings or the node's last report, and what to do now"
@@ -68,22 +67,17 @@ def _items(value: Any) -> list[Mapping[str, Any]]:
     return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
 
 
-def _text(value: Any, limit: int = hubreport.MAX_TEXT) -> str:
-    return "" if value is None or isinstance(value, Mapping | list) else str(value)[:limit]
-
-
 def _findings(status: Mapping[str, Any]) -> list[str]:
     from snoreloc_fleet import site  # noqa: PLC0415
 
-    validation = status.get(site.STATUS_VALIDATION)
-    validation = validation if isinstance(validation, Mapping) else {}
+    validation = fleetstate.mapping_of(status.get(site.STATUS_VALIDATION))
     lines = []
     for kind in ("errors", "warnings"):
         for found in _items(validation.get(kind)):
             number = found.get("line")
             line = f" (line {number})" if type(number) is int else ""
-            path, message = _text(found.get("path")) or "<document>", _text(found.get("message"))
-            lines.append(f"  {kind[:-1]}: {path}: {message}{line}")
+            path = fleetstate.text_of(found.get("path")) or "<document>"
+            lines.append(f"  {kind[:-1]}: {path}: {fleetstate.text_of(found.get('message'))}{line}")
     more = validation.get("more")
     if type(more) is int and more > 0:
         lines.append(f"  ... and {more} more")
@@ -126,13 +120,12 @@ def explain(obj: Mapping[str, Any], now: dt.datetime) -> str:
     """The text `fleet why` prints for one Site."""
     from snoreloc_fleet import site  # noqa: PLC0415
 
-    status = obj.get("status")
-    status = status if isinstance(status, Mapping) else {}
+    status = fleetstate.mapping_of(obj.get("status"))
     item = fleetstate.row(obj, now=now)
     lines = [f"{item.namespace}/{item.name}: {item.phase}" + (f" ({item.reason})" if item.reason else "")]
     for condition in _items(status.get(site.STATUS_CONDITIONS)):
-        kind, state, reason = (_text(condition.get(key), 316) for key in ("type", "status", "reason"))
-        lines.append(f"  {kind}={state} {reason}: {_text(condition.get('message'))}")
+        kind, state, reason = (fleetstate.text_of(condition.get(key), 316) for key in ("type", "status", "reason"))
+        lines.append(f"  {kind}={state} {reason}: {fleetstate.text_of(condition.get('message'))}")
     lines += _findings(status)
     lines += _report(fleetstate.report(status.get(site.STATUS_AGENT), now), now)
     action = item.todo if item.todo and item.phase != site.Phase.INVALID else ACTIONS.get(item.phase, "")
@@ -147,7 +140,8 @@ def as_json(obj: Mapping[str, Any]) -> str:
         return json.dumps(status, indent=1) + "\n"
     except (RecursionError, ValueError):
         raise errors.ConfigError(
-            f"the status of Site {_text(obj.get('metadata', {}).get('name'), 253)} is nested too deep to print",
+            f"the status of Site {fleetstate.text_of(fleetstate.mapping_of(obj.get('metadata')).get('name'), 253)} "
+            "is nested too deep to print",
             hint="Read it as text (snoreloc fleet why SITE) or with kubectl get site SITE -o yaml.",
         ) from None
 

@@ -154,8 +154,12 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def mapping_of(value: Any) -> Mapping[str, Any]:
+    """`value` if it is a mapping, else an empty one: a status field of the wrong shape reads as absent."""
     return value if _is_mapping(value) else {}
+
+
+_mapping = mapping_of
 
 
 def _number(value: Any) -> float | None:
@@ -310,7 +314,7 @@ def failure_reason(phase: str, reason: str, status: Mapping[str, Any], agent: Re
     if phase == site.Phase.INVALID:
         errors = _mapping(status.get(site.STATUS_VALIDATION)).get("errors")
         first = _mapping(errors[0]) if type(errors) is list and errors else {}
-        where = _shown_text(first.get("path"), hubreport.MAX_TEXT)
+        where = text_of(first.get("path"), hubreport.MAX_TEXT)
         return f"{reason or 'Invalid'}" + (f" at {where}" if where else "")
     if agent is None:
         agent = report(status.get(site.STATUS_AGENT), dt.datetime.now(dt.UTC), steps=False)
@@ -319,8 +323,9 @@ def failure_reason(phase: str, reason: str, status: Mapping[str, Any], agent: Re
     return f"{reason or phase}" + (f" at {step}" if step else "")
 
 
-def _shown_text(value: Any, limit: int) -> str:
-    """A scalar the controller wrote (phase, reason, a finding's path) as bounded text; "" for anything else."""
+def text_of(value: Any, limit: int = hubreport.MAX_TEXT) -> str:
+    """A scalar of a Site's status (phase, reason, a finding's path) as text of at most `limit` characters; "" for
+    anything else (a list, a mapping)."""
     if type(value) is str:
         return value[:limit]
     if value is None or _is_mapping(value) or isinstance(value, list):
@@ -336,7 +341,7 @@ def _phase(value: Any) -> str:
     one line: the metrics put it in a label."""
     if type(value) is str and value in _PHASES:
         return value
-    return sanitize.label(_shown_text(value, MAX_PHASE)) or site.Phase.PENDING
+    return sanitize.label(text_of(value, MAX_PHASE)) or site.Phase.PENDING
 
 
 _NO_REPORT = Report()
@@ -349,11 +354,11 @@ def row(obj: Mapping[str, Any], *, steps: bool = True, now: dt.datetime | None =
     meta = _mapping(obj.get("metadata"))
     status = _mapping(obj.get("status"))
     phase = _phase(status.get(site.STATUS_PHASE))
-    reason = _shown_text(status.get(site.STATUS_REASON), MAX_PHASE)
+    reason = text_of(status.get(site.STATUS_REASON), MAX_PHASE)
     agent = report(status.get(site.STATUS_AGENT), now or dt.datetime.now(dt.UTC), steps=steps) or _NO_REPORT
     return Row(
-        namespace=_shown_text(meta.get("namespace", ""), hubreport.MAX_NAME * 2),
-        name=_shown_text(meta.get("name", ""), hubreport.MAX_NAME * 2),
+        namespace=text_of(meta.get("namespace", ""), hubreport.MAX_NAME * 2),
+        name=text_of(meta.get("name", ""), hubreport.MAX_NAME * 2),
         phase=phase,
         reason=reason,
         step=agent.step,
