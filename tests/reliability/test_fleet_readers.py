@@ -64,6 +64,7 @@ REPORTS: dict[str, Any] = {
     "bool-seconds": _good(steps=_steps(True)),
     "string-counts": _good(stepsDone="three", stepsTotal=-1, exitCode=1e9),
     "huge-counts": _good(stepsDone=10**30, stepsTotal=1e300, exitCode=-1),
+    "giant-integers": _good(stepsDone=10**400, steps=_steps(-(10**400)), waiting={"elapsedSeconds": 10**400}),
     "list-for-mapping": _good(waiting=["settle"], failure=["boom"], steps=[["preflight"], "settle", 7]),
     "mapping-for-list": _good(steps={"preflight": 60}, warnings={"a": "b"}),
     "string-for-list": _good(steps="preflight,settle", warnings="careful"),

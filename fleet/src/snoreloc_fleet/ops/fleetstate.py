@@ -163,9 +163,15 @@ _mapping = mapping_of
 
 
 def _number(value: Any) -> float | None:
+    """A JSON number as a float (an integer too large for one is infinite); None for anything else."""
     if type(value) is float:
         return value
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # JSON integers have no bound: 10**400 is a valid one
+        return math.inf if value > 0 else -math.inf
 
 
 class _Reader:
