@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 from snoreloc_fleet.controller import reconcile
-from snoreloc_fleet.ops import fleetstate
+from snoreloc_fleet.ops import cli_why, fleetstate
 
 from hub.conftest import NS
 from reliability.olderhub import DIGEST, carried, fleet, keep_key, put_site, start, write_status
+from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc_sim.hub.simulator import HubSimulator
 
@@ -292,3 +293,15 @@ def test_a_report_time_that_cannot_be_believed_is_shown_as_unknown_not_never() -
     fresh = {"status": {"phase": "InProgress", "agent": _good()}}
     ages = [fleetstate.row(obj, now=NOW).report_age(NOW) for obj in (ahead, absent, fresh)]
     assert ages == ["?", "never", "5m"]
+
+
+def test_why_json_of_a_status_nested_deeper_than_python_prints_is_bad_input() -> None:
+    """A kube-apiserver decodes JSON 10,000 levels deep; the hub simulator serves less, so this is a unit test of
+    the last step: printing it is exit 65 naming the Site, not a RecursionError (70)."""
+    deep: dict[str, Any] = {}
+    for _ in range(5000):
+        deep = {"x": deep}
+    with pytest.raises(errors.ConfigError) as refused:
+        cli_why.as_json({"metadata": {"name": "store-1"}, "status": deep})
+    assert refused.value.exit_code == 65 and "store-1" in str(refused.value)
+    assert cli_why.as_json({"status": _nested(200)}).startswith("{")

@@ -91,7 +91,7 @@ def _seconds(value: float | None) -> str:
 def _report(agent: fleetstate.Report | None, now: dt.datetime) -> list[str]:
     if agent is None:
         return ["node report: none yet"]
-    age = fleetstate.ago((now - agent.reported_at).total_seconds()) if agent.reported_at else "?"
+    age = fleetstate.ago(max(0.0, (now - agent.reported_at).total_seconds())) if agent.reported_at else "?"
     done, total = (str(n) if n is not None else "?" for n in (agent.steps_done, agent.steps_total))
     lines = [
         f"node report: {agent.run_state or '?'}, step {agent.step or '-'} ({done}/{total} done), "
