@@ -3,13 +3,18 @@
 Text that reaches a person often came from a site-config or the cluster (a site name, an object's name, an error
 the API returned), and anyone who wrote those could put a terminal escape (`ESC ]` retitles a window, `ESC [2J`
 clears it, a carriage return overwrites a line), a bidirectional override that reorders what is shown, or markup
-into them. So every such string passes through one of three functions here:
+into them. So every such string passes through one of the functions here, one per kind of sink:
 
 * `visible(text)` shows each control character as an escape a person can read (`\\x1b`, `\\r`, `\\u202e`): C0 and
   C1 controls, DEL, the bidirectional overrides and isolates, and the code points XML forbids; line feed and tab
   stay as they are unless `keep_lines=False`.
 * `html(text)` is `visible` with `& < > " '` escaped, for the page's HTML and the SVG's text and attributes.
 * `TerminalStream` wraps a text stream (the CLI's stdout and stderr) so nothing written to it skips `visible`.
+* `csv_cell(text)` is `visible` on one line (line feeds and tabs shown too) for a cell of a CSV file a person opens
+  in a spreadsheet, with a cell that would start a formula (`=`, `+`, `-`, `@`, tab, carriage return) prefixed
+  with `'` (OWASP's rule against CSV injection: https://owasp.org/www-community/attacks/CSV_Injection).
+* `label(text)` is `visible` on one line, for a Prometheus label value: `prometheus_client` escapes `\\`, `"` and
+  line feeds itself, but a lone surrogate makes the whole exposition fail to encode (the scrape answers 500).
 
 JSON and YAML that snoreloc prints are already escaped by their encoders, so the stream changes none of their bytes.
 """
@@ -20,7 +25,7 @@ import functools
 import re
 from typing import TextIO
 
-__all__ = ["TerminalStream", "html", "visible"]
+__all__ = ["TerminalStream", "csv_cell", "html", "label", "visible"]
 
 # C0 controls but tab and line feed, DEL, C1 controls, bidi embeddings/overrides/isolates/marks, the line and
 # paragraph separators, and the non-characters XML 1.0 forbids (U+FFFE, U+FFFF) plus lone surrogates.
@@ -54,6 +59,22 @@ def html(text: object) -> str:
     import html as html_mod  # noqa: PLC0415 (lazy: only the page and the SVG need it)
 
     return html_mod.escape(visible(text), quote=True)
+
+
+# The first characters that make a spreadsheet read a cell as a formula (OWASP, CSV Injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: object) -> str:
+    """`text` for one CSV cell: every control shown (line feed and tab too), a formula's first character defused."""
+    raw = str(text)
+    shown = visible(raw, keep_lines=False)
+    return "'" + shown if raw.startswith(FORMULA_STARTS) else shown
+
+
+def label(text: object) -> str:
+    """`text` for a Prometheus label value: one line, every control shown, UTF-8 encodable."""
+    return visible(text, keep_lines=False)
 
 
 class TerminalStream:

@@ -114,6 +114,7 @@ def test_json_is_what_json_dumps_with_indent_one_gives() -> None:
             "byPhase": dict(summary.by_phase),
             "failureReasons": [{"reason": r, "count": n} for r, n in summary.reasons],
             "silentAfterSeconds": summary.silent_after,
+            "implausibleReports": len(summary.implausible),
             "silent": [cli_status._row_data(r, NOW) for r in summary.silent],
             "rerun": [cli_status._row_data(r, NOW) for r in summary.rerun],
             "sites": [cli_status._row_data(r, NOW) for r in listed],

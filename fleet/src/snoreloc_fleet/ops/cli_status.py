@@ -5,6 +5,11 @@ each page is reduced to rows at once, so memory stays small however big the flee
 the server by label (the controller keeps `fleet.snoreloc.io/phase` equal to the phase). Output: a table for
 people (counts, reasons ranked, the silent sites, the re-run list), `-o json` (the same, whole), `-o csv` (one
 line per site).
+
+Each sink has its sanitiser (`snoreloc.sanitize`): the table goes through the terminal stream (`visible`), the JSON
+is escaped by its encoder (`\\u001b`, and a lone surrogate as `\\ud800`), and each CSV text cell passes `csv_cell`
+(controls shown, a formula's first character defused). A report's implausible values (`fleetstate.report`) are
+shown as unknown and the sites that sent them are counted in the table and listed in the JSON and the CSV.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from snoreloc import errors
+from snoreloc import errors, sanitize
 from snoreloc_fleet.ops import fleetstate
 
 HELP = "the fleet at a glance: sites by phase and failure reason, silent sites, the list to re-run (table/JSON/CSV)"
 SHOWN = 20  # rows of each list in the table (JSON and CSV carry all)
-CSV_COLUMNS = ("namespace", "name", "phase", "reason", "failure", "step", "reportedAt", "silentSeconds", "todo")
+CSV_COLUMNS = (
+    "namespace", "name", "phase", "reason", "failure", "step", "reportedAt", "silentSeconds", "todo", "implausible",
+)  # fmt: skip
 
 
 def add_common(parser: argparse.ArgumentParser) -> None:
@@ -117,6 +124,7 @@ def _row_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
         "reportedAt": item.reported_at.isoformat() if item.reported_at else None,
         "silentSeconds": round(s) if (s := item.silent_for(now)) is not None else None,
         "todo": item.todo,
+        "implausible": " ".join(item.implausible),  # the fields read as unknown (a string: rows hold scalars)
     }
 
 
@@ -129,6 +137,7 @@ def to_json(summary: fleetstate.Summary, rows: list[fleetstate.Row], now: dt.dat
         "byPhase": dict(summary.by_phase),
         "failureReasons": [{"reason": r, "count": n} for r, n in summary.reasons],
         "silentAfterSeconds": summary.silent_after,
+        "implausibleReports": len(summary.implausible),
     }
     lists = {"silent": summary.silent, "rerun": summary.rerun, "sites": rows}
     parts = [json.dumps(head, indent=1).removesuffix("\n}")]
@@ -146,12 +155,18 @@ def _rows_json(rows: list[dict[str, Any]]) -> str:
     return "[\n" + ",\n".join("  {\n   " + _ROW_ENCODER.encode(r)[1:-1] + "\n  }" for r in rows) + "\n ]"
 
 
+def _csv_row(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
+    """A row's cells: text through `sanitize.csv_cell`, numbers as they are."""
+    data = _row_data(item, now)
+    return {key: sanitize.csv_cell(value) if isinstance(value, str) else value for key, value in data.items()}
+
+
 def to_csv(rows: list[fleetstate.Row], now: dt.datetime) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for item in rows:
-        writer.writerow(_row_data(item, now))
+        writer.writerow(_csv_row(item, now))
     return out.getvalue()
 
 
@@ -162,10 +177,7 @@ def _listed(title: str, rows: list[fleetstate.Row], now: dt.datetime) -> list[st
     for item in rows[:SHOWN]:
         detail = item.failure or item.reason or item.phase
         todo = f"  -> {item.todo}" if item.todo else ""
-        lines.append(
-            f"  {item.name:24s} {item.phase:10s} {detail}"
-            f"  (reported {fleetstate.ago(item.since_report(now))} ago){todo}"
-        )
+        lines.append(f"  {item.name:24s} {item.phase:10s} {detail}  (reported {item.report_age(now)} ago){todo}")
     if len(rows) > SHOWN:
         lines.append(f"  ... and {len(rows) - SHOWN} more (-o csv lists every site)")
     return lines
@@ -179,6 +191,11 @@ def to_table(summary: fleetstate.Summary, now: dt.datetime, footer: str) -> str:
         lines += [f"  {count:6d}  {reason}" for reason, count in summary.reasons[:SHOWN]]
     lines += _listed(f"silent for more than {fleetstate.ago(summary.silent_after)}", list(summary.silent), now)
     lines += _listed("to re-run (Failed or Stale)", list(summary.rerun), now)
+    if summary.implausible:
+        names = ", ".join(r.name for r in summary.implausible[:SHOWN])
+        more = f" and {len(summary.implausible) - SHOWN} more" if len(summary.implausible) > SHOWN else ""
+        lines.append(f"reports with implausible values (shown as unknown): {len(summary.implausible)}")
+        lines.append(f"  {names}{more} (snoreloc fleet why SITE names the fields)")
     lines.append(footer)
     return "\n".join(lines) + "\n"
 

@@ -4,6 +4,10 @@ For an Invalid site: the validation findings (field, line, message) the controll
 For a site that reported: the run's state, the step, the wait in progress, the failure with its hint, each step's
 seconds, and how long ago the node last spoke. Last, one line: what to do now (the node's own line for the
 technician when there is one). `-o json` prints the Site's status as the hub holds it.
+
+The node's report is read by `fleetstate.report` (plausible values; the fields it could not believe are named on a
+line of their own), everything else of the status by shape (a list where a mapping belongs is skipped), and the text
+goes to the terminal through `snoreloc.sanitize.visible`, so no Site's content can crash or steer the output.
 """
 
 from __future__ import annotations
@@ -58,48 +62,57 @@ def _get(args: argparse.Namespace) -> dict[str, Any]:
     return dict(found)
 
 
+def _items(value: Any) -> list[Mapping[str, Any]]:
+    """The mappings of a list the controller wrote (conditions, findings); anything else in it is skipped."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
 def _findings(status: Mapping[str, Any]) -> list[str]:
     from snoreloc_fleet import site  # noqa: PLC0415
 
-    validation = status.get(site.STATUS_VALIDATION) or {}
+    validation = fleetstate.mapping_of(status.get(site.STATUS_VALIDATION))
     lines = []
     for kind in ("errors", "warnings"):
-        for found in validation.get(kind) or ():
-            line = f" (line {found['line']})" if found.get("line") is not None else ""
-            lines.append(f"  {kind[:-1]}: {found.get('path') or '<document>'}: {found.get('message', '')}{line}")
-    if validation.get("more"):
-        lines.append(f"  ... and {validation['more']} more")
+        for found in _items(validation.get(kind)):
+            number = found.get("line")
+            line = f" (line {number})" if type(number) is int else ""
+            path = fleetstate.text_of(found.get("path")) or "<document>"
+            lines.append(f"  {kind[:-1]}: {path}: {fleetstate.text_of(found.get('message'))}{line}")
+    more = validation.get("more")
+    if type(more) is int and more > 0:
+        lines.append(f"  ... and {more} more")
     return lines
 
 
-def _report(agent: Mapping[str, Any], now: dt.datetime) -> list[str]:
-    if not agent:
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.0f}"
+
+
+def _report(agent: fleetstate.Report | None, now: dt.datetime) -> list[str]:
+    if agent is None:
         return ["node report: none yet"]
-    reported = fleetstate.when(agent.get("reportedAt"))
-    age = fleetstate.ago((now - reported).total_seconds()) if reported else "?"
-    done, total = agent.get("stepsDone", 0), agent.get("stepsTotal", 0)
+    age = fleetstate.ago(max(0.0, (now - agent.reported_at).total_seconds())) if agent.reported_at else "?"
+    done, total = (str(n) if n is not None else "?" for n in (agent.steps_done, agent.steps_total))
     lines = [
-        f"node report: {agent.get('runState', '?')}, step {agent.get('step') or '-'} ({done}/{total} done), "
-        f"{age} ago ({agent.get('source', 'node')}, agent {agent.get('agentVersion', '?')})"
+        f"node report: {agent.run_state or '?'}, step {agent.step or '-'} ({done}/{total} done), "
+        f"{age} ago ({agent.source or 'node'}, agent {agent.agent_version or '?'})"
     ]
-    waiting = agent.get("waiting")
-    if isinstance(waiting, Mapping):
+    if agent.waiting is not None:
+        waiting = agent.waiting
         lines.append(
-            f"  waiting in {waiting.get('step')}: {waiting.get('what')} "
-            f"({waiting.get('elapsedSeconds', 0):.0f} s of {waiting.get('budgetSeconds', 0):.0f} s)"
+            f"  waiting in {waiting.step}: {waiting.what} "
+            f"({_seconds(waiting.elapsed)} s of {_seconds(waiting.budget)} s)"
         )
-    failure = agent.get("failure")
-    if isinstance(failure, Mapping):
-        lines.append(f"  failed in {failure.get('step') or '-'}: {failure.get('message', '')}")
-        if failure.get("hint"):
-            lines.append(f"  hint: {failure['hint']}")
-    steps = [
-        f"{s.get('name')} {s.get('state')}" + (f" {s['seconds']:.0f}s" if s.get("seconds") is not None else "")
-        for s in agent.get("steps") or ()
-    ]
+    if agent.failure is not None:
+        lines.append(f"  failed in {agent.failure.step or '-'}: {agent.failure.message}")
+        if agent.failure.hint:
+            lines.append(f"  hint: {agent.failure.hint}")
+    steps = [f"{s.name} {s.state}" + (f" {s.seconds:.0f}s" if s.seconds is not None else "") for s in agent.steps]
     if steps:
         lines.append("  steps: " + ", ".join(steps))
-    lines += [f"  warning: {w}" for w in agent.get("warnings") or ()]
+    lines += [f"  warning: {w}" for w in agent.warnings]
+    if agent.implausible:
+        lines.append(f"  implausible, shown as unknown: {', '.join(agent.implausible)}")
     return lines
 
 
@@ -107,26 +120,36 @@ def explain(obj: Mapping[str, Any], now: dt.datetime) -> str:
     """The text `fleet why` prints for one Site."""
     from snoreloc_fleet import site  # noqa: PLC0415
 
-    status = obj.get("status") or {}
-    item = fleetstate.row(obj)
-    agent = status.get(site.STATUS_AGENT) or {}
+    status = fleetstate.mapping_of(obj.get("status"))
+    item = fleetstate.row(obj, now=now)
     lines = [f"{item.namespace}/{item.name}: {item.phase}" + (f" ({item.reason})" if item.reason else "")]
-    for condition in status.get(site.STATUS_CONDITIONS) or ():
-        lines.append(
-            f"  {condition.get('type')}={condition.get('status')} {condition.get('reason', '')}: "
-            f"{condition.get('message', '')}"
-        )
+    for condition in _items(status.get(site.STATUS_CONDITIONS)):
+        kind, state, reason = (fleetstate.text_of(condition.get(key), 316) for key in ("type", "status", "reason"))
+        lines.append(f"  {kind}={state} {reason}: {fleetstate.text_of(condition.get('message'))}")
     lines += _findings(status)
-    lines += _report(agent, now)
+    lines += _report(fleetstate.report(status.get(site.STATUS_AGENT), now), now)
     action = item.todo if item.todo and item.phase != site.Phase.INVALID else ACTIONS.get(item.phase, "")
     lines.append(f"do now: {action}")
     return "\n".join(lines) + "\n"
 
 
+def as_json(obj: Mapping[str, Any]) -> str:
+    """The Site's status as the hub holds it (`-o json`); a status nested too deep to print is bad input (65)."""
+    status = obj.get("status") or {}
+    try:
+        return json.dumps(status, indent=1) + "\n"
+    except (RecursionError, ValueError):
+        raise errors.ConfigError(
+            f"the status of Site {fleetstate.text_of(fleetstate.mapping_of(obj.get('metadata')).get('name'), 253)} "
+            "is nested too deep to print",
+            hint="Read it as text (snoreloc fleet why SITE) or with kubectl get site SITE -o yaml.",
+        ) from None
+
+
 def run(args: argparse.Namespace) -> int:
     obj = _get(args)
     if args.output == "json":
-        sys.stdout.write(json.dumps(obj.get("status") or {}, indent=1) + "\n")
+        sys.stdout.write(as_json(obj))
     else:
         sys.stdout.write(explain(obj, dt.datetime.now(dt.UTC)))
     return int(errors.ExitCode.OK)

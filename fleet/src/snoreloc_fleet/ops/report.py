@@ -5,18 +5,20 @@ against the 20-minute budget, the slowest steps across the fleet (median, 90th p
 failure reasons ranked (with the first sites of each), then every site in a table; a site's name opens its
 timeline picture, drawn by the agent's own drawer (`snoreloc analyze --svg`) from the node's last report. The
 pictures are embedded for the sites that need someone first, then the slowest, up to `--timelines` (a 10,000-site
-page with a picture for each would weigh some 40 MB). Every text is escaped; nodes' messages arrive redacted.
+page with a picture for each would weigh some 40 MB). Every text passes `snoreloc.sanitize.html` (controls shown,
+markup escaped); nodes' messages arrive redacted; the reports' numbers are read by `fleetstate.report`, so an
+implausible one is unknown (the page lists those sites) and never reaches a figure.
 """
 
 from __future__ import annotations
 
 import collections
 import datetime as dt
-import html
 import math
 import statistics
 from collections.abc import Iterable, Sequence
 
+from snoreloc import sanitize
 from snoreloc_fleet import site
 from snoreloc_fleet.ops import agent, fleetstate
 
@@ -46,8 +48,8 @@ window.addEventListener('hashchange',openTarget);window.addEventListener('load',
 """
 
 
-def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+_e = sanitize.html  # every text of the page and its pictures, as element text or a quoted attribute
+SHOWN_IMPLAUSIBLE = 20  # sites named in the note on implausible reports
 
 
 def _anchor(item: fleetstate.Row) -> str:
@@ -149,7 +151,7 @@ def slowest_steps(rows: Iterable[fleetstate.Row], limit: int = 15) -> list[tuple
 
 def _timeline(item: fleetstate.Row) -> str:
     steps = [(s.name, s.seconds or 0.0, s.state == "failed") for s in item.steps if s.state != "pending"]
-    wait = str(item.waiting.get("what")) if item.waiting else None
+    wait = item.waiting.what if item.waiting else None
     finished = item.run_state in (*site.RUN_DONE, *site.RUN_FAILED)
     title = f"{item.name}: {item.run_state or item.phase}"
     return agent.timeline_svg(title, steps, finished=finished, wait=wait)
@@ -196,10 +198,23 @@ def _sites(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str])
         body.append(
             f"<tr><td>{_site_link(item, pictured)}</td><td>{_e(item.namespace)}</td><td>{_phase_badge(item.phase)}</td>"
             f"<td>{_e(item.failure or item.reason)}</td><td>{_e(item.step)}</td>"
-            f'<td class="n">{_e(fleetstate.ago(item.since_report(now)))}</td><td class="n">{duration}</td>'
+            f'<td class="n">{_e(item.report_age(now))}</td><td class="n">{duration}</td>'
             f"<td>{_e(item.todo)}</td></tr>"
         )
     return _table(("site", "namespace", "phase", "reason", "step", "last report", "minutes", "to do"), body)
+
+
+def _implausible(summary: fleetstate.Summary) -> str:
+    """A note naming the sites whose report held an implausible value (shown as unknown); "" when none did."""
+    if not summary.implausible:
+        return ""
+    names = ", ".join(_e(r.name) for r in summary.implausible[:SHOWN_IMPLAUSIBLE])
+    more = len(summary.implausible) - SHOWN_IMPLAUSIBLE
+    tail = f" and {more} more" if more > 0 else ""
+    return (
+        f'<p class="muted">{len(summary.implausible)} sites reported implausible values, shown as unknown: '
+        f"{names}{tail} (<code>snoreloc fleet why SITE</code> names the fields).</p>"
+    )
 
 
 def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, timelines: int = 300) -> str:
@@ -237,7 +252,7 @@ def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, time
 {steps_table}
 <h2 id="reasons">Failure reasons, ranked</h2>{_reasons(summary, rows, pictured)}
 <h2 id="sites">Sites</h2>
-<p class="muted">A site's name opens its timeline ({embedded}).</p>
+<p class="muted">A site's name opens its timeline ({embedded}).</p>{_implausible(summary)}
 {_sites(rows, now, pictured)}
 <h2 id="timelines">Timelines</h2>{pictures or '<p class="muted">No site has reported steps yet.</p>'}
 <script>{SCRIPT}</script>
