@@ -7,8 +7,9 @@ hub issued for it, read from the Site's report Secret) and to that site-config (
 `status.media`), and that it is not older than the report the Site already holds. Then it writes the report into
 `status.agent` with `source: imported`; the controller derives the phase from it as from a live report.
 
-Exit codes: 0 applied, 65 the file is not such a report, 77 the signature or the digest does not match, 69 the Site
-or its key is not there.
+Exit codes: 0 applied, 65 the file is not such a report (a FIFO, a device, a directory or more than 4 MiB is refused
+at once by the agent's bounded reader), 77 the signature or the digest does not match, 69 the Site or its key is not
+there, or the file cannot be read.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING, Any
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 
 if TYPE_CHECKING:
     from snoreloc.adapters import kube
 
 HELP = "apply a node's `snoreloc status --output json`, carried back by hand, to its Site (signature checked)"
 MAX_BYTES = 4 * 1024 * 1024
+KIND = safefile.Kind("status report", MAX_BYTES)  # `snoreloc status --output json`: a few KiB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _hub_block(path: pathlib.Path) -> dict[str, Any]:
-    raw = path.read_bytes()[: MAX_BYTES + 1]
-    if len(raw) > MAX_BYTES:
-        raise errors.ConfigError(f"{path}: larger than {MAX_BYTES} bytes; not a status report")
+    try:
+        raw = safefile.read(path, KIND, follow=True)
+    except safefile.Unfit as exc:
+        raise errors.ConfigError(
+            f"{path}: not a status report: {exc}", hint="Give the output of `snoreloc status --output json`."
+        ) from None
+    except OSError as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc.strerror}") from None
     try:
         document = json.loads(raw)
     except ValueError as exc:
