@@ -48,6 +48,7 @@ __all__ = [
     "Kind",
     "Unfit",
     "check",
+    "check_directory",
     "open_atomic",
     "read",
     "read_head",
@@ -276,6 +277,12 @@ def _group_workspace(info: os.stat_result) -> bool:
     replace the file afterwards, as it could any file of that workspace; it cannot make us write through a link
     (the file is created under a fresh name, O_EXCL, and renamed over whatever is at the path)."""
     return not info.st_mode & stat.S_IWOTH and info.st_uid == os.geteuid()
+
+
+def check_directory(directory: str | os.PathLike[str], *, shared_dir: str | None = None) -> None:
+    """Refuse a directory `open_atomic` would refuse to write into (for a verb that writes a directory of files the
+    person named, e.g. `fleet render --out`: that directory and its parent are both judged)."""
+    _check_directory(Path(directory), shared_dir)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -345,9 +345,35 @@ def _compose_nodes(
     return loader, nodes
 
 
+def _expansion(root: yaml.Node, limit: int) -> None:
+    """Refuse, before walking anything, a graph whose aliases expand to more than `limit` values: each node's
+    expanded size is counted once (an alias is the same node object), so the cost is that of the text as written.
+    A node still being counted (a recursive alias) is left to the walk, which says so by its depth."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 0  # in progress
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        total = 1 + sum(size(child) for child in children)
+        if total > limit:
+            raise _fail(f"the document expands to more than {limit} values (an alias bomb?)", root.start_mark)
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
 def load(raw: bytes, reading: Reading = Reading(), limits: Limits = SITE_CONFIG) -> Document:
     """Parse `raw` (one YAML document) into data with positions; raises YamlError with the line on failure."""
     loader, node = _compose(_decode(raw, limits.bytes), limits)
+    _expansion(node, limits.nodes)
     walker = _Walker(loader, budget=limits.nodes, reading=reading)
     walker.marks[()] = _mark(node.start_mark)
     data = walker.walk(node, ())

@@ -121,7 +121,8 @@ def _typed(value: Any, textual: bool) -> Any:
     return {"true": True, "false": False}.get(value, value)
 
 
-Cache = dict[str, tuple[tuple[str, bytes], ...]]  # real path -> what it holds (a file shared by every site, read once)
+# (real path, name in the site's directory) -> what it holds: a file every site shares is read once per render.
+Cache = dict[tuple[str, str], tuple[tuple[str, bytes], ...]]
 # Label keys and values as the API server validates them (k8s.io/apimachinery pkg/util/validation/validation.go:
 # IsQualifiedName, IsValidLabelValue, IsDNS1123Subdomain for a key's prefix).
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -142,10 +143,10 @@ def label_problem(key: str, value: Any) -> str | None:
     return None
 
 
-def _read_tree(base: str, ref: str, real: str) -> tuple[tuple[str, bytes], ...]:
-    """(name, bytes) of the regular file at `real`, or of every file under that directory, each proven inside
-    `base` (links resolved) and read by the bounded reader. Raises RefError or safefile.Unfit."""
-    if not os.path.isdir(real):
+def _read_tree(base: str, ref: str, real: str, directory: bool) -> tuple[tuple[str, bytes], ...]:
+    """(name, bytes) of the regular file at `real`, or (`directory`) of every file under that directory, each
+    proven inside `base` (links resolved) and read by the bounded reader. Raises agent.Refused or safefile.Unfit."""
+    if not directory:
         return ((ref, safefile.read(real, safefile.SITE_FILE)),)
     found: list[tuple[str, bytes]] = []
     for root, dirs, names in os.walk(real):
@@ -217,14 +218,21 @@ class _Renderer:
         fix = "; name a file inside the inventory's directory (the site's files) or the template's"
         self.out.problems.append(errors.Problem(f"{where} ({self.template.where(path)})", message + fix))
 
-    def read(self, base: pathlib.Path, ref: str) -> tuple[str, tuple[tuple[str, bytes], ...]]:
+    def read(self, base: pathlib.Path, ref: str, directory: bool) -> tuple[str, tuple[tuple[str, bytes], ...]]:
         """(real path, contents) of `ref` under `base` (the site's files directory or the template's directory)."""
         real = agent.resolve_reference(str(base), ref)
-        if real not in self.cache:
-            self.cache[real] = _read_tree(os.path.realpath(base), ref, real)
-        return real, self.cache[real]
+        key = (real, ref)
+        if key not in self.cache:
+            self.cache[key] = _read_tree(os.path.realpath(base), ref, real, directory)
+        return real, self.cache[key]
 
-    def locate(self, path: Path, ref: str) -> None:
+    def locate(self, path: Path, ref: str, directory: bool = False) -> None:
+        if os.path.isabs(ref) or ".." in pathlib.PurePosixPath(ref).parts:
+            try:
+                agent.resolve_reference(str(self.template.directory), ref)  # refuses it, in the agent's words
+            except agent.Refused as exc:
+                self.refuse(path, str(exc))
+                return
         own = self.files_dir / ref if self.files_dir else None
         per_site = own is not None and os.path.lexists(own)
         if not per_site and not os.path.lexists(self.template.directory / ref):
@@ -233,7 +241,7 @@ class _Renderer:
             return
         try:
             base = self.files_dir if per_site and self.files_dir is not None else self.template.directory
-            real, contents = self.read(base, ref)
+            real, contents = self.read(base, ref, directory)
         except agent.Refused as exc:
             self.refuse(path, str(exc))
             return
@@ -263,10 +271,10 @@ class _Renderer:
         """Find every `{file: NAME}` (and the extra-manifests directory) the rendered site-config names."""
         if isinstance(node, Mapping):
             for key, value in node.items():
-                if (key == "file" and isinstance(value, str)) or (
-                    path == ("spec", "extraManifests") and key == "directory"
-                ):
-                    self.locate((*path, key), str(value))
+                if key == "file" and isinstance(value, str):
+                    self.locate((*path, key), value)
+                elif path == ("spec", "extraManifests") and key == "directory":
+                    self.locate((*path, key), str(value), directory=True)
                 else:
                     self.references(value, (*path, key))
         elif isinstance(node, list):

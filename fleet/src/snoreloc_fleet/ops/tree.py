@@ -40,8 +40,11 @@ def _ours(site_dir: pathlib.Path) -> bool:
 
 
 def prepare_out(out_dir: pathlib.Path, inputs: Iterable[pathlib.Path]) -> None:
-    """Make `--out` (0700) or accept it as it is: a directory only the caller may write, or the caller's CI
-    workspace (safefile's rule for a path the person named); a file or a dangling link there is refused."""
+    """Make `--out` (0700) or accept it as it is: it and its parent each a directory only the caller may write, or
+    the caller's CI workspace, or sticky like /tmp (safefile's rule for a path the person named: nobody else may
+    rename it away and put theirs in its place); a file or a dangling link there is refused."""
+    if out_dir.parent.is_dir():
+        safefile.check_directory(out_dir.parent, shared_dir=safefile.NAMED_OUTPUT)
     try:
         info = os.stat(out_dir)
     except FileNotFoundError:
