@@ -49,6 +49,7 @@ __all__ = [
     "Unfit",
     "check",
     "check_directory",
+    "create",
     "open_atomic",
     "read",
     "read_head",
@@ -343,6 +344,29 @@ def open_atomic(
         raise
     if sync:
         _fsync_dir(target.parent)
+
+
+def create(path: str | os.PathLike[str], data: bytes | str, *, mode: int = 0o600) -> None:
+    """Create `path`, which must not exist, with `data` (text is UTF-8) and `mode` from its first byte: for a file
+    in a private directory the caller has just made (`mkdtemp`) and renames whole afterwards, where the temporary
+    file, the rename and the fsyncs of `open_atomic` buy nothing (`fleet render` writes 80,000 such files for
+    10,000 sites). Anything already at the path, a link included, is refused (exit 77), never followed."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        raise errors.PermissionDenied(f"refusing to create {path}: something is already there") from None
+    try:
+        os.fchmod(fd, mode)  # the umask may have taken bits `mode` asks for
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        Path(path).unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
 def write(

@@ -405,6 +405,53 @@ def test_a_sticky_shared_directory_takes_a_named_output(workspace: pathlib.Path)
         safefile.write(shared / "state.json", "{}")  # the agent's own files never go there
 
 
+# The shared-directory rule (issue 30): (directory mode, owned by the caller, a path the person named) -> accepted.
+SHARED_DIRECTORIES = [
+    (0o700, True, False, True),
+    (0o770, True, True, True),  # a CI workspace (umask 002): the caller's, only its group may also write
+    (0o2775, True, True, True),  # the same with setgid, as GitLab and Jenkins make them
+    (0o770, True, False, False),  # the agent's own files never go there: only a path the person named
+    (0o770, False, True, False),  # someone else's group-writable directory: they could swap the file
+    (0o777, True, True, False),  # others may write, not sticky: anyone could swap the file
+    (0o1777, True, True, True),  # /tmp-like: sticky
+    (0o1777, True, False, False),
+]
+
+
+@pytest.mark.parametrize(("mode", "mine", "named", "accepted"), SHARED_DIRECTORIES, ids=str)
+def test_the_shared_directory_rule(mode: int, mine: bool, named: bool, accepted: bool, tmp_path: pathlib.Path) -> None:
+    directory = tmp_path / "d"
+    directory.mkdir()
+    if not mine:
+        if os.geteuid() != 0:
+            pytest.skip("giving the directory to another user needs root")
+        os.chown(directory, 4242, 4242)
+    directory.chmod(mode)
+    shared = safefile.NAMED_OUTPUT if named else None
+    if accepted:
+        safefile.write(directory / "out", "x", shared_dir=shared)
+        assert stat.S_IMODE((directory / "out").stat().st_mode) == 0o600
+        return
+    with pytest.raises(errors.PermissionDenied, match="group or others may write"):
+        safefile.write(directory / "out", "x", shared_dir=shared)
+    with pytest.raises(errors.PermissionDenied):
+        safefile.check_directory(directory, shared_dir=shared)
+    assert os.listdir(directory) == []
+
+
+def test_create_makes_a_new_private_file_and_never_follows(tmp_path: pathlib.Path) -> None:
+    safefile.create(tmp_path / "new", b"data", mode=0o600)
+    assert (tmp_path / "new").read_bytes() == b"data" and stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o600
+    (tmp_path / "victim").write_text("keep")
+    (tmp_path / "link").symlink_to(tmp_path / "victim")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for existing in ("new", "link", "dangling"):
+        with pytest.raises(errors.PermissionDenied):
+            safefile.create(tmp_path / existing, b"other")
+    assert (tmp_path / "victim").read_text() == "keep" and not (tmp_path / "nowhere").exists()
+    assert (tmp_path / "new").read_bytes() == b"data"
+
+
 # --- the safe writer itself: atomic, 0600, nothing left behind ------------------------------------------------------
 
 

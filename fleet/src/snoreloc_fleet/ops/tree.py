@@ -105,11 +105,13 @@ def write_site(out_dir: pathlib.Path, site: template.Rendered, tpl: template.Tem
     final = out_dir / site.row.name
     staging = pathlib.Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{site.row.name}.rendering."))
     try:
-        for ref in site.files:
-            for name, data in ref.contents:
-                # A private directory renamed whole afterwards: no fsync per file (80,000 for 10,000 sites).
-                safefile.write(staging / name, data, mode=_SECRET_MODE, make_parents=True, sync=False)
-        safefile.write(staging / agent.SITE_CONFIG_NAME, site.text(tpl), mode=_SECRET_MODE, sync=False)
+        written = {name: data for ref in site.files for name, data in ref.contents}
+        written[agent.SITE_CONFIG_NAME] = site.text(tpl).encode("utf-8")
+        for parent in sorted({(staging / name).parent for name in written} - {staging}):
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # inside our own fresh directory
+        for name, data in written.items():
+            # A private directory renamed whole afterwards: created O_EXCL, no temporary file, no fsync per file.
+            safefile.create(staging / name, data, mode=_SECRET_MODE)
         _replace(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
