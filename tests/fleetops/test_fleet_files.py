@@ -503,11 +503,14 @@ def test_a_label_the_hub_would_refuse_is_refused_at_render(
     text = (ws / "template/base.yaml").read_text().replace("    region: emea\n", "    region: ${region}\n")
     (ws / "template/base.yaml").write_text(text)
     assert "${region}" in text
-    rows = [site_row(1) + ",emea west", site_row(2) + ",emea"]
+    rows = [site_row(1) + ",emea west", site_row(2) + ",3"]  # a cell of digits is still a label's text
     (ws / "sites.csv").write_text("\n".join([f"{HEADER},region", *rows]) + "\n")
     assert _fleet(*_render(ws / "template/base.yaml", ws / "sites.csv", ws)) == BAD
     err = capsys.readouterr().err
     assert "sites.csv line 2, column region" in err and "label value" in err and "line 3" not in err, err
+    (ws / "sites.csv").write_text("\n".join([f"{HEADER},region", site_row(1) + ",emea-west", rows[1]]) + "\n")
+    assert _fleet(*_render(ws / "template/base.yaml", ws / "sites.csv", ws)) == 0, capsys.readouterr().err
+    assert "region: '3'" in (ws / "out/store-0002/site-config.yaml").read_text()
 
 
 def test_two_files_on_one_secret_key_are_refused(ws: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:

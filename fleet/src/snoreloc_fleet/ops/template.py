@@ -257,10 +257,16 @@ class _Renderer:
             self.out.trace.setdefault(agent.dotted(holder), self.row.where(inventory.FILES))
 
     def labels(self, data: Any) -> None:
-        """Each label the hub would refuse, at its cell (or the template's line)."""
+        """Each label the hub would refuse, at its cell (or the template's line). A label value is text: a CSV cell
+        of digits or true/false standing alone (typed as a number or a boolean) is put back as the text it was."""
         metadata = data.get("metadata") if isinstance(data, dict) else None
         labels = metadata.get("labels") if isinstance(metadata, dict) else None
-        for key, value in (labels or {}).items() if isinstance(labels, dict) else ():
+        if not isinstance(labels, dict):
+            return
+        for key, typed in list(labels.items()):
+            value = typed
+            if self.textual and isinstance(typed, bool | int):
+                value = labels[key] = str(typed).lower() if isinstance(typed, bool) else str(typed)
             why = label_problem(str(key), value)
             if why:
                 path: Path = ("metadata", "labels", key)
