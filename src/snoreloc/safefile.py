@@ -9,7 +9,8 @@ a link to `/dev/zero` (which never ends) or a 100 GiB log, are the classes of de
   path is refused); the file is never the same inode as one of the verb's inputs (`inputs=`); it is created with
   `mode` (0600 unless the caller passes a mode the docs name) before any byte is written; it appears atomically
   (a temporary file in the same directory, fsync, rename, fsync of the directory); and a directory group or others
-  may write is refused, unless it is sticky (like /tmp) and the caller says why (`shared_dir=`).
+  may write is refused, unless the caller says why (`shared_dir=`, a path the person named) and it is sticky (like
+  /tmp) or it is the caller's own directory that only its group may also write (a CI workspace made with umask 002).
 * `read`: regular files only, judged by `lstat` (or `stat` when the caller follows links, e.g. a kubeconfig) before
   opening, opened non-blocking and checked again with `fstat` (the same inode, still regular); a size limit per
   `Kind` with a clear message.
@@ -47,6 +48,8 @@ __all__ = [
     "Kind",
     "Unfit",
     "check",
+    "check_directory",
+    "create",
     "open_atomic",
     "read",
     "read_head",
@@ -259,12 +262,28 @@ def _check_directory(directory: Path, shared_dir: str | None) -> None:
     sticky = bool(info.st_mode & stat.S_ISVTX)
     if sticky and shared_dir:
         return  # the caller said why (docs/reliability.md): in a sticky directory nobody else can replace our file
+    if shared_dir and _group_workspace(info):
+        return  # a CI workspace (umask 002): the caller's own directory, which only its group may also write
     mode = f"{stat.S_IMODE(info.st_mode):04o}"
     raise errors.PermissionDenied(
         f"refusing to write into {directory}: group or others may write it (mode {mode})"
         + (", and it is not sticky" if not sticky else ""),
         hint=_PRIVATE_HINT,
     )
+
+
+def _group_workspace(info: os.stat_result) -> bool:
+    """A directory the caller owns that its group may write but others may not (a CI runner's workspace, made with
+    umask 002): a path the person named is written there (docs/reliability.md, "Reliability IV"). The group could
+    replace the file afterwards, as it could any file of that workspace; it cannot make us write through a link
+    (the file is created under a fresh name, O_EXCL, and renamed over whatever is at the path)."""
+    return not info.st_mode & stat.S_IWOTH and info.st_uid == os.geteuid()
+
+
+def check_directory(directory: str | os.PathLike[str], *, shared_dir: str | None = None) -> None:
+    """Refuse a directory `open_atomic` would refuse to write into (for a verb that writes a directory of files the
+    person named, e.g. `fleet render --out`: that directory and its parent are both judged)."""
+    _check_directory(Path(directory), shared_dir)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -292,12 +311,15 @@ def open_atomic(
     inputs: Iterable[str | os.PathLike[str]] = (),
     shared_dir: str | None = None,
     make_parents: bool = False,
+    sync: bool = True,
 ) -> Iterator[BinaryIO]:
     """A binary handle whose bytes become `path` when the block ends without an exception (else nothing changes).
 
     `inputs` are the files the verb read: `path` may not be one of them (by device and inode, so a hard link or a
     second name is caught). `shared_dir` is the documented reason a sticky directory others may write (like /tmp)
     is acceptable; without one such a directory is refused. `make_parents` creates missing parents with mode 0700.
+    `sync=False` skips both fsyncs, for a file in a private directory the caller made and renames whole afterwards
+    (`fleet render` writes 80,000 files for 10,000 sites: 1.4 ms of fsync each, measured, would add two minutes).
     """
     import tempfile  # noqa: PLC0415 (lazy: `--version` and `--help` write nothing, and tempfile costs ~4 ms)
 
@@ -313,13 +335,38 @@ def open_atomic(
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         _check_target(target, inputs)  # what sits at the path now (a link planted meanwhile is replaced, not followed)
         os.replace(temp, target)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    _fsync_dir(target.parent)
+    if sync:
+        _fsync_dir(target.parent)
+
+
+def create(path: str | os.PathLike[str], data: bytes | str, *, mode: int = 0o600) -> None:
+    """Create `path`, which must not exist, with `data` (text is UTF-8) and `mode` from its first byte: for a file
+    in a private directory the caller has just made (`mkdtemp`) and renames whole afterwards, where the temporary
+    file, the rename and the fsyncs of `open_atomic` buy nothing (`fleet render` writes 80,000 such files for
+    10,000 sites). Anything already at the path, a link included, is refused (exit 77), never followed."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, mode)
+    except FileExistsError:
+        raise errors.PermissionDenied(f"refusing to create {path}: something is already there") from None
+    try:
+        os.fchmod(fd, mode)  # the umask may have taken bits `mode` asks for
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        Path(path).unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
 def write(
@@ -330,8 +377,11 @@ def write(
     inputs: Iterable[str | os.PathLike[str]] = (),
     shared_dir: str | None = None,
     make_parents: bool = False,
+    sync: bool = True,
 ) -> None:
     """Replace `path` with `data` (text is UTF-8) by the rules of `open_atomic`."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    with open_atomic(path, mode=mode, inputs=inputs, shared_dir=shared_dir, make_parents=make_parents) as handle:
+    with open_atomic(
+        path, mode=mode, inputs=inputs, shared_dir=shared_dir, make_parents=make_parents, sync=sync
+    ) as handle:
         handle.write(payload)

@@ -3,10 +3,13 @@
 Three kinds of test, each generated from a list the code itself keeps, so a new verb or a new file is covered
 without a new test:
 
-* **The source.** An AST scan of `src/snoreloc` finds every call that opens, reads, writes, renames or makes a
-  temporary file. Each must go through `snoreloc.safefile` (or `HostFS`, which is built on it) or be named in
-  `ALLOWED` with the reason; a new `open()` or `write_text` anywhere else fails `test_no_file_access_bypasses_
-  safefile`, and an allow-list entry nothing needs any more fails too.
+* **The source.** An AST scan of `src/snoreloc`, the fleet (`fleet/src/snoreloc_fleet`) and the simulator's demo
+  (`sim/src/snoreloc_sim/demo`) finds every call that opens, reads, writes, renames, copies or makes a temporary
+  file. Each must go through `snoreloc.safefile` (or `HostFS`, which is built on it) or be named in `ALLOWED`
+  with the reason; a new `open()` or `write_text` anywhere else fails `test_no_file_access_bypasses_safefile`,
+  and an allow-list entry nothing needs any more fails too. The rest of the simulator is out of the scan: it is
+  the independent oracle the tests run against (import-linter forbids it the agent's modules, safefile included),
+  it runs only in tests and the demo, and it writes only inside the private directory it is given.
 * **Every verb in `snoreloc --help`.** Each verb module declares the options it writes (`OUTPUTS`) and the files it
   reads (`INPUTS`); an option that looks like an output path and is not declared fails. For every declared output
   the variants run through the real command line: a symlink, a FIFO or a directory at the path, the path being one
@@ -42,6 +45,13 @@ from snoreloc.siteconfig import files, loader
 from . import harness
 
 SOURCE = pathlib.Path(main.__file__).resolve().parents[1]
+REPOSITORY = SOURCE.parents[1]
+# The trees scanned, each with the directory its module names start from.
+SCANNED = (
+    (SOURCE, SOURCE.parent),
+    (REPOSITORY / "fleet/src/snoreloc_fleet", REPOSITORY / "fleet/src"),
+    (REPOSITORY / "sim/src/snoreloc_sim/demo", REPOSITORY / "sim/src"),
+)
 
 # --- the source: no file access outside safefile --------------------------------------------------------------------
 
@@ -62,6 +72,7 @@ FILE_CALLS = frozenset(
         "copyfile",
         "copy2",
         "copyfileobj",
+        "copytree",
         "touch",
         "mkfifo",
         "rename",
@@ -69,7 +80,9 @@ FILE_CALLS = frozenset(
         "extractall",
     }
 )
-QUALIFIED_CALLS = frozenset({"os.replace", "os.rename", "shutil.copy", "shutil.move", "os.link", "os.symlink"})
+QUALIFIED_CALLS = frozenset(
+    {"os.replace", "os.rename", "shutil.copy", "shutil.move", "os.link", "os.symlink", "ET.parse", "ElementTree.parse"}
+)
 # Receivers whose file methods are safe by construction: the safe module itself, and HostFS (built on it).
 SAFE_RECEIVERS = frozenset({"safefile", "host", "self.host", "node.host"})
 
@@ -94,6 +107,22 @@ ALLOWED: dict[tuple[str, str], str] = {
     "the trusted state directory",
     ("snoreloc.engine.bundle", "open"): "tarfile.open over a safefile.open_atomic handle (fileobj=)",
     ("snoreloc.engine.bundle", "addfile"): "a member from memory into that tarball",
+    # The fleet (issue 30): package data, and private directories of its own whose files go through safefile.
+    ("snoreloc_fleet.install", "read_text"): "deploy/ of the installed fleet distribution (package data)",
+    ("snoreloc_fleet.makemedia", "TemporaryDirectory"): "a private 0700 directory for the image tools; the tree "
+    "in it is written by makemedia.write_dir (safefile)",
+    ("snoreloc_fleet.sitemedium", "TemporaryDirectory"): "a private 0700 directory where a Site's medium is laid "
+    "out (by safefile) for the agent's validation, removed after",
+    ("snoreloc_fleet.ops.cli_validate", "TemporaryDirectory"): "a private 0700 scratch directory an inventory is "
+    "rendered into (tree.write_site, safefile) to be validated",
+    ("snoreloc_fleet.ops.tree", "mkdtemp"): "a site staged in a fresh private directory (0700, a name nobody could "
+    "plant) inside --out; its files written by safefile",
+    ("snoreloc_fleet.ops.tree", "os.rename"): "the staged site directory renamed whole over its place (and an "
+    "earlier render's moved aside into another fresh private directory)",
+    ("snoreloc_sim.demo.flow", "TemporaryDirectory"): "the demo's private 0700 working directory",
+    ("snoreloc_sim.demo.flow", "read_text"): "the demo's manifests (package data of the simulator distribution)",
+    ("snoreloc_sim.demo.fleet", "TemporaryDirectory"): "a private 0700 directory for the simulators' files",
+    ("snoreloc_sim.demo.fleet", "mkdtemp"): "the demo's private 0700 working directory (without --keep)",
 }
 
 
@@ -119,9 +148,14 @@ def _called(call: ast.Call) -> tuple[str, str] | None:
     return (name, text) if name in FILE_CALLS else None
 
 
-def file_accesses() -> Iterator[Access]:
-    for path in sorted(SOURCE.rglob("*.py")):
-        module = ".".join(path.relative_to(SOURCE.parent).with_suffix("").parts)
+def file_accesses(scanned: tuple[tuple[pathlib.Path, pathlib.Path], ...] = SCANNED) -> Iterator[Access]:
+    for tree, base in scanned:
+        yield from _accesses(tree, base)
+
+
+def _accesses(tree: pathlib.Path, base: pathlib.Path) -> Iterator[Access]:
+    for path in sorted(tree.rglob("*.py")):
+        module = ".".join(path.relative_to(base).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             found = _called(node) if isinstance(node, ast.Call) else None
             if found is not None and isinstance(node, ast.Call):
@@ -145,6 +179,23 @@ def test_the_scan_catches_a_new_bypass(tmp_path: pathlib.Path) -> None:
     calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)]
     found = [f for f in map(_called, calls) if f is not None]
     assert sorted(name for name, _text in found) == ["mkstemp", "open", "os.replace", "read_bytes", "write_text"]
+
+
+@pytest.mark.parametrize("package", ["snoreloc_fleet/ops", "snoreloc_sim/demo"])
+def test_the_scan_catches_a_new_bypass_in_the_fleet_and_the_demo(package: str, tmp_path: pathlib.Path) -> None:
+    """The control for the fleet's and the demo's trees: a module like theirs with a bypass fails the rule (the
+    module allowed a temporary directory is not allowed an open), and a copy through a link is caught too."""
+    module = tmp_path / package / "tree.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "import shutil, tempfile\nimport xml.etree.ElementTree as ET\n"
+        "tempfile.mkdtemp()\nopen('x', 'w')\nshutil.copytree('a', 'b')\nET.parse('r.xml')\n"
+    )
+    found = list(file_accesses(((tmp_path / package, tmp_path),)))
+    dotted = package.replace("/", ".") + ".tree"
+    bypasses = sorted(a.name for a in found if (a.module, a.name) not in ALLOWED)
+    expected = ["ET.parse", "copytree", "open"] + (["mkdtemp"] if package.startswith("snoreloc_sim") else [])
+    assert {a.module for a in found} == {dotted} and bypasses == sorted(expected)
 
 
 # --- every verb that writes: the output path's variants -------------------------------------------------------------
@@ -352,6 +403,53 @@ def test_a_sticky_shared_directory_takes_a_named_output(workspace: pathlib.Path)
     assert stat.S_IMODE((shared / "t.svg").stat().st_mode) == 0o600
     with pytest.raises(errors.PermissionDenied, match="group or others may write"):
         safefile.write(shared / "state.json", "{}")  # the agent's own files never go there
+
+
+# The shared-directory rule (issue 30): (directory mode, owned by the caller, a path the person named) -> accepted.
+SHARED_DIRECTORIES = [
+    (0o700, True, False, True),
+    (0o770, True, True, True),  # a CI workspace (umask 002): the caller's, only its group may also write
+    (0o2775, True, True, True),  # the same with setgid, as GitLab and Jenkins make them
+    (0o770, True, False, False),  # the agent's own files never go there: only a path the person named
+    (0o770, False, True, False),  # someone else's group-writable directory: they could swap the file
+    (0o777, True, True, False),  # others may write, not sticky: anyone could swap the file
+    (0o1777, True, True, True),  # /tmp-like: sticky
+    (0o1777, True, False, False),
+]
+
+
+@pytest.mark.parametrize(("mode", "mine", "named", "accepted"), SHARED_DIRECTORIES, ids=str)
+def test_the_shared_directory_rule(mode: int, mine: bool, named: bool, accepted: bool, tmp_path: pathlib.Path) -> None:
+    directory = tmp_path / "d"
+    directory.mkdir()
+    if not mine:
+        if os.geteuid() != 0:
+            pytest.skip("giving the directory to another user needs root")
+        os.chown(directory, 4242, 4242)
+    directory.chmod(mode)
+    shared = safefile.NAMED_OUTPUT if named else None
+    if accepted:
+        safefile.write(directory / "out", "x", shared_dir=shared)
+        assert stat.S_IMODE((directory / "out").stat().st_mode) == 0o600
+        return
+    with pytest.raises(errors.PermissionDenied, match="group or others may write"):
+        safefile.write(directory / "out", "x", shared_dir=shared)
+    with pytest.raises(errors.PermissionDenied):
+        safefile.check_directory(directory, shared_dir=shared)
+    assert os.listdir(directory) == []
+
+
+def test_create_makes_a_new_private_file_and_never_follows(tmp_path: pathlib.Path) -> None:
+    safefile.create(tmp_path / "new", b"data", mode=0o600)
+    assert (tmp_path / "new").read_bytes() == b"data" and stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o600
+    (tmp_path / "victim").write_text("keep")
+    (tmp_path / "link").symlink_to(tmp_path / "victim")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    for existing in ("new", "link", "dangling"):
+        with pytest.raises(errors.PermissionDenied):
+            safefile.create(tmp_path / existing, b"other")
+    assert (tmp_path / "victim").read_text() == "keep" and not (tmp_path / "nowhere").exists()
+    assert (tmp_path / "new").read_bytes() == b"data"
 
 
 # --- the safe writer itself: atomic, 0600, nothing left behind ------------------------------------------------------

@@ -13,8 +13,9 @@ mapping belongs, a time later than this machine's clock plus `fleetstate.SKEW`..
 anything is written. "Newer" compares times, not strings, and a held report dated past that same bound counts as
 no report: a node whose clock once ran ahead can no longer freeze its Site against every real report after it.
 
-Exit codes: 0 applied, 65 the file is not such a report (or holds an implausible value), 77 the signature or the
-digest does not match, 69 the Site or its key is not there.
+Exit codes: 0 applied, 65 the file is not such a report or holds an implausible value (a FIFO, a device, a
+directory or more than 4 MiB is refused at once by the agent's bounded reader), 77 the signature or the digest does
+not match, 69 the Site or its key is not there, or the file cannot be read.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc_fleet.ops import fleetstate
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 HELP = "apply a node's `snoreloc status --output json`, carried back by hand, to its Site (signature checked)"
 MAX_BYTES = 4 * 1024 * 1024
+KIND = safefile.Kind("status report", MAX_BYTES)  # `snoreloc status --output json`: a few KiB
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _hub_block(path: pathlib.Path) -> dict[str, Any]:
-    raw = path.read_bytes()[: MAX_BYTES + 1]
-    if len(raw) > MAX_BYTES:
-        raise errors.ConfigError(f"{path}: larger than {MAX_BYTES} bytes; not a status report")
+    try:
+        raw = safefile.read(path, KIND, follow=True)
+    except safefile.Unfit as exc:
+        raise errors.ConfigError(
+            f"{path}: not a status report: {exc}", hint="Give the output of `snoreloc status --output json`."
+        ) from None
+    except OSError as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc.strerror}") from None
     try:
         document = json.loads(raw)
     except (ValueError, RecursionError) as exc:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc.adapters import kube
 
 HELP = "set up a hub: the Site CRD, the controller's RBAC and Deployment (what `kubectl apply -k deploy/` does)"
@@ -93,12 +93,23 @@ def install(client: kube.Client, hub_url: str, hub_ca: str | None, image: str | 
     return done
 
 
+def read_ca(path: str) -> str:
+    """The --hub-ca file by the bounded reader (a FIFO or a device refused at once, exit 65; a link judged by its
+    target)."""
+    try:
+        return safefile.read(path, safefile.CA_BUNDLE, follow=True).decode("utf-8")
+    except (safefile.Unfit, UnicodeDecodeError) as exc:
+        raise errors.ConfigError(f"--hub-ca {path} cannot be used: {exc}", hint="Give a PEM file.") from None
+    except OSError as exc:
+        raise errors.UnavailableError(f"cannot read --hub-ca {path}: {exc.strerror}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet import hubaccess  # noqa: PLC0415
 
     if not args.hub_url.startswith("https://"):
         raise errors.UsageError(f"--hub-url must be https://..., got {args.hub_url!r}")
-    ca = pathlib.Path(args.hub_ca).read_text(encoding="utf-8") if args.hub_ca else None
+    ca = read_ca(args.hub_ca) if args.hub_ca else None
     client = hubaccess.client(args)
     try:
         for line in install(client, args.hub_url, ca, args.image, dry_run=args.dry_run):

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, safefile
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import findings, loader, medium, schema
 
@@ -148,12 +148,10 @@ def lay_out(directory: pathlib.Path, obj: Mapping[str, Any], files: Mapping[str,
         target = directory / name
         if not target.resolve().is_relative_to(directory.resolve()):
             continue  # an unsafe name: the site-config's reference to it is reported by validation
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        target.write_bytes(data)
-        target.chmod(0o600)
+        # A private directory of this check (TemporaryDirectory, 0700), removed after: no fsync per file.
+        safefile.write(target, data, mode=0o600, make_parents=True, sync=False)
     path = directory / medium.SITE_CONFIG_NAME
-    path.write_bytes(site_config_text(obj))
-    path.chmod(0o600)
+    safefile.write(path, site_config_text(obj), mode=0o600, sync=False)
     return path
 
 

@@ -54,6 +54,20 @@ _BINARY = re.compile(r"[-+]?0b[01_]+")
 
 
 @dataclass(frozen=True)
+class Limits:
+    """The bounds of one load; the defaults are the site-config's. A caller reading a larger kind of document (the
+    fleet's inventory: one entry per site) passes its own, each still checked before the graph is built."""
+
+    bytes: int = MAX_BYTES
+    aliases: int = MAX_ALIASES
+    nodes: int = MAX_NODES
+    document_nodes: int = MAX_DOCUMENT_NODES
+
+
+SITE_CONFIG = Limits()
+
+
+@dataclass(frozen=True)
 class Mark:
     """A 1-based line and column in the source text."""
 
@@ -116,7 +130,7 @@ class _LimitedLoader(Composer, CParser, SafeConstructor, Resolver):
     site-config's validation (issue 23's bench), and composing here is what keeps the counts ahead of the graph.
     """
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, limits: Limits = SITE_CONFIG) -> None:
         CParser.__init__(self, stream)
         Composer.__init__(self)
         SafeConstructor.__init__(self)
@@ -124,6 +138,7 @@ class _LimitedLoader(Composer, CParser, SafeConstructor, Resolver):
         self._depth = 0
         self._aliases = 0
         self._nodes = 0
+        self._limits = limits
 
     def _here(self) -> _YamlMark | None:
         event = self.peek_event()
@@ -132,12 +147,12 @@ class _LimitedLoader(Composer, CParser, SafeConstructor, Resolver):
     def _count(self) -> None:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
-            if self._aliases > MAX_ALIASES:
-                raise _fail(f"too many aliases (more than {MAX_ALIASES})", self._here())
+            if self._aliases > self._limits.aliases:
+                raise _fail(f"too many aliases (more than {self._limits.aliases})", self._here())
             return
         self._nodes += 1
-        if self._nodes > MAX_DOCUMENT_NODES:
-            raise _fail(f"the document has more than {MAX_DOCUMENT_NODES} keys and values", self._here())
+        if self._nodes > self._limits.document_nodes:
+            raise _fail(f"the document has more than {self._limits.document_nodes} keys and values", self._here())
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         self._count()
@@ -183,10 +198,13 @@ class Reading:
 class _Walker:
     """Turns a composed node graph into data while recording positions; bounded in depth and total nodes."""
 
-    def __init__(self, loader: _LimitedLoader, budget: int = MAX_NODES, reading: Reading = Reading()) -> None:
+    def __init__(
+        self, loader: _LimitedLoader, budget: int = MAX_NODES, reading: Reading = Reading(), limit: int | None = None
+    ) -> None:
         self._loader = loader
         self._reading = reading
         self.budget = budget
+        self.limit = budget if limit is None else limit  # the whole stream's, for the message
         self.marks: dict[findings.Path, Mark] = {}
         self.spans: dict[findings.Path, Span] = {}
         self.issues: list[tuple[findings.Finding, Mark]] = []
@@ -194,7 +212,7 @@ class _Walker:
     def walk(self, node: yaml.Node, path: findings.Path) -> Any:
         self.budget -= 1
         if self.budget < 0:
-            raise _fail(f"the document expands to more than {MAX_NODES} values (an alias bomb?)", node.start_mark)
+            raise _fail(f"the document expands to more than {self.limit} values (an alias bomb?)", node.start_mark)
         if len(path) > MAX_DEPTH:
             raise _fail(f"nested deeper than {MAX_DEPTH} levels (a recursive alias?)", node.start_mark)
         self.spans[path] = Span(_mark(node.start_mark), _mark(node.end_mark))
@@ -271,9 +289,9 @@ class _Walker:
             self._issue(path, text, node, warning=True)
 
 
-def _decode(raw: bytes) -> str:
-    if len(raw) > MAX_BYTES:
-        raise YamlError(f"the file is larger than {MAX_BYTES // 1024} KiB")
+def _decode(raw: bytes, limit: int = MAX_BYTES) -> str:
+    if len(raw) > limit:
+        raise YamlError(f"the file is larger than {limit // 1024} KiB")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -288,8 +306,8 @@ def _unprintable(text: str, exc: yaml.reader.ReaderError) -> YamlError:
     return YamlError(f"invalid YAML: control character U+{code:04X} is not allowed", line, column)
 
 
-def _compose(text: str) -> tuple[_LimitedLoader, yaml.Node]:
-    loader, nodes = _compose_nodes(text, lambda loader: [loader.get_single_node()])
+def _compose(text: str, limits: Limits = SITE_CONFIG) -> tuple[_LimitedLoader, yaml.Node]:
+    loader, nodes = _compose_nodes(text, lambda loader: [loader.get_single_node()], limits)
     if not nodes or nodes[0] is None:
         raise YamlError("the document is empty", 1, 1)
     return loader, nodes[0]
@@ -303,11 +321,11 @@ def _every_node(loader: _LimitedLoader) -> list[yaml.Node | None]:
 
 
 def _compose_nodes(
-    text: str, take: Callable[[_LimitedLoader], list[yaml.Node | None]]
+    text: str, take: Callable[[_LimitedLoader], list[yaml.Node | None]], limits: Limits = SITE_CONFIG
 ) -> tuple[_LimitedLoader, list[yaml.Node | None]]:
     """The nodes `take` composes from `text`, every limit of `_LimitedLoader` applying to the whole text."""
     try:
-        loader = _LimitedLoader(text)
+        loader = _LimitedLoader(text, limits)
     except yaml.reader.ReaderError as exc:
         raise _unprintable(text, exc) from None
     try:
@@ -327,10 +345,36 @@ def _compose_nodes(
     return loader, nodes
 
 
-def load(raw: bytes, reading: Reading = Reading()) -> Document:
+def _expansion(root: yaml.Node, limit: int) -> None:
+    """Refuse, before walking anything, a graph whose aliases expand to more than `limit` values: each node's
+    expanded size is counted once (an alias is the same node object), so the cost is that of the text as written.
+    A node still being counted (a recursive alias) is left to the walk, which says so by its depth."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 0  # in progress
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        total = 1 + sum(size(child) for child in children)
+        if total > limit:
+            raise _fail(f"the document expands to more than {limit} values (an alias bomb?)", root.start_mark)
+        sizes[id(node)] = total
+        return total
+
+    size(root)
+
+
+def load(raw: bytes, reading: Reading = Reading(), limits: Limits = SITE_CONFIG) -> Document:
     """Parse `raw` (one YAML document) into data with positions; raises YamlError with the line on failure."""
-    loader, node = _compose(_decode(raw))
-    walker = _Walker(loader, reading=reading)
+    loader, node = _compose(_decode(raw, limits.bytes), limits)
+    _expansion(node, limits.nodes)
+    walker = _Walker(loader, budget=limits.nodes, reading=reading)
     walker.marks[()] = _mark(node.start_mark)
     data = walker.walk(node, ())
     return Document(data, walker.marks, walker.spans, tuple(walker.issues))
@@ -345,7 +389,7 @@ def load_all(raw: bytes) -> list[tuple[int, Document]]:
     for index, node in enumerate(nodes):
         if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _TAG + "null"):
             continue
-        walker = _Walker(loader, budget)
+        walker = _Walker(loader, budget, limit=MAX_NODES)
         walker.marks[()] = _mark(node.start_mark)
         data = walker.walk(node, ())
         budget = walker.budget

@@ -14,7 +14,7 @@ import logging
 import pathlib
 from typing import TYPE_CHECKING
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 
 if TYPE_CHECKING:
     from snoreloc_fleet.ops.metrics import FleetMetrics
@@ -38,14 +38,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _read(path: pathlib.Path | str, kind: safefile.Kind) -> bytes:
+    """A file the controller is given (a mounted ConfigMap's keys are links: judged by their target), bounded."""
+    try:
+        return safefile.read(path, kind, follow=True)
+    except safefile.Unfit as exc:
+        raise errors.ConfigError(f"{path} cannot be used: {exc}") from None
+    except OSError as exc:
+        raise errors.UnavailableError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def hub_address(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[str, bytes]:
     """Where nodes reach the hub, and the CA that verifies it."""
-    url, ca = args.hub_url, pathlib.Path(args.hub_ca).read_bytes() if args.hub_ca else None
+    url, ca = args.hub_url, _read(args.hub_ca, safefile.CA_BUNDLE) if args.hub_ca else None
     if args.hub_config:
         directory = pathlib.Path(args.hub_config)
-        url = url or (directory / "url").read_text(encoding="utf-8").strip()
+        url = url or _read(directory / "url", safefile.NOTE).decode("utf-8", "replace").strip()
         if ca is None and (directory / "ca.crt").is_file():
-            ca = (directory / "ca.crt").read_bytes()
+            ca = _read(directory / "ca.crt", safefile.CA_BUNDLE)
     if not url:
         url = own_url
     if not url.startswith("https://"):
@@ -62,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # not a line per event: the reconcile says what changed
     configuration = operator.configuration_for(args.kubeconfig)
-    own_ca = pathlib.Path(configuration.ssl_ca_cert).read_bytes() if configuration.ssl_ca_cert else b""
+    own_ca = _read(configuration.ssl_ca_cert, safefile.CA_BUNDLE) if configuration.ssl_ca_cert else b""
     url, ca = hub_address(args, configuration.host, own_ca)
     options = operator.Options(
         config=reconcile.Config(credentials.Hub(url, ca), stale_after=args.stale_after),

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from snoreloc.siteconfig import loader
+    from snoreloc.siteconfig import loader, yamlpos
 
 SITE_CONFIG_NAME = "site-config.yaml"
 
@@ -76,6 +76,47 @@ def positioned(raw: bytes, source: str) -> tuple[object, dict[tuple[str | int, .
         problems = [errors.Problem(dotted(f.path), f.message, m.line, m.column) for f, m in document.issues]
         raise errors.ConfigError(f"{source} is not a usable template", problems=problems)
     return document.data, {path: mark.line for path, mark in document.marks.items()}
+
+
+def positioned_document(
+    raw: bytes, source: str, *, size: int, aliases: int, values: int, nodes: int
+) -> yamlpos.Document:
+    """A YAML document larger than a site-config (an inventory) by the agent's bounded, positioned loader: at most
+    `size` bytes, `aliases` aliases, `nodes` keys and values as written and `values` after expanding aliases, each
+    counted before the structure is built; a duplicate key, a custom tag or a merge key is a problem at its line.
+
+    Raises errors.ConfigError (with the line) when the text is not YAML the agent accepts.
+    """
+    from snoreloc import errors  # noqa: PLC0415
+    from snoreloc.siteconfig import yamlpos  # noqa: PLC0415
+
+    limits = yamlpos.Limits(bytes=size, aliases=aliases, nodes=values, document_nodes=nodes)
+    try:
+        document = yamlpos.load(raw, limits=limits)
+    except yamlpos.YamlError as exc:
+        problem = errors.Problem(source, exc.message, exc.line, exc.column)
+        raise errors.ConfigError(f"{source} is not usable YAML", problems=[problem]) from None
+    if document.issues:
+        problems = [
+            errors.Problem(source, f"{dotted(f.path)}: {f.message}", m.line, m.column) for f, m in document.issues
+        ]
+        raise errors.ConfigError(f"{source} is not usable YAML", problems=problems)
+    return document
+
+
+class Refused(ValueError):
+    """A file reference the agent's rule refuses: absolute, with `..`, or resolving outside its directory."""
+
+
+def resolve_reference(base: str, ref: str) -> str:
+    """The real path of `ref` under `base`, proven inside it (links resolved), by the rule the agent applies to a
+    site-config's `{file: NAME}` (`siteconfig.files.resolve`); raises Refused saying why."""
+    from snoreloc.siteconfig import files  # noqa: PLC0415
+
+    try:
+        return files.resolve(base, ref)
+    except files.RefError as exc:
+        raise Refused(str(exc)) from None
 
 
 def timeline_svg(title: str, steps: list[tuple[str, float, bool]], *, finished: bool, wait: str | None = None) -> str:

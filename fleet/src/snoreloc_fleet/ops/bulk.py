@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
+from snoreloc import safefile
 from snoreloc_fleet.ops import agent
 
 if TYPE_CHECKING:
@@ -143,11 +144,19 @@ def _certificates(config: model.SiteConfig) -> tuple[CertFact, ...]:
     return tuple(out)
 
 
+def read_site_config(path: str) -> bytes:
+    """A site-config's bytes by the bounded reader (a link judged by its target, as `snoreloc validate` reads one):
+    a FIFO, a device or a directory raises safefile.Unfit at once; at most one byte past the agent's limit is read
+    (its loader says the file is too large, with the limit)."""
+    return safefile.read_head(path, safefile.SITE_FILE.limit + 1, follow=True)
+
+
 def check_file(job: Job) -> Verdict:
     """The agent's verdict on one site-config file and, when it is valid, its facts. Runs in a worker."""
     try:
-        with open(job.path, "rb") as handle:
-            raw = handle.read()
+        raw = read_site_config(job.path)
+    except safefile.Unfit as exc:
+        return Verdict(job.site, job.shown, (Finding(f"cannot use {job.shown}: {exc}"),))
     except OSError as exc:
         return Verdict(job.site, job.shown, (Finding(f"cannot read {job.shown}: {exc.strerror}"),))
     report = agent.check_site_config(raw, base_dir=os.path.dirname(job.path), source=job.shown, now=job.now)
@@ -176,7 +185,7 @@ def run(work: Sequence[Job], jobs: int) -> list[Verdict]:
 def discover(directory: pathlib.Path) -> list[tuple[str, pathlib.Path]]:
     """(site, file) for every `DIR/<site>/site-config.yaml` and every `DIR/*.yaml`, sorted by site."""
     nested = [(p.parent.name, p) for p in directory.glob(f"*/{agent.SITE_CONFIG_NAME}")]
-    flat = [(p.stem, p) for p in directory.glob("*.yaml") if p.is_file()]
+    flat = [(p.stem, p) for p in directory.glob("*.yaml") if not p.is_dir()]  # a FIFO is a finding, not skipped
     return sorted(nested + flat)
 
 

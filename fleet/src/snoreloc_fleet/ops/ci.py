@@ -3,6 +3,9 @@
 JUnit XML is what GitLab, Jenkins, GitHub's test reporters and Tekton's dashboards all read: one `testcase` per
 site, a `failure` listing its findings (file, line, field, inventory cell), warnings in `system-out`. No secret
 reaches any of these: the agent redacts its messages and the fleet checks quote fingerprints, never contents.
+Every string that goes into the XML (a site's or a file's name, a finding) passes through `sanitize.visible` first
+(control characters, lone surrogates from a non-UTF-8 file name and the code points XML forbids become readable
+escapes), then the standard library's XML escaping: the file always parses.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from snoreloc.sanitize import visible
 from snoreloc_fleet.ops import bulk
 
 SUITE = "snoreloc fleet validate"
@@ -84,14 +88,15 @@ def to_junit(outcome: Outcome) -> str:
         time=f"{outcome.seconds:.3f}",
     )
     for verdict in outcome.verdicts:
-        case = ET.SubElement(suite, "testcase", classname="site-config", name=verdict.site, file=verdict.file)
+        file = visible(verdict.file)
+        case = ET.SubElement(suite, "testcase", classname="site-config", name=visible(verdict.site), file=file)
         errors = [f for f in verdict.findings if f.severity == "error"]
         if errors:
-            failure = ET.SubElement(case, "failure", message=f"{len(errors)} problem(s) in {verdict.file}")
-            failure.text = "\n".join(line(f) for f in errors)
+            failure = ET.SubElement(case, "failure", message=f"{len(errors)} problem(s) in {file}")
+            failure.text = "\n".join(visible(line(f)) for f in errors)
         warnings = [f for f in verdict.findings if f.severity != "error"]
         if warnings:
-            ET.SubElement(case, "system-out").text = "\n".join(line(f) for f in warnings)
+            ET.SubElement(case, "system-out").text = "\n".join(visible(line(f)) for f in warnings)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 

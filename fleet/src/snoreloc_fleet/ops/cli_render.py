@@ -16,6 +16,8 @@ from snoreloc import errors
 from snoreloc_fleet.ops import inventory, template, tree
 
 HELP = "render one site-config per inventory row from a template (CSV or YAML inventory)"
+OUTPUTS = ("out", "sites")  # argument names of the directories this verb writes into (tests/reliability)
+INPUTS = ("template", "inventory")  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def render_all(
     tpl: template.Template, rows: list[inventory.Row], inventory_dir: pathlib.Path
 ) -> list[template.Rendered]:
-    return [template.render(tpl, row, inventory_dir) for row in rows]
+    cache: template.Cache = {}  # the template's shared files are read once, not once per site
+    return [template.render(tpl, row, inventory_dir, cache) for row in rows]
 
 
 def refuse(sites: list[template.Rendered]) -> None:
@@ -61,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     refuse(sites)
     if args.sites is not None:
         return _write_sites(args, sites)
+    tree.prepare_out(args.out, (args.template, args.inventory))
     tree.check_targets(args.out, [s.row.name for s in sites])
-    args.out.mkdir(parents=True, exist_ok=True)
     for site in sites:
         tree.write_site(args.out, site, tpl)
     tree.write_trace(args.out, tpl, sites)
@@ -79,11 +82,13 @@ def _write_sites(args: argparse.Namespace, sites: list[template.Rendered]) -> in
     from snoreloc_fleet.ops import sites as hub_objects  # noqa: PLC0415 (only with --sites)
 
     site_objects, secrets = hub_objects.objects(sites, args.namespace, args.shared_secret)
-    args.sites.mkdir(parents=True, exist_ok=True)
+    inputs = (args.template, args.inventory)
+    tree.prepare_out(args.sites, inputs)
     for name in ("secrets.yaml", "sites.yaml"):  # both refused before either is written
-        safefile.check(args.sites / name)
+        safefile.check(args.sites / name, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     tree.write_private(args.sites / "secrets.yaml", yaml.safe_dump_all(secrets, sort_keys=False))
-    safefile.write(args.sites / "sites.yaml", yaml.safe_dump_all(site_objects, sort_keys=False), mode=0o644)
+    sites_text = yaml.safe_dump_all(site_objects, sort_keys=False)
+    safefile.write(args.sites / "sites.yaml", sites_text, mode=0o644, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     sys.stdout.write(
         f"wrote {len(site_objects)} Sites to {args.sites / 'sites.yaml'} and {len(secrets)} Secrets to "
         f"{args.sites / 'secrets.yaml'} (0600); apply both: kubectl apply -f {args.sites}\n"

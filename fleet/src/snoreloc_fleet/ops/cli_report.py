@@ -1,7 +1,8 @@
 """`snoreloc fleet report --html FILE`: the fleet on one self-contained page (see `ops.report` for what it shows).
 
-The Sites are read as `fleet status` reads them (in pages, reduced to rows); the page is written beside FILE and
-renamed over it, so a browser reloading it never sees half a page.
+The Sites are read as `fleet status` reads them (in pages, reduced to rows); the page is written by the agent's
+writer (`snoreloc.safefile`: beside FILE and renamed over it, never through a link), so a browser reloading it
+never sees half a page.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import datetime as dt
 import pathlib
 import sys
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc_fleet.ops import cli_status, report
 
 HELP = "the fleet on one HTML page: phases, durations, slowest steps, failure reasons, each site's timeline"
+OUTPUTS = ("html",)  # argument names of the files this verb writes (tests/reliability)
+INPUTS = ("kubeconfig",)  # argument names of the files it reads, which no output may be
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,10 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    inputs = [path for name in INPUTS if (path := getattr(args, name, None))]
+    safefile.check(args.html, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)  # before reading the hub
     rows, _pages = cli_status.read_rows(args)
     page = report.render(rows, dt.datetime.now(dt.UTC), title=args.title, timelines=max(0, args.timelines))
-    temporary = args.html.with_name(f".{args.html.name}.tmp")
-    temporary.write_text(page, encoding="utf-8")
-    temporary.replace(args.html)
+    safefile.write(args.html, page, mode=0o644, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     sys.stdout.write(f"wrote {args.html} ({len(rows)} sites, {len(page) // 1024} KiB)\n")
     return int(errors.ExitCode.OK)

@@ -3,7 +3,8 @@
 DIR is what `snoreloc fleet render` wrote (or any directory of `<site>/site-config.yaml` or `*.yaml`); an
 INVENTORY (with `--template`) is rendered into a scratch directory first. Every file gets the agent's own verdict
 (on every core), then the fleet-wide checks compare sites. Exit 0 when every site is valid (warnings allowed), 65
-when any is not. stdout carries the report (text or JSON); `--junit FILE` also writes JUnit XML for CI.
+when any is not. stdout carries the report (text or JSON); `--junit FILE` also writes JUnit XML for CI, through
+the agent's writer (never through a link, never over one of the files it reads, checked before validating).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc_fleet.ops import agent, bulk, ci, cli_render, fleetwide, inventory, template, tree
 
 HELP = "check many site-configs at once (the agent's rules + fleet-wide checks); text, JSON, JUnit XML"
+OUTPUTS = ("junit",)  # argument names of the files this verb writes (tests/reliability)
+INPUTS = ("target", "template")  # argument names of the files it reads, which no output may be (with DIR's files)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +78,10 @@ def _fleet_findings(verdicts: list[bulk.Verdict], jobs: Sequence[bulk.Job], args
     for item in placed:
         by_site[item.index].append(item)
     for index, items in by_site.items():
-        raw = pathlib.Path(jobs[index].path).read_bytes()
+        try:
+            raw = bulk.read_site_config(jobs[index].path)
+        except (OSError, safefile.Unfit):
+            raw = b""  # replaced since its worker read it: the finding stands, without a line
         added = tuple(
             bulk.Finding(p.message, agent.dotted(p.path), agent.line_of(raw, p.path), check=p.check) for p in items
         )
@@ -99,7 +105,7 @@ def _from_inventory(args: argparse.Namespace, now: dt.datetime) -> list[bulk.Ver
     tpl = template.load(args.template)
     sites = cli_render.render_all(tpl, inventory.load(args.target), args.target.parent)
     trace = {s.row.name: {"row": s.row.where(), "fields": s.trace} for s in sites}
-    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-validate-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-validate-") as scratch:  # private (0700), ours alone
         out = pathlib.Path(scratch)
         rendered = [s for s in sites if not s.problems]
         jobs = []
@@ -117,9 +123,28 @@ def _from_directory(args: argparse.Namespace, now: dt.datetime) -> list[bulk.Ver
     return _validate(bulk.jobs_for(found, now), args, tree.read_trace(args.target))
 
 
+def _inputs(args: argparse.Namespace) -> list[pathlib.Path]:
+    """Every file this run reads that a --junit path could name: the command line's, and DIR's site-configs and
+    trace (a path inside a rendered site's directory is refused as a whole: those are the site's own files)."""
+    named = [path for name in INPUTS if (path := getattr(args, name, None)) is not None]
+    if args.junit is None or not args.target.is_dir():
+        return named
+    found = [path for _site, path in bulk.discover(args.target)]
+    parent = os.path.realpath(args.junit.parent)
+    if any(os.path.realpath(path.parent) == parent for path in found if path.name == agent.SITE_CONFIG_NAME):
+        raise errors.UsageError(
+            f"refusing to write {args.junit}: it is inside a site's directory, among the files that site reads",
+            hint="Write the JUnit file outside the sites' directories (e.g. next to DIR).",
+        )
+    return [*named, *found, args.target / tree.TRACE]
+
+
 def run(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.UTC)
     started = time.monotonic()
+    inputs = _inputs(args)
+    if args.junit:  # refused now rather than after validating every site
+        safefile.check(args.junit, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     if args.target.is_dir():
         verdicts = _from_directory(args, now)
     elif args.template is None:
@@ -128,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts = _from_inventory(args, now)
     outcome = ci.Outcome(verdicts, time.monotonic() - started, max(1, args.jobs))
     if args.junit:
-        args.junit.write_text(ci.to_junit(outcome), encoding="utf-8")
+        junit = ci.to_junit(outcome)  # no secret in it (ops.ci): readable by the CI system's uploader
+        safefile.write(args.junit, junit, mode=0o644, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     sys.stdout.write(ci.to_json(outcome) if args.output == "json" else ci.to_text(outcome, verbose=args.verbose))
     return int(errors.ExitCode.BAD_CONFIG if outcome.invalid else errors.ExitCode.OK)

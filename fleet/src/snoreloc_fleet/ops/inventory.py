@@ -8,6 +8,12 @@ any later problem, in the template or in the agent's validation of the rendered 
 Secrets never live here: an inventory is mailed around, diffed and pasted into tickets. A column named like a
 secret, or a cell shaped like one (a private key, a password in a URL, a registry auth), is refused with its place
 and never its value; secrets come from the per-site files (mode 0600) or, on the hub, from Secret references.
+
+An inventory is read by the agent's bounded reader (a FIFO, a device or a file past 64 MiB is refused) and parsed
+as strictly as a site-config: YAML by the agent's positioned loader (`siteconfig.yamlpos`, with an inventory's
+larger bounds: aliases, values after expansion and nodes counted before anything is built; a duplicate key is a
+problem at its line), CSV with each column once and each cell at most 128 KiB; text that is not UTF-8 is named by
+its line. Every refusal is exit 65 with the line.
 """
 
 from __future__ import annotations
@@ -21,16 +27,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
-from snoreloc import errors
+from snoreloc import errors, safefile
 from snoreloc_fleet.ops import agent
 
 NAME = "name"  # the site's name: metadata.name of its site-config, its directory, its Site object
 FILES = "files"  # the directory (relative to the inventory) holding the site's own files
 _COLUMN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # what `${column}` in a template can name
 _SITE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")  # a DNS label: a directory, an object name
-_MAX_BYTES = 256 * 1024 * 1024
+# An inventory of 10,000 sites with 25 columns is about 5 MiB of CSV, 500,000 YAML keys and values.
+KIND = safefile.Kind("inventory", 64 * 1024 * 1024)
+MAX_CELL = 128 * 1024  # characters in one cell: the csv module's own field limit (a site-config is at most 1 MiB)
+MAX_ALIASES = 128  # YAML aliases (`*name`): a handful is a convenience, thousands a bomb
+MAX_VALUES = 1_000_000  # YAML values after expanding aliases (an alias bomb stops here, in about a second)
+MAX_NODES = 500_000  # YAML keys and values as written (each costs about half a KiB while composing)
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,17 @@ def _secret_cell(row: Row, column: str, value: Any) -> errors.Problem | None:
     return None
 
 
+def _huge_cell(row: Row, column: str, value: Any) -> errors.Problem | None:
+    size = len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+    if size <= MAX_CELL:
+        return None
+    return _problem(
+        row.where(column),
+        f"the cell is {size} characters, more than the {MAX_CELL} a cell may hold; a large value (a certificate, "
+        "a network) belongs in a file of the site's files directory, referenced with {file: NAME}",
+    )
+
+
 def _row_problems(row: Row, seen: dict[str, Row]) -> Iterator[errors.Problem]:
     name = row.values.get(NAME)
     if not isinstance(name, str) or not _SITE_NAME.match(name):
@@ -97,7 +117,7 @@ def _row_problems(row: Row, seen: dict[str, Row]) -> Iterator[errors.Problem]:
     else:
         seen[name] = row
     for column, value in row.values.items():
-        problem = _secret_cell(row, column, value)
+        problem = _huge_cell(row, column, value) or _secret_cell(row, column, value)
         if problem:
             yield problem
 
@@ -114,65 +134,101 @@ def check(rows: Sequence[Row], columns: Sequence[str], source: str) -> list[erro
     return problems
 
 
-def _read_text(path: pathlib.Path) -> str:
+def read_input(path: pathlib.Path, kind: safefile.Kind, what: str) -> bytes:
+    """The bytes of an input file the person named (a link is judged by its target), by the bounded reader: a FIFO,
+    a device, a directory or a file past `kind`'s limit is refused at once (exit 65), a missing file is exit 69."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(_MAX_BYTES + 1)
+        return safefile.read(path, kind, follow=True)
+    except safefile.Unfit as exc:
+        raise errors.ConfigError(
+            f"{what} {path} cannot be used: {exc}", hint=f"Give {what} as a regular file of at most {kind.limit} bytes."
+        ) from None
     except OSError as exc:
-        raise errors.UnavailableError(f"cannot read the inventory {path}: {exc.strerror}") from None
-    if len(raw) > _MAX_BYTES:
-        raise errors.ConfigError(f"the inventory {path} is larger than {_MAX_BYTES // 2**20} MiB")
+        raise errors.UnavailableError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def _decode(raw: bytes, source: str) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise errors.ConfigError(f"the inventory {path} is not UTF-8 (bad byte at offset {exc.start})") from None
+        line = raw[: exc.start].count(b"\n") + 1
+        problem = _problem(f"{source} line {line}", "is not UTF-8 (Latin-1 or another legacy encoding?)")
+        raise errors.ConfigError(
+            f"the inventory {source} is not UTF-8 text",
+            problems=[problem],
+            hint='Save it as UTF-8 (a spreadsheet\'s "CSV UTF-8" export).',
+        ) from None
 
 
-def _csv_rows(text: str, source: str) -> tuple[list[Row], list[str]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _not_a_table(source: str, where: str, message: str) -> errors.ConfigError:
+    return errors.ConfigError(f"the inventory {source} is not a table", problems=[_problem(where, message)])
+
+
+def _header(reader: Any, source: str) -> list[str]:
     header = next(reader, None)
     if not header:
         raise errors.ConfigError(f"the inventory {source} is empty: its first line names the columns")
     columns = [c.strip() for c in header]
+    first: dict[str, int] = {}
+    for number, column in enumerate(columns, start=1):
+        if column in first:
+            where = f"{source} line {reader.line_num}, column {column}"
+            raise _not_a_table(source, where, f"is column {first[column]} and column {number}: name each column once")
+        first[column] = number
+    return columns
+
+
+def _records(reader: Any, source: str) -> Iterator[list[str]]:
+    """The CSV's records; a cell past the csv module's limit, or a broken quote, is a problem at its line."""
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise _not_a_table(
+                source, f"{source} line {reader.line_num}", f"{exc} (a cell holds at most {MAX_CELL} characters)"
+            ) from None
+        yield record
+
+
+def _csv_rows(text: str, source: str) -> tuple[list[Row], list[str]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    columns = _header(reader, source)
     rows: list[Row] = []
-    for record in reader:
+    for record in _records(reader, source):
         if not any(cell.strip() for cell in record):
             continue
         if len(record) != len(columns):
-            problem = _problem(
-                f"{source} line {reader.line_num}", f"has {len(record)} cells, the header {len(columns)}"
-            )
-            raise errors.ConfigError(f"the inventory {source} is not a table", problems=[problem])
+            where = f"{source} line {reader.line_num}"
+            raise _not_a_table(source, where, f"has {len(record)} cells, the header {len(columns)}")
         values = {c: cell.strip() for c, cell in zip(columns, record, strict=True)}
         rows.append(Row(source, len(rows) + 1, values, dict.fromkeys(columns, reader.line_num)))
     return rows, columns
 
 
-def _yaml_sites(text: str, source: str) -> tuple[list[Any], list[yaml.Node]]:
-    try:
-        data = yaml.load(text, Loader=yaml.CSafeLoader)
-        root = yaml.compose(text, Loader=yaml.CSafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" line {mark.line + 1}" if mark else ""
-        raise errors.ConfigError(f"the inventory {source} is not YAML{at}: {getattr(exc, 'problem', exc)}") from None
-    if isinstance(data, Mapping) and isinstance(root, yaml.MappingNode):
-        data = data.get("sites")
-        root = next((v for k, v in root.value if k.value == "sites"), None)
-    if not isinstance(data, list) or not isinstance(root, yaml.SequenceNode):
-        raise errors.ConfigError(f"the inventory {source} must be a list of sites (or a mapping with `sites:`)")
-    return data, list(root.value)
+def _yaml_document(text: str, source: str) -> Any:
+    """The agent's positioned loader with an inventory's bounds; every problem (a duplicate key...) with its line."""
+    sizes = {"size": KIND.limit, "aliases": MAX_ALIASES, "values": MAX_VALUES, "nodes": MAX_NODES}
+    return agent.positioned_document(text.encode("utf-8"), f"the inventory {source}", **sizes)
 
 
 def _yaml_rows(text: str, source: str) -> tuple[list[Row], list[str]]:
-    data, nodes = _yaml_sites(text, source)
+    document = _yaml_document(text, source)
+    data: Any = document.data
+    prefix: tuple[str | int, ...] = ()
+    if isinstance(data, Mapping):
+        data, prefix = data.get("sites"), ("sites",)
+    if not isinstance(data, list):
+        raise errors.ConfigError(f"the inventory {source} must be a list of sites (or a mapping with `sites:`)")
     rows: list[Row] = []
     columns: dict[str, None] = {}
-    for number, (item, node) in enumerate(zip(data, nodes, strict=True), start=1):
-        if not isinstance(item, Mapping) or not isinstance(node, yaml.MappingNode):
-            problem = _problem(f"{source} line {node.start_mark.line + 1}", "a site is a mapping of column: value")
-            raise errors.ConfigError(f"the inventory {source} has a site that is not a mapping", problems=[problem])
-        lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+    for number, item in enumerate(data, start=1):
+        here = document.marks.get((*prefix, number - 1))
+        if not isinstance(item, Mapping):
+            where = f"{source} line {here.line if here else '?'}"
+            raise _not_a_table(source, where, "a site is a mapping of column: value")
+        lines = {str(k): m.line for k in item if (m := document.marks.get((*prefix, number - 1, k))) is not None}
         values = {str(k): v for k, v in item.items()}
         columns.update(dict.fromkeys(values))
         rows.append(Row(source, number, values, lines))
@@ -181,8 +237,8 @@ def _yaml_rows(text: str, source: str) -> tuple[list[Row], list[str]]:
 
 def load(path: pathlib.Path) -> list[Row]:
     """The inventory's rows (CSV by its `.csv` suffix, YAML otherwise); raises ConfigError with every problem."""
-    text = _read_text(path)
     source = path.name
+    text = _decode(read_input(path, KIND, "the inventory"), source)
     rows, columns = _csv_rows(text, source) if path.suffix.lower() == ".csv" else _yaml_rows(text, source)
     problems = check(rows, columns, source)
     if problems:

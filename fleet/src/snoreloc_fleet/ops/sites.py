@@ -11,11 +11,11 @@ nothing from a file's name, and a key in a Secret is never shown by `kubectl get
 from __future__ import annotations
 
 import base64
-import pathlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from snoreloc import errors
 from snoreloc_fleet import site
 from snoreloc_fleet.ops import template
 
@@ -27,17 +27,13 @@ def secret_key(name: str) -> str:
     return _KEY_UNSAFE.sub(".", name.replace("/", "."))
 
 
-def _files(ref: template.FileRef) -> Iterator[tuple[str, pathlib.Path]]:
-    """(name under the site-config's directory, source file) for a file, or every file of a directory."""
-    if not ref.origin.is_dir():
-        yield ref.ref, ref.origin
-        return
-    for path in sorted(p for p in ref.origin.rglob("*") if p.is_file()):
-        yield f"{ref.ref.rstrip('/')}/{path.relative_to(ref.origin).as_posix()}", path
+def _files(ref: template.FileRef) -> Iterator[tuple[str, bytes]]:
+    """(name under the site-config's directory, bytes) for a file, or every file of a directory, as render read it."""
+    yield from ref.contents
 
 
-def _secret(name: str, namespace: str, files: Iterable[tuple[str, pathlib.Path]]) -> dict[str, Any]:
-    data = {secret_key(n): base64.b64encode(p.read_bytes()).decode("ascii") for n, p in files}
+def _secret(name: str, namespace: str, files: Iterable[tuple[str, bytes]]) -> dict[str, Any]:
+    data = {secret_key(n): base64.b64encode(b).decode("ascii") for n, b in files}
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -45,6 +41,32 @@ def _secret(name: str, namespace: str, files: Iterable[tuple[str, pathlib.Path]]
         "type": "Opaque",
         "data": dict(sorted(data.items())),
     }
+
+
+def _clashes(rendered: template.Rendered, shared: dict[str, str]) -> Iterator[errors.Problem]:
+    """Two files that would share a Secret key (`a/b.pem` and `a.b.pem`), one silently winning: a site's own in its
+    Secret, or the template's in the shared Secret (`shared`: key -> first name, across every site)."""
+    own: dict[str, str] = {}
+    for ref in rendered.files:
+        taken = own if ref.per_site else shared
+        for name, _ in _files(ref):
+            first = taken.setdefault(secret_key(name), name)
+            if first != name:
+                yield errors.Problem(
+                    rendered.row.where(),
+                    f"the files {first!r} and {name!r} both become the Secret key {secret_key(name)!r}: rename one",
+                )
+
+
+def refuse_clashes(sites: Sequence[template.Rendered]) -> None:
+    """Raise ConfigError (exit 65) when two files of a site map to one Secret key; nothing is written."""
+    shared: dict[str, str] = {}
+    problems = [p for s in sites for p in _clashes(s, shared)]
+    if problems:
+        raise errors.ConfigError(
+            f"{len(problems)} Secret key clash{'es' if len(problems) != 1 else ''}; nothing was written",
+            problems=problems,
+        )
 
 
 def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dict[str, Any]:
@@ -70,9 +92,10 @@ def objects(
     sites: Sequence[template.Rendered], namespace: str, shared: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Sites, Secrets) for rendered sites: one Secret per site with files of its own, one for the shared files."""
+    refuse_clashes(sites)
     site_objects = [site_object(s, namespace, shared) for s in sites]
     secrets = []
-    common: dict[str, pathlib.Path] = {}
+    common: dict[str, bytes] = {}
     for rendered in sites:
         own = [f for ref in rendered.files if ref.per_site for f in _files(ref)]
         if own:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import collections
 import csv
+import io
 import logging
+import os
 import shlex
 import shutil
 import sys
@@ -36,7 +38,7 @@ import yaml
 from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
 
-from snoreloc import errors, waits
+from snoreloc import errors, safefile, waits
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
@@ -91,27 +93,42 @@ def _template() -> dict[str, Any]:
     return config
 
 
+# What the demo reads back of what the fleet commands wrote: the hub's objects and the JUnit report.
+_WRITTEN = safefile.Kind("file the demo's fleet commands wrote", 256 * 1024 * 1024)
+
+
+def copy_tree(source: Path, target: Path, *, skip: str = "") -> None:
+    """Copy the regular files under `source` to `target` (modes kept), each read by the bounded reader and written
+    by the agent's writer: a link or a FIFO planted in `source` is refused, not followed."""
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if relative.as_posix() == skip or path.is_dir():
+            continue
+        mode = os.lstat(path).st_mode & 0o777
+        safefile.write(target / relative, safefile.read(path, safefile.SITE_FILE), mode=mode, make_parents=True)
+
+
 def write_inputs(owner: Path, count: int) -> str:
     """The fleet owner's repository in `owner`: base.yaml, its shared files beside it, sites.csv. The invalid site."""
     scratch = owner / "scratch"
     written = flow.write_site(fs.HostFS(scratch))
     for item in written.parent.iterdir():
-        if item.name != medium.SITE_CONFIG_NAME:
-            shutil.rmtree(owner / item.name, ignore_errors=True)  # an earlier run's, with --keep
-            item.replace(owner / item.name)
+        shutil.rmtree(owner / item.name, ignore_errors=True)  # an earlier run's, with --keep
+    copy_tree(written.parent, owner, skip=medium.SITE_CONFIG_NAME)
     shutil.rmtree(scratch)
-    (owner / TEMPLATE).write_text(yaml.safe_dump(_template(), sort_keys=False), encoding="utf-8")
+    safefile.write(owner / TEMPLATE, yaml.safe_dump(_template(), sort_keys=False), mode=0o644)
     rows, invalid = inventory_rows(count)
-    with (owner / INVENTORY).open("w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    safefile.write(owner / INVENTORY, out.getvalue(), mode=0o644)
     return invalid
 
 
 def failed_sites(junit: Path) -> set[str]:
     """The sites `fleet validate` failed, read from its JUnit XML as a CI system reads it."""
-    suites = ET.parse(junit).getroot()  # noqa: S314 (the file `fleet validate` wrote a moment ago, not untrusted)
+    suites = ET.fromstring(safefile.read(junit, _WRITTEN))  # noqa: S314 (`fleet validate` wrote it a moment ago)
     return {str(case.get("name")) for case in suites.iter("testcase") if case.find("failure") is not None}
 
 
@@ -146,7 +163,7 @@ def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
     """Apply what `fleet render --sites` wrote (as `kubectl apply -f` would); the Sites the controller made Ready."""
     started = time.monotonic()
     for file, resource in (("secrets.yaml", kube.SECRETS), ("sites.yaml", hubsite.SITES)):
-        for obj in yaml.safe_load_all((objects / file).read_text(encoding="utf-8")):
+        for obj in yaml.safe_load_all(safefile.read_text(objects / file, _WRITTEN)):
             admin.create(resource, obj)
     counts = _validated(admin, count, budget=max(60.0, count))
     say(f"applied {objects}: the controller checked {count} Sites with the agent's rules in "
@@ -182,8 +199,9 @@ def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workd
     """Site `name`'s node: its stick in /etc/snoreloc, relocated against its own simulated factory SNO; then its
     Site on the hub, once its reports made it Relocated."""
     root = fs.HostFS(workdir / "nodes" / name)
-    shutil.copytree(sticks / name, root.path("/etc/snoreloc"))
-    spec = yaml.safe_load((sticks / name / medium.SITE_CONFIG_NAME).read_text(encoding="utf-8"))["spec"]
+    root.mkdir("/etc/snoreloc", 0o700)
+    copy_tree(sticks / name, root.path("/etc/snoreloc"))
+    spec = yaml.safe_load(safefile.read_text(sticks / name / medium.SITE_CONFIG_NAME, safefile.SITE_FILE))["spec"]
     address = spec["network"]["interfaces"][0]["ipv4"]["address"][0]["ip"]
     site_dns = flow.site_dns(spec["domain"], address)  # this store's DNS has the records for its new names
     started = time.monotonic()

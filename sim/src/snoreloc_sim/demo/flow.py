@@ -26,6 +26,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
+from snoreloc import safefile
 from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.engine import journal, node, paths, runner, timeline, view
 from snoreloc.host.services import HostServices
@@ -142,29 +143,29 @@ def _demo_ssh_key() -> str:
     return public.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
 
 
-def write_site(root: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
+def write_site(host: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
     """The site-config and its files where a technician's node would have them: /etc/snoreloc/ (`sim` is not
     needed: the site-config names no simulator address)."""
     auth = {"auths": {"registry.store042.example.net:5000": {"auth": "ZGVtby11c2VyOmRlbW8tcGFzc3dvcmQ=", "email": ""}}}
     ca_pem, _key = pki.issue_ca("store042 registry CA", now=datetime.datetime.now(datetime.UTC))
-    root.mkdir("/etc/snoreloc", 0o700)
-    root.write_text("/etc/snoreloc/pull-secret.json", json.dumps(auth), mode=0o600)
-    root.write_bytes("/etc/snoreloc/registry-ca.crt", ca_pem, mode=0o644)
-    root.mkdir("/etc/snoreloc/manifests", 0o700)
+    host.mkdir("/etc/snoreloc", 0o700)
+    host.write_text("/etc/snoreloc/pull-secret.json", json.dumps(auth), mode=0o600)
+    host.write_bytes("/etc/snoreloc/registry-ca.crt", ca_pem, mode=0o644)
+    host.mkdir("/etc/snoreloc/manifests", 0o700)
     for manifest in sorted(MANIFESTS.glob("*.yaml")):  # the same files as examples/manifests
-        root.write_text(f"/etc/snoreloc/manifests/{manifest.name}", manifest.read_text(), mode=0o600)
-    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(site_config(), sort_keys=False), mode=0o600)
-    return root.path("/etc/snoreloc/site-config.yaml")
+        host.write_text(f"/etc/snoreloc/manifests/{manifest.name}", manifest.read_text(), mode=0o600)
+    host.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(site_config(), sort_keys=False), mode=0o600)
+    return host.path("/etc/snoreloc/site-config.yaml")
 
 
-def factory_node(root: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = True) -> None:
+def factory_node(host: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = True) -> None:
     """The factory node's own files the simulator reads: with `dnsmasq`, the SNO dnsmasq configuration's script
     (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO."""
-    sim.attach_host_root(root.path("/"))
+    sim.attach_host_root(host.path("/"))
     facts = sim.seed_facts
-    if dnsmasq and not root.exists(dns.SCRIPT):
+    if dnsmasq and not host.exists(dns.SCRIPT):
         install = dns.Install(facts.cluster_name, facts.base_domain, facts.internal_ip)
-        root.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
+        host.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
 
 
 def site_dns(domain: str = SITE_DOMAIN, address: str = SITE_ADDRESS) -> dns.SiteDns:
@@ -230,21 +231,21 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
     with sim_ as sim:
         say(f"  cluster up in {sim.startup_seconds:.2f}s: {sim.api_url}\n")
         say("  host steps act on fakes (in-memory NetworkManager, scripted systemctl): nothing here changes\n")
-        root = fs.HostFS(workdir / "root")
-        write_site(root, sim)
+        host = fs.HostFS(workdir / "root")
+        write_site(host, sim)
         started = time.monotonic()
-        req, _result = relocate(root, sim, page_port=args.page_port)
+        req, _result = relocate(host, sim, page_port=args.page_port)
         say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
         _write_svg(req, Path(args.svg))
-        report_text = req.paths.report.read_text(encoding="utf-8")
+        report_text = safefile.read_text(req.paths.report, safefile.STATE)
         sys.stdout.write(report_text if args.output == "json" else node.summary(req))
-        say(f"\nconsole banner ({root.path(console.ISSUE_FILE)}):\n{root.read_text(console.ISSUE_FILE)}\n")
+        say(f"\nconsole banner ({host.path(console.ISSUE_FILE)}):\n{host.read_text(console.ISSUE_FILE)}\n")
     return 0
 
 
 def _write_svg(req: node.NodeRequest, path: Path) -> None:
     run = view.facts(journal.read(req.paths.status))
-    path.write_text(timeline.svg(view.timeline_of(run)), encoding="utf-8")
+    safefile.write(path, timeline.svg(view.timeline_of(run)), shared_dir=safefile.NAMED_OUTPUT)
     sys.stderr.write(f"  timeline picture: {path}\n")
 
 
