@@ -42,6 +42,7 @@ CASES = {
     "store-jwt-key": ({JWT: 1}, (JWT, JWT.split(".")[1])),
 }
 
+
 @pytest.mark.parametrize("text", [f"{USER_PASSWORD}@host.example", f"'{USER_PASSWORD}@h'", f"a={JWT}", f"({JWT})"])
 def test_redact_masks_the_credential_forms(text: str) -> None:
     masked = redact.redact(text)
