@@ -105,7 +105,7 @@ def test_a_node_report_is_made_to_fit_the_schema() -> None:
     for text in ("net\awork", "a\x1b[31mred", "x\x85y", "ok\ttab\nline"):
         shown = hubreport._text(text)
         assert shown == sanitize.visible(text)
-        assert not any(0 < ord(c) < 0x20 and c not in "\t\n" or 0x7F <= ord(c) <= 0x9F for c in shown)
+        assert not any((0 < ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F for c in shown)
 
 
 def test_a_report_dated_in_the_future_turns_the_site_stale_not_frozen(
