@@ -10,11 +10,13 @@ repeat what only the node's report moves (its `reportedAt`, its step, its steps 
 which the printer columns and `fleet why` read. So a report that moves the step and changes no judgement leaves the
 controller's part unchanged, and the reconcile writes nothing for it (issue 23: one write per report, the node's).
 
-Phases: Invalid (the agent's rules refuse the site-config, an input is missing, or a secret is inline), Ready
-(valid, no report yet, whether or not its stick was asked for: MediaReady says; also after an edit, until the node
-runs the new site-config), InProgress (the node reports a run), Stale (it reported a run in progress, then nothing
-for `stale_after`, or for its wait's budget plus five minutes when that is longer), Relocated (done, with the digest
-the hub issued), Failed (failed, partial or rolled back, with the digest the hub issued).
+Phases: Invalid (a name, file name, size or depth is refused before anything is read, the agent's rules refuse the
+site-config, an input is missing, or a secret is inline), Ready (valid, no report yet, whether or not its stick was
+asked for: MediaReady says; also after an edit, until the node runs the new site-config), InProgress (the node reports a
+run), Stale (it reported a run in progress, then nothing for `stale_after`, or for its wait's budget plus five minutes
+when that is longer; or its report is dated more than `site.CLOCK_SKEW` ahead of the hub's clock, reason ClockAhead: a
+time that cannot grow old is not trusted), Relocated (done, with the digest the hub issued), Failed (failed, partial or
+rolled back, with the digest the hub issued).
 """
 
 from __future__ import annotations
