@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from snoreloc_fleet import site
 
+from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -122,3 +123,15 @@ def test_a_reporting_sites_name_is_a_label_value(
     status = wait_phase(admin, long_name, site.Phase.INVALID)["status"]
     assert [e["path"] for e in status["validation"]["errors"]] == ["metadata.name"]
     wait_for("no credential objects", lambda: admin.find(kube.Ref(kube.SECRETS, f"{long_name}-report", NS)) is None)
+
+
+def test_the_controllers_client_sends_no_path_that_is_not_normal(
+    hub: HubSimulator, admin: kube.Client, controller: Any
+) -> None:
+    """The last line behind `siteinput`: should a name reach the controller's client unchecked, nothing is sent."""
+    before = len(hub.requests)
+    for name in (HOSTILE["climb"], HOSTILE["inside"], "a/./b", "a//b"):
+        with pytest.raises(errors.InternalError, match="not normal"):
+            controller.client.find(kube.Ref(kube.SECRETS, name, NS))
+    assert [r.target for r in hub.requests[before:] if "/secrets" in r.target] == []
+    assert controller.client.find(kube.Ref(kube.SECRETS, "pull-secret", NS)) is not None
