@@ -27,7 +27,7 @@ from snoreloc.adapters import kube
 from snoreloc.engine import hubreport
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, report_kubeconfig, site_client, stick_site, wait_phase
+from .conftest import NS, SITES, Running, report_kubeconfig, site_client, stick_site, wait_for, wait_phase
 
 SEED = 30
 NOW = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
@@ -111,7 +111,7 @@ def test_a_node_report_is_made_to_fit_the_schema() -> None:
 def test_a_report_dated_in_the_future_turns_the_site_stale_not_frozen(
     hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running]
 ) -> None:
-    start_controller()
+    running = start_controller()
     digest = stick_site(admin, "store-2")["status"]["media"]["digest"]
     ahead = dt.datetime.now(dt.UTC) + dt.timedelta(days=365)
     report = _report(digest, reportedAt=ahead.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -122,6 +122,9 @@ def test_a_report_dated_in_the_future_turns_the_site_stale_not_frozen(
     reporting = {c["type"]: c for c in status["conditions"]}["Reporting"]
     assert (reporting["status"], reporting["reason"]) == ("False", "ClockAhead")
     assert "ahead of the hub's clock" in reporting["message"]
+    writes, reconciles = running.controller.counters.status_writes, running.controller.counters.reconciles
+    wait_for("two sweeps", lambda: running.controller.counters.reconciles >= reconciles + 2)
+    assert running.controller.counters.status_writes == writes, "judged once: nothing rewritten on each pass"
     within = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=site.CLOCK_SKEW / 3)  # a slightly fast clock is fine
     report = _report(digest, reportedAt=within.strftime("%Y-%m-%dT%H:%M:%SZ"))
     admin.request("PATCH", path, body={"status": {site.STATUS_AGENT: report}}, content_type=kube.MERGE_PATCH)

@@ -175,11 +175,10 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
         reporting = (True, Reason.REPORTED, "the node reports: its last report is status.agent")
     if _stale(agent, inputs):
         reporting = (False, Reason.SILENT, f"no report since {agent.get('reportedAt')} while the run was at {step}")
-    skew = ahead(agent, inputs.now)
-    if skew:
+    if ahead(agent, inputs.now):  # the message names no number of seconds: it would change, and be written, each pass
         message = (
-            f"the node's last report is dated {agent.get('reportedAt')}, {skew:.0f}s ahead of the hub's clock: its "
-            "time is not trusted (a run in progress counts as silent); set the node's clock (NTP)"
+            f"the node's last report is dated {agent.get('reportedAt')}, more than {site.CLOCK_SKEW:.0f}s ahead of "
+            "the hub's clock: its time is not trusted (a run in progress counts as silent); set the node's clock (NTP)"
         )
         reporting = (False, Reason.CLOCK_AHEAD, message)
     current = agent.get("siteConfigDigest") == digest
