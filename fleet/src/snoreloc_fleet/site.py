@@ -3,11 +3,14 @@
 Every other fleet module (the controller, `fleet status`, `fleet why`, metrics, make-media, import-report) reads the
 Site through the names defined here, so the phase names, condition types, reasons and status keys exist once. The
 node's report (`status.agent`) is shaped by the agent (`snoreloc.engine.hubreport`), which cannot import this
-package; this module bounds it in the schema with the agent's own limits.
+package; this module bounds it in the schema with the agent's own limits, and bounds every number of the status
+(no negative or 1e300 seconds) and every string (no control character: `NO_CONTROLS`), so the hub refuses a report
+that is not plausible (issue 30: reports are data, not trust).
 
 A Site's spec is the site-config's spec (`spec.siteConfig`, checked by the controller with the agent's own rules,
 not by the schema: one definition of each rule) plus `spec.files`, which resolves the site-config's `{file: NAME}`
-references from Secrets or ConfigMaps of the Site's namespace: secret material is never inline in a Site.
+references from Secrets or ConfigMaps of the Site's namespace: secret material is never inline in a Site. The names
+a Site gives them are Kubernetes names (`snoreloc_fleet.siteinput`, whose patterns the schema carries).
 
 `python -m snoreloc_fleet.site` prints the CRD (`deploy/crd.yaml` is that output; a test keeps them equal).
 """
