@@ -18,7 +18,7 @@ import re2  # type: ignore[import-untyped]  # what the hub simulator matches CRD
 from snoreloc_fleet import site, siteinput
 
 from snoreloc.adapters import kube
-from snoreloc.siteconfig import medium
+from snoreloc.siteconfig import files, medium
 
 SEED = 30
 CASES = 600
@@ -89,6 +89,7 @@ def test_an_accepted_file_name_lays_out_inside_the_medium(tmp_path: pathlib.Path
         target = (base / name).resolve()
         assert target.is_relative_to(base) and target != base, name
         assert "\x00" not in name and not name.startswith("/")
+        files.resolve(str(base), name)  # and the node reads it (its rule is part of the medium's): no RefError
     assert accepted >= 20
 
 
