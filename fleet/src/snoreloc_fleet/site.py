@@ -346,7 +346,8 @@ def crd() -> dict[str, Any]:
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
                                 # a reporting Site's name labels what is made for it (siteinput.MAX_SITE_NAME); a
-                                # CRD may bound metadata.name and nothing else of metadata (apiextensions v1)
+                                # CRD may bound metadata.name and generateName, nothing else of metadata
+                                # (kubernetes/kubernetes#77653, apiextensions validation of the schema's metadata)
                                 "metadata": {
                                     "type": "object",
                                     "properties": {"name": _string(siteinput.MAX_SITE_NAME)},
