@@ -17,13 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from snoreloc_fleet import site
+from snoreloc_fleet import site, siteinput
 
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
 
+from . import test_site_input_rules as rules
 from .conftest import NS, SITES, Running, site_object, wait_for, wait_phase
 
 CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
@@ -135,3 +136,32 @@ def test_the_controllers_client_sends_no_path_that_is_not_normal(
             controller.client.find(kube.Ref(kube.SECRETS, name, NS))
     assert [r.target for r in hub.requests[before:] if "/secrets" in r.target] == []
     assert controller.client.find(kube.Ref(kube.SECRETS, "pull-secret", NS)) is not None
+
+
+def test_generated_hostile_names_make_the_controller_read_nothing_outside_the_namespace(
+    hub: HubSimulator, admin: kube.Client, older_crd: dict[str, Any], start_controller: Callable[..., Running]
+) -> None:
+    """By class: 24 names the rule refuses (seed 30, from the generator of `test_site_input_rules`), as Secret and
+    ConfigMap names, on a hub that admits them; each Site Invalid naming its field, no request outside `fleet`."""
+    refused = [n for n in rules.NAMES if siteinput.object_name_problem(n) is not None and n][:24]
+    for index, secret_name in enumerate(refused):
+        obj = site_object(f"gen-{index}")
+        if index % 2:
+            obj["spec"]["files"]["pull-secret.json"] = {"configMapKeyRef": {"name": secret_name, "key": "k"}}
+            field = "spec.files.pull-secret.json.configMapKeyRef.name"
+        else:
+            obj["spec"]["files"]["pull-secret.json"]["secretKeyRef"]["name"] = secret_name
+            field = FIELD
+        obj["metadata"]["annotations"] = {"test/field": field}
+        admin.create(SITES, obj)
+    seen_before = len(hub.requests)
+    start_controller()
+    for index in range(len(refused)):
+        obj = wait_phase(admin, f"gen-{index}", site.Phase.INVALID)
+        paths = [e["path"] for e in obj["status"]["validation"]["errors"]]
+        assert paths == [obj["metadata"]["annotations"]["test/field"]], (refused[index], paths)
+    seen = [r.target for r in hub.requests[seen_before:]]
+    assert [
+        t for t in seen if ("/secrets" in t or "/configmaps" in t) and not t.startswith(f"/api/v1/namespaces/{NS}/")
+    ] == []
+    assert [t for t in seen if "/secrets" in t or "/configmaps" in t] == [], "nothing read for a refused Site"
