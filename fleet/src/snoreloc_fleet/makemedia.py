@@ -1,20 +1,20 @@
 """`snoreloc fleet make-media SITE`: the stick for one Site, made from the hub: its site-config, its files, and
 its reporting kubeconfig.
 
-The Site must be valid on the hub (its Validated condition True for its current generation) and its credential issued.
-The controller issues a site's reporting credential only when a stick is asked for: when the Site's has none that works
-(never issued, revoked, or due for renewal), this command asks for it by setting the Site's
-`fleet.snoreloc.io/media-requested` annotation to the time (one metadata patch: `patch` of Sites is all it needs beyond
-reading), then waits, bounded by `--timeout` and visibly (`snoreloc.waits`), until the controller has issued it
-(MediaReady True for the Site's current generation, the report Secret's token bound to the live binding Secret); on
-timeout it exits 75 with nothing written, and 69 when the Site does not exist or is deleted meanwhile. A Site with
-`spec.report.enabled: false` needs no credential: nothing is asked for, nothing waited on. The medium is rebuilt here
-from the Site and the Secrets and ConfigMaps it names, checked again with the agent's rules, and its digest compared
-with the one the controller put in `status.media`: a difference means the Site or an input changed since the controller
-last saw it, and nothing is written (exit 75: run it again once the controller has caught up). The images are written by
-the agent's own media maker (`snoreloc make-media`), with `hub-report.kubeconfig` (0600 in the tree) beside the
-site-config; `--out-dir` writes the same files to a directory instead (0700, files 0600), to copy onto a stick by hand.
-The token is never printed or logged.
+The Site must be valid on the hub (its Validated condition True for its current generation) and its credential
+issued. The controller issues a site's reporting credential only when a stick is asked for: when the Site's has none
+that works (never issued, revoked, or due for renewal), this command asks for it by setting the Site's
+`fleet.snoreloc.io/media-requested` annotation to the time (one metadata patch: `patch` of Sites is all it needs
+beyond reading), then waits, bounded by `--timeout` and visibly (`snoreloc.waits`), until the controller has issued
+it (MediaReady True for the Site's current generation, the report Secret's token bound to the live binding Secret);
+on timeout it exits 75 with nothing written. A Site with `spec.report.enabled: false` needs no credential: nothing
+is asked for, nothing waited on. The medium is rebuilt here from the Site and the Secrets and ConfigMaps it names,
+checked again with the agent's rules, and its digest compared with the one the controller put in `status.media`: a
+difference means the Site or an input changed since the controller last saw it, and nothing is written (exit 75: run
+it again once the controller has caught up). The images are written by the agent's own media maker (`snoreloc
+make-media`), with `hub-report.kubeconfig` (0600 in the tree) beside the site-config; `--out-dir` writes the same
+files to a directory instead (0700, files 0600), to copy onto a stick by hand. The token is never printed or logged.
+A Site that does not exist, or is deleted while this command waits, exits 69 (unavailable) saying so.
 """
 
 from __future__ import annotations
