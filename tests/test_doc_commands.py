@@ -147,6 +147,9 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 0 tests/hub/test_site_input_rules.py tests/hub/test_site_names.py "
+    "tests/hub/test_site_wedge.py tests/hub/test_report_bounds.py tests/hub/test_site_credentials_quoted.py "
+    "tests/hub/test_make_media_gone.py tests/hub/test_status_generated.py": Elsewhere(_SUITE),
     '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
     **{
         line: Elsewhere(

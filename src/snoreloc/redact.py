@@ -82,6 +82,10 @@ def _patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
         (re.compile(r"(Bearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE), rf"\1{MASK}"),
         # user:password in a URL (a proxy, a registry mirror).
         (re.compile(r"((?<![\w+.-])[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]*:[^\s/@]*@"), rf"\1{MASK}@"),
+        # user:password@host without a scheme (a pull secret's auth decoded, a proxy written short).
+        (re.compile(r"(?<![^\s\"'(\[{=,;<])[^\s/@:\"'<>]+:[^\s/@\"'<>]+@(?=[\w\[])"), f"{MASK}@"),
+        # a JSON Web Token (a service-account token, an OIDC token): three base64url parts, the first `{"`.
+        (re.compile(r"(?<![\w-])eyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]*"), MASK),
     )
 
 

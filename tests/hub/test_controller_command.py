@@ -4,6 +4,8 @@ the controller's own API address and CA), and a hub URL that is not https refuse
 from __future__ import annotations
 
 import argparse
+import io
+import logging
 import pathlib
 
 import pytest
@@ -40,3 +42,23 @@ def test_without_either_the_controllers_own_address_is_used() -> None:
 def test_a_plain_http_hub_is_refused() -> None:
     with pytest.raises(errors.UsageError, match="https"):
         command.hub_address(_args("--hub-url", "http://hub:6443"), "https://own", b"")
+
+
+def test_the_controllers_log_masks_credentials_and_escapes_controls() -> None:
+    """An API refusal quotes a Site's field (issue 30): whatever logger says it, the log masks and escapes it."""
+    root = logging.getLogger()
+    saved = (list(root.handlers), root.level)
+    stream = io.StringIO()
+    root.handlers[:] = []  # pytest's own handlers are not closed by the `force` of log_to
+    try:
+        command.log_to(stream)
+        quoted = 'Invalid value: "fleet-user:s3cr3t-pw@registry.example" and a bell \a'
+        logging.getLogger("snoreloc_fleet.controller.operator").warning("site fleet/s: %s", quoted)
+        logging.getLogger("kopf.objects").info("an event")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+    text = stream.getvalue()
+    assert "s3cr3t-pw" not in text and "<redacted>@registry.example" in text
+    assert "\a" not in text and "\\x07" in text
+    assert "an event" not in text

@@ -136,8 +136,8 @@ def _digest(admin: kube.Client) -> str:
 
 
 def _report(state: str, digest: str) -> dict[str, Any]:
-    agent = {"runState": state, "step": "settle", "source": "node", "siteConfigDigest": digest,
-             "reportedAt": "2099-01-01T00:00:00Z"}  # fmt: skip
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # a report dated ahead is ClockAhead (issue 30)
+    agent = {"runState": state, "step": "settle", "source": "node", "siteConfigDigest": digest, "reportedAt": now}
     return {"status": {site.STATUS_AGENT: agent}}
 
 

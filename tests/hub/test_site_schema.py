@@ -53,6 +53,30 @@ def test_every_status_string_and_list_is_bounded() -> None:
     assert walk(status, "status") == []
 
 
+def test_every_status_number_is_bounded_and_every_free_string_refuses_controls() -> None:
+    """Issue 30: no negative or 1e300 number, no control character (what `kubectl get sites` would print raw)."""
+
+    def walk(node: object, path: str) -> list[str]:
+        loose = []
+        if isinstance(node, dict):
+            generation = path.endswith(site.STATUS_OBSERVED)  # int64 of the API server's generation, minimum 0
+            number = node.get("type") in ("integer", "number") and not generation
+            if number and ("minimum" not in node or "maximum" not in node):
+                loose.append(path)
+            free = "enum" not in node and node.get("format") != "date-time"
+            if node.get("type") == "string" and free and node.get("pattern") not in (site.NO_CONTROLS, *_NAMED):
+                loose.append(path)
+            for key, value in node.items():
+                loose += walk(value, f"{path}.{key}")
+        return loose
+
+    status = site.crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert walk(status, "status") == []
+
+
+_NAMED = ("^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",)  # a condition's reason: no control character either
+
+
 def test_install_applies_what_the_kustomization_lists() -> None:
     kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text(encoding="utf-8"))
     kinds = [obj["kind"] for obj in install.manifests()]

@@ -14,6 +14,7 @@ difference means the Site or an input changed since the controller last saw it, 
 it again once the controller has caught up). The images are written by the agent's own media maker (`snoreloc
 make-media`), with `hub-report.kubeconfig` (0600 in the tree) beside the site-config; `--out-dir` writes the same
 files to a directory instead (0700, files 0600), to copy onto a stick by hand. The token is never printed or logged.
+A Site that does not exist, or is deleted while this command waits, exits 69 (unavailable) saying so.
 """
 
 from __future__ import annotations
@@ -106,6 +107,18 @@ def request(client: kube.Client, namespace: str, name: str, clock: clock_mod.Clo
     return stamp
 
 
+def _site(client: kube.Client, ref: kube.Ref, *, waited: bool = False) -> dict[str, Any]:
+    """The Site as it is now; exit 69 naming it when it does not exist, or was deleted while this command waited."""
+    found = client.find(ref)
+    if found is None:
+        what = "was deleted while make-media waited for its reporting credential" if waited else "does not exist"
+        raise errors.UnavailableError(
+            f"site {ref.name} in namespace {ref.namespace} {what}; nothing was written",
+            hint="List the Sites: snoreloc fleet status -o csv (or -A for every namespace).",
+        )
+    return found
+
+
 def with_credential(
     client: kube.Client, namespace: str, name: str, *, timeout: float = TIMEOUT, clock: clock_mod.Clock | None = None
 ) -> dict[str, Any]:
@@ -118,7 +131,7 @@ def with_credential(
 
     clock = clock or clock_mod.SystemClock()
     ref = reconcile.site_ref(namespace, name)
-    obj = client.get(ref)
+    obj = _site(client, ref)
     if not site.reports(obj) or settled(client, obj, "", clock.now()) is not None:
         return obj
     asked = request(client, namespace, name, clock)
@@ -128,7 +141,7 @@ def with_credential(
         hint=f"Is the hub's controller running (`snoreloc fleet controller`)? `kubectl get site {name} -n "
         f"{namespace} -o yaml` shows its conditions; run this again (it asks again), or with a longer --timeout.",
     )  # fmt: skip
-    return waits.until(lambda: settled(client, client.get(ref), asked, clock.now()), wait, clock)
+    return waits.until(lambda: settled(client, _site(client, ref, waited=True), asked, clock.now()), wait, clock)
 
 
 def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
@@ -164,12 +177,10 @@ def make(client: kube.Client, namespace: str, name: str, *, timeout: float = TIM
 
     obj = with_credential(client, namespace, name, timeout=timeout)
     issued = _ready(obj)
-    files, missing = sitemedium.resolve_files(client, obj)
-    checked = sitemedium.check(obj, files, missing)
+    checked = sitemedium.examine(client, obj)
     if not checked.valid:
-        raise errors.ConfigError(
-            f"site {name}: not valid", problems=(*checked.inline, *checked.missing, *checked.problems)
-        )
+        problems = (*checked.refused, *checked.inline, *checked.missing, *checked.problems)
+        raise errors.ConfigError(f"site {name}: not valid", problems=problems)
     if checked.digest != issued:
         raise errors.TemporaryError(
             f"site {name}: the Site or its inputs changed since the controller checked it ({checked.digest} here, "

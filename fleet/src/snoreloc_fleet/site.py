@@ -3,11 +3,14 @@
 Every other fleet module (the controller, `fleet status`, `fleet why`, metrics, make-media, import-report) reads the
 Site through the names defined here, so the phase names, condition types, reasons and status keys exist once. The
 node's report (`status.agent`) is shaped by the agent (`snoreloc.engine.hubreport`), which cannot import this
-package; this module bounds it in the schema with the agent's own limits.
+package; this module bounds it in the schema with the agent's own limits, and bounds every number of the status
+(no negative or 1e300 seconds) and every string (no control character: `NO_CONTROLS`), so the hub refuses a report
+that is not plausible (issue 30: reports are data, not trust).
 
 A Site's spec is the site-config's spec (`spec.siteConfig`, checked by the controller with the agent's own rules,
 not by the schema: one definition of each rule) plus `spec.files`, which resolves the site-config's `{file: NAME}`
-references from Secrets or ConfigMaps of the Site's namespace: secret material is never inline in a Site.
+references from Secrets or ConfigMaps of the Site's namespace: secret material is never inline in a Site. The names
+a Site gives them are Kubernetes names (`snoreloc_fleet.siteinput`, whose patterns the schema carries).
 
 `python -m snoreloc_fleet.site` prints the CRD (`deploy/crd.yaml` is that output; a test keeps them equal).
 """
@@ -22,6 +25,7 @@ from typing import Any
 import yaml
 
 from snoreloc.engine import hubreport
+from snoreloc_fleet import siteinput
 
 GROUP = hubreport.GROUP
 VERSION = hubreport.VERSION
@@ -41,6 +45,17 @@ MAX_FINDING_WARNINGS = 10  # validation warnings kept
 MAX_FINDING_PATH = 256
 MAX_FINDING_MESSAGE = 512
 MAX_CONDITION_MESSAGE = 1024
+# Bounds of the numbers in status (the schema's; `ops.metrics` drops a duration or age outside them): no run, step or
+# wait lasts a year, no run has a thousand steps, exit codes are bytes, no finding's line is past the node's limit.
+MAX_SECONDS = 366 * 86400
+MAX_STEP_COUNT = 1000
+MAX_EXIT_CODE = 255
+MAX_LINE = 10_000_000
+MAX_MORE = 1_000_000
+CLOCK_SKEW = 300.0  # a report dated further ahead of the hub's clock is implausible (status: ClockAhead)
+# No control character (C0 but tab and line feed, DEL, C1) in any status string: `kubectl get sites` prints them
+# raw. Every writer shows them as escapes first (`snoreloc.sanitize.visible`: the node's report, the controller).
+NO_CONTROLS = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
 
 
 class Phase(enum.StrEnum):
@@ -71,6 +86,7 @@ class Reason(enum.StrEnum):
     VALID = "Valid"
     INVALID_SITE_CONFIG = "InvalidSiteConfig"
     INLINE_SECRET = "InlineSecret"  # noqa: S105 (a reason, not a secret)
+    INVALID_SPEC = "InvalidSpec"  # a name, file name, size or depth refused before anything is read (siteinput)
     MISSING_INPUT = "MissingInput"
     SUSPENDED = "Suspended"
     CREDENTIAL_ISSUED = "CredentialIssued"
@@ -82,6 +98,7 @@ class Reason(enum.StrEnum):
     REPORTED = "Reported"
     IMPORTED = "Imported"
     SILENT = "Silent"
+    CLOCK_AHEAD = "ClockAhead"  # the node's report is dated ahead of the hub's clock: its time is not trusted
     DIGEST_MISMATCH = "DigestMismatch"
     RUNNING = "Running"
     DONE = "Done"
@@ -117,12 +134,24 @@ def _string(max_length: int = hubreport.MAX_TEXT, **extra: Any) -> dict[str, Any
     return {"type": "string", "maxLength": max_length, **extra}
 
 
+def _text(max_length: int = hubreport.MAX_TEXT) -> dict[str, Any]:
+    """A status string: bounded, and no control character (kube-apiserver checks both on a custom resource's
+    status write: k8s.io/kube-openapi pkg/validation/validate, `MaxLength` and `Pattern`, RE2 syntax)."""
+    return _string(max_length, pattern=NO_CONTROLS)
+
+
+def _number(maximum: float, *, nullable: bool = False, integer: bool = False) -> dict[str, Any]:
+    """A status number between 0 and `maximum` (kube-openapi's `Minimum`/`Maximum`: no negative or 1e300)."""
+    found: dict[str, Any] = {"type": "integer" if integer else "number", "minimum": 0, "maximum": maximum}
+    return {**found, "nullable": True} if nullable else found
+
+
 def _key_ref() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["name", "key"],
-        "properties": {"name": _string(253), "key": _string(253)},
-    }
+    """A Secret's or ConfigMap's key: its name and key proven Kubernetes names at admission (`siteinput` checks the
+    same in the controller, for a Site admitted before)."""
+    name = _string(siteinput.MAX_OBJECT_NAME, pattern=siteinput.DNS1123_SUBDOMAIN)
+    key = _string(siteinput.MAX_CONFIG_KEY, pattern=siteinput.CONFIG_KEY)
+    return {"type": "object", "required": ["name", "key"], "properties": {"name": name, "key": key}}
 
 
 def _spec() -> dict[str, Any]:
@@ -176,9 +205,9 @@ def _finding() -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "path": _string(MAX_FINDING_PATH),
-            "line": {"type": "integer"},
-            "message": _string(MAX_FINDING_MESSAGE),
+            "path": _text(MAX_FINDING_PATH),
+            "line": {"type": "integer", "minimum": 1, "maximum": MAX_LINE},
+            "message": _text(MAX_FINDING_MESSAGE),
         },
     }
 
@@ -188,54 +217,55 @@ def _condition() -> dict[str, Any]:
         "type": "object",
         "required": ["type", "status", "lastTransitionTime", "reason", "message"],
         "properties": {
-            "type": _string(316),
+            "type": _text(316),
             "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
             "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
             "lastTransitionTime": {"type": "string", "format": "date-time"},
             "reason": _string(1024, pattern="^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
-            "message": _string(MAX_CONDITION_MESSAGE),
+            "message": _text(MAX_CONDITION_MESSAGE),
         },
     }
 
 
 def agent_schema() -> dict[str, Any]:
     """The node's report, bounded with the agent's own limits (`snoreloc.engine.hubreport`)."""
-    name = _string(hubreport.MAX_NAME)
+    name = _text(hubreport.MAX_NAME)
+    seconds = _number(MAX_SECONDS)
     nullable_object = {"type": "object", "nullable": True}
     return {
         "type": "object",
         "properties": {
             "reportedAt": {"type": "string", "format": "date-time"},
-            "agentVersion": _string(64),
+            "agentVersion": _text(64),
             "source": {"type": "string", "enum": [hubreport.Source.NODE, hubreport.Source.IMPORTED]},
-            "siteConfigDigest": _string(80),
-            "runState": _string(32),
-            "exitCode": {"type": "integer"},
+            "siteConfigDigest": _text(80),
+            "runState": _text(32),
+            "exitCode": _number(MAX_EXIT_CODE, integer=True),
             "step": name,
-            "stepsDone": {"type": "integer", "minimum": 0},
-            "stepsTotal": {"type": "integer", "minimum": 0},
-            "todo": _string(),
+            "stepsDone": _number(MAX_STEP_COUNT, integer=True),
+            "stepsTotal": _number(MAX_STEP_COUNT, integer=True),
+            "todo": _text(),
             "steps": {
                 "type": "array",
                 "maxItems": hubreport.MAX_STEPS,
                 "items": {
                     "type": "object",
-                    "properties": {"name": name, "state": _string(32), "seconds": {"type": "number", "nullable": True}},
+                    "properties": {"name": name, "state": _text(32), "seconds": _number(MAX_SECONDS, nullable=True)},
                 },
             },
-            "warnings": {"type": "array", "maxItems": hubreport.MAX_WARNINGS, "items": _string()},
+            "warnings": {"type": "array", "maxItems": hubreport.MAX_WARNINGS, "items": _text()},
             "waiting": {
                 **nullable_object,
                 "properties": {
                     "step": name,
-                    "what": _string(),
-                    "elapsedSeconds": {"type": "number"},
-                    "budgetSeconds": {"type": "number"},
+                    "what": _text(),
+                    "elapsedSeconds": seconds,
+                    "budgetSeconds": seconds,
                 },
             },
             "failure": {
                 **nullable_object,
-                "properties": {"step": name, "message": _string(), "hint": _string()},
+                "properties": {"step": name, "message": _text(), "hint": _text()},
             },
         },
     }
@@ -247,9 +277,9 @@ def _status() -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            STATUS_OBSERVED: {"type": "integer", "format": "int64"},
+            STATUS_OBSERVED: {"type": "integer", "format": "int64", "minimum": 0},
             STATUS_PHASE: {"type": "string", "enum": [p.value for p in Phase]},
-            STATUS_REASON: _string(64),
+            STATUS_REASON: _text(64),
             STATUS_CONDITIONS: {
                 "type": "array",
                 "maxItems": 8,
@@ -259,20 +289,20 @@ def _status() -> dict[str, Any]:
             },
             STATUS_VALIDATION: {
                 "type": "object",
-                "properties": {"errors": errors, "warnings": warnings, "more": {"type": "integer", "minimum": 0}},
+                "properties": {"errors": errors, "warnings": warnings, "more": _number(MAX_MORE, integer=True)},
             },
             STATUS_MEDIA: {
                 "type": "object",
                 "properties": {
-                    "digest": _string(80),
-                    "files": {"type": "array", "maxItems": 128, "items": _string(253)},
+                    "digest": _text(80),
+                    "files": {"type": "array", "maxItems": 128, "items": _text(253)},
                 },
             },
             STATUS_CREDENTIAL: {
                 "type": "object",
                 "properties": {
-                    "serviceAccount": _string(253),
-                    "secret": _string(253),
+                    "serviceAccount": _text(253),
+                    "secret": _text(253),
                     "issuedAt": {"type": "string", "format": "date-time"},
                     "expiresAt": {"type": "string", "format": "date-time"},
                 },
@@ -315,7 +345,13 @@ def crd() -> dict[str, Any]:
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
+                                # a reporting Site's name labels what is made for it (siteinput.MAX_SITE_NAME); a
+                                # CRD may bound metadata.name and generateName, nothing else of metadata
+                                # (kubernetes/kubernetes#77653, apiextensions validation of the schema's metadata)
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {"name": _string(siteinput.MAX_SITE_NAME)},
+                                },
                                 "spec": _spec(),
                                 "status": _status(),
                             },

@@ -27,6 +27,7 @@ import yaml
 from snoreloc import errors, redact, safefile
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import findings, loader, medium, schema
+from snoreloc_fleet import siteinput
 
 SITE_CONFIG_API_VERSION = "snoreloc.io/v1alpha1"
 SITE_CONFIG_KIND = "SiteConfig"
@@ -41,13 +42,14 @@ class Checked:
     warnings: tuple[errors.Problem, ...] = ()
     missing: tuple[errors.Problem, ...] = ()  # inputs (Secrets, ConfigMaps, keys) that are not there
     inline: tuple[errors.Problem, ...] = ()  # secret material inline in the Site
+    refused: tuple[errors.Problem, ...] = ()  # inputs refused before anything was read (`siteinput`)
     digest: str = ""
     files: tuple[str, ...] = ()
     tree: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def valid(self) -> bool:
-        return not (self.problems or self.missing or self.inline)
+        return not (self.problems or self.missing or self.inline or self.refused)
 
 
 def site_config_document(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,6 +96,10 @@ def resolve_files(client: kube.Client, obj: Mapping[str, Any]) -> tuple[dict[str
         secret = isinstance(source, Mapping) and "secretKeyRef" in source
         ref = (source or {}).get("secretKeyRef" if secret else "configMapKeyRef") or {}
         resource = kube.SECRETS if secret else kube.CONFIGMAPS
+        refused = siteinput.object_name_problem(ref.get("name"))
+        if refused:  # never into an API path (`examine` refuses the Site before this is reached)
+            missing.append(errors.Problem(f"spec.files.{name}", refused))
+            continue
         holder = client.find(kube.Ref(resource, str(ref.get("name", "")), namespace))
         data = _decoded(holder, str(ref.get("key", "")), base64_data=secret)
         if data is None:
@@ -179,3 +185,18 @@ def check(obj: Mapping[str, Any], files: Mapping[str, bytes], missing: list[erro
         files=tuple(tree),
         tree=tree,
     )
+
+
+def examine(client: kube.Client, obj: Mapping[str, Any]) -> Checked:
+    """A Site's medium read and checked, the one path of the controller and `fleet make-media`: its inputs judged
+    first (`siteinput`: names, file names, size, depth), and nothing read, laid out or walked when they are refused.
+    A Site whose medium cannot even be built is refused with what went wrong, never retried for ever."""
+    refused = siteinput.spec_problems(obj)
+    if refused:
+        return Checked(problems=(), refused=tuple(refused))
+    files, missing = resolve_files(client, obj)
+    try:
+        return check(obj, files, missing)
+    except (errors.SnorelocError, ValueError, RecursionError) as exc:
+        message = f"the medium cannot be built from this Site: {redact.redact(str(exc))}"
+        return Checked(problems=(), refused=(errors.Problem("spec", message),))

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 import snoreloc
-from snoreloc import errors, redact, safefile, waits
+from snoreloc import errors, redact, safefile, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.engine import journal, view
 
@@ -87,7 +87,8 @@ class Target:
 
 
 def _text(value: object, limit: int = MAX_TEXT) -> str:
-    return redact.redact(str(value))[:limit]
+    """Secrets masked, control characters shown as escapes (the Site's schema refuses them), cut to `limit`."""
+    return sanitize.visible(redact.redact(str(value)))[:limit]
 
 
 def _current_context(config: Mapping[str, Any]) -> Mapping[str, Any]:

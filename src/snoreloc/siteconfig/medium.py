@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import pathlib
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 
 from snoreloc import errors, safefile
 from snoreloc.siteconfig import discovery, files
@@ -19,6 +20,14 @@ from snoreloc.siteconfig import discovery, files
 SITE_CONFIG_NAME = discovery.FILE_NAMES[0]
 HUB_FILE = discovery.HUB_FILE
 DIGEST_PREFIX = "sha256:"
+
+# A file's name on a medium: a relative path of segments made of `[-._a-zA-Z0-9]`, none of them `.` or `..` (so no
+# empty segment, no leading `/`, no NUL), at most `MAX_FILE_NAME` characters. Stricter than what the node reads
+# (`files`: not empty, no NUL, not absolute, no `..`), which it includes; the hub lays a Site's files out by these
+# names (`snoreloc_fleet.sitemedium`), so a name it refuses never reaches a path.
+MAX_FILE_NAME = 253
+FILE_SEGMENT = r"(?:[-_a-zA-Z0-9][-._a-zA-Z0-9]*|\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*|\.\.[-._a-zA-Z0-9]+)"
+FILE_NAME = rf"^{FILE_SEGMENT}(?:/{FILE_SEGMENT})*$"
 
 
 def contents(site_config: pathlib.Path) -> dict[str, bytes]:
@@ -55,3 +64,28 @@ def digest(tree: Mapping[str, bytes]) -> str:
 def digest_of(site_config: pathlib.Path) -> str:
     """The digest of the medium a site-config file and its files make."""
     return digest(contents(site_config))
+
+
+def file_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a file of a medium (None: it can). Never quotes the name (it may be anything)."""
+    if len(name) > MAX_FILE_NAME:
+        return f"a file's name is at most {MAX_FILE_NAME} characters (this one has {len(name)})"
+    if not re.fullmatch(FILE_NAME, name):
+        return (
+            "a file's name is a relative path of parts made of letters, digits, '-', '_' and '.', none of them "
+            "'.' or '..' (no leading or doubled '/', no control character): rename it, e.g. certs/api.crt"
+        )
+    return None
+
+
+def name_clashes(names: Iterable[str]) -> list[tuple[str, str]]:
+    """Pairs (file, other) where `other` would be a file inside `file` (`a` and `a/b`): both cannot be laid out."""
+    given = set(names)
+    found = []
+    for name in sorted(given):
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            prefix = "/".join(parts[:depth])
+            if prefix in given:
+                found.append((prefix, name))
+    return found

@@ -5,6 +5,10 @@ address than the controller does, so that address (and, when the cluster's own C
 given by `--hub-url`/`--hub-ca` or by a directory holding `url` and optionally `ca.crt` (`--hub-config`, the
 ConfigMap the Deployment mounts). Without either, the controller's own API address and CA are used (fine for a
 lab hub that sites reach directly).
+
+Its log (every logger: its own, kopf's, the kube client's) goes through the agent's redacting handler
+(`snoreloc.logs.make_handler`): an API refusal quotes a Site's fields, which may carry a credential or a control
+character.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import argparse
 import logging
 import pathlib
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, TextIO
 
-from snoreloc import errors, safefile
+from snoreloc import errors, logs, safefile
 
 if TYPE_CHECKING:
     from snoreloc_fleet.ops.metrics import FleetMetrics
@@ -63,14 +68,20 @@ def hub_address(args: argparse.Namespace, own_url: str, own_ca: bytes) -> tuple[
     return url, ca or own_ca
 
 
+def log_to(stream: TextIO) -> None:
+    """Every log record of the process at INFO and above to `stream`, secrets masked and control characters shown
+    as escapes; kopf's line per event left out (the reconcile says what changed)."""
+    logging.basicConfig(level=logging.INFO, handlers=[logs.make_handler(stream)], force=True)
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet import credentials  # noqa: PLC0415
     from snoreloc_fleet.controller import operator, reconcile  # noqa: PLC0415
 
     if args.workers < 1:
         raise errors.UsageError(f"--workers must be at least 1, got {args.workers}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kopf.objects").setLevel(logging.WARNING)  # not a line per event: the reconcile says what changed
+    log_to(sys.stderr)
     configuration = operator.configuration_for(args.kubeconfig)
     own_ca = _read(configuration.ssl_ca_cert, safefile.CA_BUNDLE) if configuration.ssl_ca_cert else b""
     url, ca = hub_address(args, configuration.host, own_ca)

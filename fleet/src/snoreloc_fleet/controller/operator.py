@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -78,13 +79,17 @@ class TokenBucket:
 
 
 class LimitedClient(kube.Client):
-    """The agent's kube client (official client + tenacity) with the controller's write rate limit."""
+    """The agent's kube client (official client + tenacity) with the controller's write rate limit, which sends no
+    request whose path is not already normal: the client would resolve a `..` in it, and so reach another
+    namespace's object (every name from a Site is checked before, by `siteinput`; this is the last line)."""
 
     bucket: TokenBucket | None = None
     metrics: FleetMetrics | None = None
     echoes: Echoes | None = None
 
     def request(self, method: str, path: str, **options: Any) -> Any:
+        if posixpath.normpath(path) != path:
+            raise errors.InternalError(f"refused to send {method} to a path that is not normal: {path[:300]!r}")
         if self.bucket is not None and method in WRITE_METHODS:
             self.bucket.take()
         result = self._counted(method, path, **options)

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from snoreloc import redact
 from snoreloc.adapters import kube
 from snoreloc_fleet import credentials, site, sitemedium
 from snoreloc_fleet.controller import status as status_mod
@@ -109,8 +108,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
     checked = None
     credential = None
     if not spec.get("suspend"):
-        files, missing = sitemedium.resolve_files(client, obj)
-        checked = sitemedium.check(obj, files, missing)
+        checked = sitemedium.examine(client, obj)
         if checked.valid:
             credential = _credential(client, obj, config, now)
     inputs = status_mod.Inputs(
@@ -138,7 +136,7 @@ def _event(client: kube.Client, obj: dict[str, Any], derived: Mapping[str, Any],
             "namespace": meta["namespace"], "uid": meta.get("uid"),
         },
         "reason": reason,
-        "message": redact.redact(f"phase {phase}: {message}")[:1024],
+        "message": status_mod.said(f"phase {phase}: {message}", site.MAX_CONDITION_MESSAGE),
         "type": "Warning" if phase in WARNING_PHASES else "Normal",
         "source": {"component": COMPONENT},
         "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,

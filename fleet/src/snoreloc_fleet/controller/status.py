@@ -10,11 +10,13 @@ repeat what only the node's report moves (its `reportedAt`, its step, its steps 
 which the printer columns and `fleet why` read. So a report that moves the step and changes no judgement leaves the
 controller's part unchanged, and the reconcile writes nothing for it (issue 23: one write per report, the node's).
 
-Phases: Invalid (the agent's rules refuse the site-config, an input is missing, or a secret is inline), Ready
-(valid, no report yet, whether or not its stick was asked for: MediaReady says; also after an edit, until the node
-runs the new site-config), InProgress (the node reports a run), Stale (it reported a run in progress, then nothing
-for `stale_after`, or for its wait's budget plus five minutes when that is longer), Relocated (done, with the digest
-the hub issued), Failed (failed, partial or rolled back, with the digest the hub issued).
+Phases: Invalid (a name, file name, size or depth is refused before anything is read, the agent's rules refuse the
+site-config, an input is missing, or a secret is inline), Ready (valid, no report yet, whether or not its stick was
+asked for: MediaReady says; also after an edit, until the node runs the new site-config), InProgress (the node reports a
+run), Stale (it reported a run in progress, then nothing for `stale_after`, or for its wait's budget plus five minutes
+when that is longer; or its report is dated more than `site.CLOCK_SKEW` ahead of the hub's clock, reason ClockAhead: a
+time that cannot grow old is not trusted), Relocated (done, with the digest the hub issued), Failed (failed, partial or
+rolled back, with the digest the hub issued).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc import errors
+from snoreloc import errors, redact, sanitize
 from snoreloc_fleet import site
 from snoreloc_fleet.site import Condition as Cond
 from snoreloc_fleet.site import Phase, Reason
@@ -59,10 +61,17 @@ def _when(text: object) -> dt.datetime | None:
         return None
 
 
+def said(text: object, limit: int) -> str:
+    """Text the controller writes to a Site's status or an Event: secrets masked (`snoreloc.redact`: a Site's field
+    may carry a credential, and validation quotes fields), control characters shown as escapes (the status schema
+    refuses them), cut to `limit`."""
+    return sanitize.visible(redact.redact(str(text)))[:limit]
+
+
 def _finding(problem: errors.Problem) -> dict[str, Any]:
     found: dict[str, Any] = {
-        "path": problem.path[: site.MAX_FINDING_PATH],
-        "message": problem.message[: site.MAX_FINDING_MESSAGE],
+        "path": said(problem.path, site.MAX_FINDING_PATH),
+        "message": said(problem.message, site.MAX_FINDING_MESSAGE),
     }
     if problem.line is not None:
         found["line"] = problem.line
@@ -71,7 +80,7 @@ def _finding(problem: errors.Problem) -> dict[str, Any]:
 
 def validation(checked: Checked) -> dict[str, Any]:
     """The findings, bounded (`more` counts what did not fit)."""
-    problems = [*checked.inline, *checked.missing, *checked.problems]
+    problems = [*checked.refused, *checked.inline, *checked.missing, *checked.problems]
     kept = problems[: site.MAX_FINDINGS]
     warnings = list(checked.warnings[: site.MAX_FINDING_WARNINGS])
     more = len(problems) - len(kept) + len(checked.warnings) - len(warnings)
@@ -81,10 +90,12 @@ def validation(checked: Checked) -> dict[str, Any]:
 def _summary(problems: Sequence[errors.Problem]) -> str:
     first = problems[0].render()
     rest = f" (and {len(problems) - 1} more: see status.validation)" if len(problems) > 1 else ""
-    return (first + rest)[: site.MAX_CONDITION_MESSAGE]
+    return first + rest
 
 
 def _validated(checked: Checked) -> tuple[bool, Reason, str]:
+    if checked.refused:
+        return False, Reason.INVALID_SPEC, _summary(checked.refused)
     if checked.inline:
         return False, Reason.INLINE_SECRET, _summary(checked.inline)
     if checked.missing:
@@ -118,9 +129,19 @@ def _media_ready(inputs: Inputs, valid: bool) -> tuple[bool, Reason, str]:
     return True, Reason.CREDENTIAL_ISSUED, f"make the stick (snoreloc fleet make-media); its token expires {expires}"
 
 
+def ahead(agent: Mapping[str, Any], now: dt.datetime) -> float:
+    """Seconds the report's `reportedAt` is ahead of the hub's clock beyond `site.CLOCK_SKEW` (0: plausible). Such a
+    time is not trusted: measured from it, a silent node would never turn Stale (see `_run`)."""
+    reported = _when(agent.get("reportedAt"))
+    if reported is None or reported.tzinfo is None:
+        return 0.0
+    over = (reported - now).total_seconds()
+    return over if over > site.CLOCK_SKEW else 0.0
+
+
 def _stale(agent: Mapping[str, Any], inputs: Inputs) -> bool:
     reported = _when(agent.get("reportedAt"))
-    if agent.get("runState") != "running" or reported is None:
+    if agent.get("runState") != "running" or reported is None or reported.tzinfo is None:
         return False
     limit = inputs.stale_after
     waiting = agent.get("waiting")
@@ -154,6 +175,12 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
         reporting = (True, Reason.REPORTED, "the node reports: its last report is status.agent")
     if _stale(agent, inputs):
         reporting = (False, Reason.SILENT, f"no report since {agent.get('reportedAt')} while the run was at {step}")
+    if ahead(agent, inputs.now):  # the message names no number of seconds: it would change, and be written, each pass
+        message = (
+            f"the node's last report is dated {agent.get('reportedAt')}, more than {site.CLOCK_SKEW:.0f}s ahead of "
+            "the hub's clock: its time is not trusted (a run in progress counts as silent); set the node's clock (NTP)"
+        )
+        reporting = (False, Reason.CLOCK_AHEAD, message)
     current = agent.get("siteConfigDigest") == digest
     if not current:
         message = f"the node ran {agent.get('siteConfigDigest')}; this Site now describes {digest}: make a new stick"
@@ -175,8 +202,8 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
             Reason.RUN_FAILED,
         )
     running = (False, Reason.RUNNING, f"the run is {state} (its step: status.agent.step)")
-    phase = Phase.STALE if reporting[1] is Reason.SILENT else Phase.IN_PROGRESS
-    reason = Reason.SILENT if phase is Phase.STALE else Reason.RUNNING
+    phase = Phase.STALE if reporting[1] in (Reason.SILENT, Reason.CLOCK_AHEAD) else Phase.IN_PROGRESS
+    reason = reporting[1] if phase is Phase.STALE else Reason.RUNNING
     return _Run(reporting, running, (False, Reason.NOT_FAILED, state), phase, reason)
 
 
@@ -192,7 +219,7 @@ def _condition(
         "observedGeneration": inputs.generation,
         "lastTransitionTime": since or iso(inputs.now),
         "reason": verdict[1].value,
-        "message": verdict[2][: site.MAX_CONDITION_MESSAGE],
+        "message": said(verdict[2], site.MAX_CONDITION_MESSAGE),
     }
 
 

@@ -14,7 +14,10 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
 controller saw (`observe`), so a scrape costs one pass over the index and nothing on the API; the index keeps of a
 Site only what they need (its phase, run state and report time: `KEPT`), not its steps or its report's text, so
-10,000 relocated Sites cost it about as little as 10,000 new ones. A relocation's
+10,000 relocated Sites cost it about as little as 10,000 new ones. A node's report is data, not trust: a duration
+that is not a finite number of seconds between 0 and `site.MAX_SECONDS` (the schema's bound) and the age of a
+report dated more than `site.CLOCK_SKEW` ahead of the controller's clock are left out (`plausible`, `age`), never
+exported; a report slightly ahead counts as age 0. A relocation's
 duration is observed once, when the controller sees its Site turn done: on a transition it watched, or at first
 sight when the report is fresh (`FRESH`), so a restarted controller does not count the fleet's history again.
 The alerts built on these are in `snoreloc_fleet/deploy/prometheusrule.yaml`; docs/fleet.md has a runbook for each.
@@ -23,6 +26,7 @@ The alerts built on these are in `snoreloc_fleet/deploy/prometheusrule.yaml`; do
 from __future__ import annotations
 
 import datetime as dt
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -41,6 +45,23 @@ AGE_BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 21600.0, 86400.0)  # 900: "si
 FRESH = 600.0  # a done report younger than this, seen first, is counted as a relocation that just finished
 KEPT = ("namespace", "name", "phase", "run_state", "reported_at")  # of a Site's row, what the index keeps
 _KeyT = tuple[str, str]
+
+
+def plausible(seconds: float | None) -> float | None:
+    """`seconds` when it is a duration a node can have reported truthfully (finite, 0 to `site.MAX_SECONDS`); None
+    (left out) otherwise: the one place the controller's metrics judge a node's numbers."""
+    if seconds is None or not math.isfinite(seconds) or not 0.0 <= seconds <= site.MAX_SECONDS:
+        return None
+    return seconds
+
+
+def age(row: fleetstate.Row, now: dt.datetime) -> float | None:
+    """Seconds since the row's report by the controller's clock; None without a report or when it is dated more
+    than `site.CLOCK_SKEW` ahead (implausible: left out, so it cannot hold an age at 0 for ever)."""
+    if row.reported_at is None or row.reported_at.tzinfo is None:
+        return None
+    seconds = (now - row.reported_at).total_seconds()
+    return None if seconds < -site.CLOCK_SKEW else max(0.0, seconds)
 
 
 def verb(method: str, path: str, query: Mapping[str, str] | None) -> str:
@@ -90,16 +111,17 @@ class FleetMetrics:
         with self._lock:
             before = self._rows.get(key)
             self._rows[key] = kept
-        if self._just_finished(before, item) and item.duration is not None:
-            self.durations.observe(item.duration)
+        duration = plausible(item.duration)
+        if self._just_finished(before, item) and duration is not None:
+            self.durations.observe(duration)
 
     def _just_finished(self, before: fleetstate.Row | None, item: fleetstate.Row) -> bool:
         if item.run_state not in site.RUN_DONE:
             return False
         if before is not None:
             return before.run_state not in site.RUN_DONE or before.reported_at != item.reported_at
-        age = item.since_report(self._now())
-        return age is not None and age <= FRESH
+        since = age(item, self._now())
+        return since is not None and since <= FRESH
 
     def seen(self, event: Mapping[str, Any]) -> None:
         """A watch event of a Site (kopf's `event`): remember it, or forget it when deleted."""
@@ -163,9 +185,7 @@ def _ages(rows: list[fleetstate.Row], now: dt.datetime) -> GaugeHistogramMetricF
         labels=["running"],
     )
     for running in (True, False):
-        ages = [
-            age for r in rows if (r.phase in fleetstate.RUNNING) == running and (age := r.since_report(now)) is not None
-        ]
+        ages = [a for r in rows if (r.phase in fleetstate.RUNNING) == running and (a := age(r, now)) is not None]
         buckets = [(_le(bound), float(sum(1 for a in ages if a <= bound))) for bound in AGE_BUCKETS]
         buckets.append(("+Inf", float(len(ages))))
         family.add_metric(["true" if running else "false"], buckets, gsum_value=sum(ages))
