@@ -37,8 +37,9 @@ from typing import Any
 import common
 import hub_sites
 from prometheus_client.parser import text_string_to_metric_families
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator

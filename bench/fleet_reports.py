@@ -42,8 +42,9 @@ import common
 import fleet_controller
 import fleet_status
 import hub_sites
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc import errors
 from snoreloc.adapters import clock, kube

@@ -32,7 +32,8 @@ from typing import Any
 
 import common
 import snoreloc_fleet
-from snoreloc_fleet import install, site
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
 
 import snoreloc
 from snoreloc.adapters import clock, kube

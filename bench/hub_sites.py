@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 import common
-from snoreloc_fleet import credentials, install, site
 from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
 
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator

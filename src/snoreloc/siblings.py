@@ -17,20 +17,21 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what the type checker sees; at run time each loads on first use
-    from snoreloc import errors, redact, safefile, sanitize, waits
+    from snoreloc import errors, logs, redact, safefile, sanitize, waits
     from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
     from snoreloc.cli import main
     from snoreloc.engine import hubreport, journal, node, paths, runner, timeline, view
     from snoreloc.factory import media
     from snoreloc.host import services
     from snoreloc.pki import certs
-    from snoreloc.siteconfig import findings, loader, medium, model, schema, yamlpos
+    from snoreloc.siteconfig import files, findings, loader, medium, model, schema, yamlpos
     from snoreloc.steps import context
 
 # name -> the agent module it is: the whole surface, one line each
 _MODULES: dict[str, str] = {
     # errors, masking, the one safe writer and bounded reader, the one sanitiser, the one wait
     "errors": "snoreloc.errors",
+    "logs": "snoreloc.logs",
     "redact": "snoreloc.redact",
     "safefile": "snoreloc.safefile",
     "sanitize": "snoreloc.sanitize",
@@ -46,6 +47,7 @@ _MODULES: dict[str, str] = {
     "probe": "snoreloc.adapters.probe",
     "systemd": "snoreloc.adapters.systemd",
     # the site-config's rules, shared by the node and the hub, and what a stick carries
+    "files": "snoreloc.siteconfig.files",
     "findings": "snoreloc.siteconfig.findings",
     "loader": "snoreloc.siteconfig.loader",
     "medium": "snoreloc.siteconfig.medium",
@@ -76,12 +78,14 @@ __all__ = [  # the pinned surface (tests/test_public_api.py); each name's module
     "console",
     "context",
     "errors",
+    "files",
     "findings",
     "fs",
     "hubreport",
     "journal",
     "kube",
     "loader",
+    "logs",
     "main",
     "media",
     "medium",

@@ -1,7 +1,7 @@
 """Site objects as the hub holds them, in every phase, for the fleet readers' tests (status, why, report, metrics).
 
-The shapes come from `snoreloc_fleet.site` (phases, reasons, status keys) and the node's report from the agent's
-own `snoreloc.engine.hubreport.snapshot` field names; values are made up per site so counts can be checked.
+The shapes come from `snoreloc_fleet.resource.site` (phases, reasons, status keys) and the node's report from the
+agent's own `snoreloc.engine.hubreport.snapshot` field names; values are made up per site so counts can be checked.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from snoreloc_fleet import site
+from snoreloc_fleet.resource import site
 
 STEPS = ("preflight", "network", "kubelet-start", "api-wait", "certificates", "domain", "settle", "routes")
 NOW = dt.datetime(2026, 11, 24, 22, 0, tzinfo=dt.UTC)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from snoreloc_fleet.ops import metrics
+from snoreloc_fleet.controller import metrics
 
 RULES = pathlib.Path(metrics.__file__).resolve().parents[1] / "deploy" / "prometheusrule.yaml"
 Samples = dict[str, float]  # series text (name{labels}) -> value

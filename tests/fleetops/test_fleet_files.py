@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import pytest
 from fleetinputs import HEADER, site_row, write_template
-from snoreloc_fleet import importreport
-from snoreloc_fleet.controller import command
-from snoreloc_fleet.ops import inventory, tree
+from snoreloc_fleet.render import inventory, tree
+from snoreloc_fleet.verbs import controller as command
+from snoreloc_fleet.verbs import import_report as importreport
 
 from reliability import harness
 from snoreloc import errors, safefile

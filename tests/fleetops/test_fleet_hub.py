@@ -18,8 +18,8 @@ from typing import Any
 import promrules
 import pytest
 from fleetsites import fleet
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import metrics
+from snoreloc_fleet.controller import metrics
+from snoreloc_fleet.resource import site
 
 from hub.conftest import NS, SITES, Running, site_config, site_object, wait_for
 from snoreloc.adapters import kube
@@ -63,7 +63,7 @@ def test_status_counts_the_hubs_sites_read_in_pages(reported: HubSimulator, caps
     assert [s["name"] for s in document["silent"]] == ["store-0010"]
     lists = [r.target for r in reported.requests if r.method == "GET" and f"/namespaces/{NS}/sites?" in r.target]
     assert lists and all("limit=500" in target for target in lists)
-    assert gc.isenabled()  # off while the Sites were read and reduced (`cli_status.no_cycle_collection`), then on
+    assert gc.isenabled()  # off while the Sites were read and reduced (`verbs.common.no_cycle_collection`), then on
 
 
 def test_status_selects_a_phase_on_the_hub(reported: HubSimulator, capsys: pytest.CaptureFixture[str]) -> None:

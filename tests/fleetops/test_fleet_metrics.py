@@ -17,8 +17,8 @@ import promrules
 import pytest
 import yaml
 from fleetsites import NOW, fleet, report, site_obj
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import metrics
+from snoreloc_fleet.controller import metrics
+from snoreloc_fleet.resource import site
 
 
 class Clock:

@@ -14,9 +14,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from fleetsites import NOW, fleet, report, site_obj
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import fleetstate
-from snoreloc_fleet.ops import report as page
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate, page
 
 HEADLESS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking")
 

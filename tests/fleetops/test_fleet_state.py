@@ -8,8 +8,10 @@ import io
 import json
 
 from fleetsites import NOW, fleet, report, site_obj
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import cli_status, cli_why, fleetstate
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate
+from snoreloc_fleet.verbs import status as cli_status
+from snoreloc_fleet.verbs import why as cli_why
 
 
 def _summary(silent_after: float = 900.0) -> tuple[fleetstate.Summary, list[fleetstate.Row]]:

@@ -9,8 +9,9 @@ import dataclasses
 import datetime as dt
 
 from fleetsites import NOW, report, site_obj
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import fleetstate, metrics
+from snoreloc_fleet.controller import metrics
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate
 
 
 def test_the_index_keeps_no_steps_and_still_counts_the_relocation() -> None:

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import credentials, makemedia, site
 from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import make_media as makemedia
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
 from snoreloc.adapters import clock, fs, kube

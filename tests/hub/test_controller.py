@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator

@@ -9,7 +9,7 @@ import logging
 import pathlib
 
 import pytest
-from snoreloc_fleet.controller import command
+from snoreloc_fleet.verbs import controller as command
 
 from snoreloc import errors
 

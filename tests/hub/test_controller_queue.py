@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from snoreloc_fleet import site
-from snoreloc_fleet.controller import command, operator
+from snoreloc_fleet.controller import operator
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import controller as command
 
 from snoreloc import errors
 from snoreloc.adapters import kube

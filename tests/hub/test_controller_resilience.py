@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from snoreloc_fleet import credentials, site
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import kube
 from snoreloc_sim.hub.simulator import HubSimulator

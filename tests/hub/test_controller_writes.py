@@ -8,8 +8,8 @@ import pathlib
 from collections.abc import Callable
 
 import pytest
-from snoreloc_fleet import site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import clock, kube
 from snoreloc.engine import hubreport, journal

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import credentials, site
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import kube
 from snoreloc.cli import main

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from reliability.test_secret_hygiene import _auth_forms, _hits
 from snoreloc.adapters import command, kube

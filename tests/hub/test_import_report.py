@@ -9,8 +9,9 @@ import pathlib
 from typing import Any
 
 import pytest
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import kube
 from snoreloc.cli import main

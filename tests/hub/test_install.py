@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import yaml
-from snoreloc_fleet import install
+from snoreloc_fleet.verbs import install
 
 from snoreloc.adapters import kube
 from snoreloc.cli import main

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet import install, site
 from snoreloc_fleet.controller import operator
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
 
 from hubsim.test_hub_kubectl import KUBECTL
 from snoreloc.adapters import kube

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import pytest
 import yaml
-from snoreloc_fleet import site
 from snoreloc_fleet.controller import operator
+from snoreloc_fleet.resource import site
 
 from snoreloc.adapters import command, kube
 from snoreloc.cli import main

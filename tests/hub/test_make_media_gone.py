@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from snoreloc_fleet import site
+from snoreloc_fleet.resource import site
 
 from snoreloc import errors
 from snoreloc.adapters import kube

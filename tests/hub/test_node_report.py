@@ -11,8 +11,10 @@ import time
 from typing import Any
 
 import pytest
-from snoreloc_fleet import credentials, makemedia, site
 from snoreloc_fleet.controller import operator
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import make_media as makemedia
 
 from snoreloc import errors, redact
 from snoreloc.adapters import clock, kube

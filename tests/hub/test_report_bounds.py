@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from snoreloc_fleet import site
-from snoreloc_fleet.ops import fleetstate
-from snoreloc_fleet.ops.metrics import FleetMetrics, age, plausible
+from snoreloc_fleet.controller.metrics import FleetMetrics, age, plausible
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate
 
 from snoreloc import sanitize
 from snoreloc.adapters import kube

@@ -11,8 +11,8 @@ import json
 from collections.abc import Callable
 
 import pytest
-from snoreloc_fleet import site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.resource import site
 
 from snoreloc import redact
 from snoreloc.adapters import kube

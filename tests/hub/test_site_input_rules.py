@@ -15,7 +15,7 @@ import random
 
 import pytest
 import re2  # type: ignore[import-untyped]  # what the hub simulator matches CRD patterns with (Go's syntax)
-from snoreloc_fleet import site, siteinput
+from snoreloc_fleet.resource import site, siteinput
 
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import files, medium

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from snoreloc_fleet import site, siteinput
+from snoreloc_fleet.resource import site, siteinput
 
 from snoreloc import errors
 from snoreloc.adapters import kube

@@ -1,4 +1,4 @@
-"""The Site CRD: the shipped file is what `snoreloc_fleet.site` builds, its bounds are the agent's, and
+"""The Site CRD: the shipped file is what `snoreloc_fleet.resource.site` builds, its bounds are the agent's, and
 `kubectl kustomize` of deploy/ renders it."""
 
 from __future__ import annotations
@@ -6,16 +6,17 @@ from __future__ import annotations
 import pathlib
 
 import yaml
-from snoreloc_fleet import install, site
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
 
 from snoreloc.engine import hubreport
 
-DEPLOY = pathlib.Path(site.__file__).parent / "deploy"
+DEPLOY = pathlib.Path(site.__file__).resolve().parents[1] / "deploy"
 
 
 def test_the_shipped_crd_is_the_generated_one() -> None:
     assert (DEPLOY / "crd.yaml").read_text(encoding="utf-8") == site.crd_yaml(), (
-        "regenerate: python -m snoreloc_fleet.site > fleet/src/snoreloc_fleet/deploy/crd.yaml"
+        "regenerate: python -m snoreloc_fleet.resource.site > fleet/src/snoreloc_fleet/deploy/crd.yaml"
     )
 
 

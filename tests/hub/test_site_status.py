@@ -8,9 +8,9 @@ import json
 from typing import Any
 
 import pytest
-from snoreloc_fleet import site
 from snoreloc_fleet.controller import status
-from snoreloc_fleet.sitemedium import Checked
+from snoreloc_fleet.hub.sitemedium import Checked
+from snoreloc_fleet.resource import site
 
 from snoreloc import errors
 

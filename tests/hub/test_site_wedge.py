@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from snoreloc_fleet import site, siteinput
-from snoreloc_fleet.ops.metrics import FleetMetrics
+from snoreloc_fleet.controller.metrics import FleetMetrics
+from snoreloc_fleet.resource import site, siteinput
 
 from snoreloc.adapters import kube
 from snoreloc_sim.hub.simulator import HubSimulator

@@ -12,9 +12,9 @@ import json
 import random
 from typing import Any
 
-from snoreloc_fleet import site
 from snoreloc_fleet.controller import status
-from snoreloc_fleet.sitemedium import Checked
+from snoreloc_fleet.hub.sitemedium import Checked
+from snoreloc_fleet.resource import site
 
 from snoreloc import errors
 from snoreloc_sim.kube.validation import Structural

@@ -17,8 +17,10 @@ import pathlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from snoreloc_fleet import credentials, install, site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
 
 from hub.conftest import NS, site_object
 from snoreloc.adapters import clock, kube

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 from snoreloc_fleet.controller import reconcile
-from snoreloc_fleet.ops import cli_why, fleetstate
+from snoreloc_fleet.state import fleetstate
+from snoreloc_fleet.verbs import why as cli_why
 
 from hub.conftest import NS
 from reliability.olderhub import DIGEST, carried, fleet, keep_key, put_site, start, write_status

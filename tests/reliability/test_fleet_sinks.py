@@ -23,8 +23,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
-from snoreloc_fleet.controller import reconcile
-from snoreloc_fleet.ops import metrics
+from snoreloc_fleet.controller import metrics, reconcile
 
 from hub.conftest import NS
 from reliability.olderhub import DIGEST, carried, fleet, keep_key, put_site, start

@@ -108,16 +108,16 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("snoreloc.engine.bundle", "open"): "tarfile.open over a safefile.open_atomic handle (fileobj=)",
     ("snoreloc.engine.bundle", "addfile"): "a member from memory into that tarball",
     # The fleet (issue 30): package data, and private directories of its own whose files go through safefile.
-    ("snoreloc_fleet.install", "read_text"): "deploy/ of the installed fleet distribution (package data)",
-    ("snoreloc_fleet.makemedia", "TemporaryDirectory"): "a private 0700 directory for the image tools; the tree "
+    ("snoreloc_fleet.verbs.install", "read_text"): "deploy/ of the installed fleet distribution (package data)",
+    ("snoreloc_fleet.verbs.make_media", "TemporaryDirectory"): "a private 0700 directory for the image tools; the tree "
     "in it is written by makemedia.write_dir (safefile)",
-    ("snoreloc_fleet.sitemedium", "TemporaryDirectory"): "a private 0700 directory where a Site's medium is laid "
+    ("snoreloc_fleet.hub.sitemedium", "TemporaryDirectory"): "a private 0700 directory where a Site's medium is laid "
     "out (by safefile) for the agent's validation, removed after",
-    ("snoreloc_fleet.ops.cli_validate", "TemporaryDirectory"): "a private 0700 scratch directory an inventory is "
+    ("snoreloc_fleet.verbs.validate", "TemporaryDirectory"): "a private 0700 scratch directory an inventory is "
     "rendered into (tree.write_site, safefile) to be validated",
-    ("snoreloc_fleet.ops.tree", "mkdtemp"): "a site staged in a fresh private directory (0700, a name nobody could "
+    ("snoreloc_fleet.render.tree", "mkdtemp"): "a site staged in a fresh private directory (0700, a name nobody could "
     "plant) inside --out; its files written by safefile",
-    ("snoreloc_fleet.ops.tree", "os.rename"): "the staged site directory renamed whole over its place (and an "
+    ("snoreloc_fleet.render.tree", "os.rename"): "the staged site directory renamed whole over its place (and an "
     "earlier render's moved aside into another fresh private directory)",
     ("snoreloc_sim.demo.flow", "TemporaryDirectory"): "the demo's private 0700 working directory",
     ("snoreloc_sim.demo.flow", "read_text"): "the demo's manifests (package data of the simulator distribution)",

@@ -16,15 +16,15 @@ HELP = "the fleet: render and validate site-configs in bulk, run the hub control
 
 # (verb, module): one line per fleet verb.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("install", "snoreloc_fleet.install"),
-    ("controller", "snoreloc_fleet.controller.command"),
-    ("make-media", "snoreloc_fleet.makemedia"),
-    ("import-report", "snoreloc_fleet.importreport"),
-    ("render", "snoreloc_fleet.ops.cli_render"),
-    ("validate", "snoreloc_fleet.ops.cli_validate"),
-    ("status", "snoreloc_fleet.ops.cli_status"),
-    ("why", "snoreloc_fleet.ops.cli_why"),
-    ("report", "snoreloc_fleet.ops.cli_report"),
+    ("install", "snoreloc_fleet.verbs.install"),
+    ("controller", "snoreloc_fleet.verbs.controller"),
+    ("make-media", "snoreloc_fleet.verbs.make_media"),
+    ("import-report", "snoreloc_fleet.verbs.import_report"),
+    ("render", "snoreloc_fleet.verbs.render"),
+    ("validate", "snoreloc_fleet.verbs.validate"),
+    ("status", "snoreloc_fleet.verbs.status"),
+    ("why", "snoreloc_fleet.verbs.why"),
+    ("report", "snoreloc_fleet.verbs.report"),
 )
 
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     handler = getattr(args, "fleet_handler", None)
     if handler is None:
-        from snoreloc import errors  # noqa: PLC0415
+        from snoreloc.siblings import errors  # noqa: PLC0415
 
         raise errors.UsageError("name a fleet command: snoreloc fleet --help lists them")
     return int(handler(args))

@@ -224,6 +224,36 @@ class _Retryable(Exception):
 # --- policy -------------------------------------------------------------------------------------------------------
 
 
+Configuration = k8s_client.Configuration  # the official client's connection settings, for the fleet's kopf side
+
+
+def configuration(kubeconfig: str | None, clock: clock_mod.Clock, context: str | None = None) -> Configuration:
+    """The official client's settings from `kubeconfig` (a file that is no regular file, or a broken one, refused with
+    the reason), or from the pod's service account when None (the hub controller in its Deployment); the token
+    refresh throttled (`throttled_refresh`) and the client's own retries off (ours are bounded, on the injected
+    clock). `Client.from_kubeconfig` and the fleet controller's kopf side both start here."""
+    settings = k8s_client.Configuration()
+    if kubeconfig is None:
+        k8s_config.load_incluster_config(client_configuration=settings)  # type: ignore[no-untyped-call]
+    else:
+        _refuse_special(kubeconfig)
+        try:
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig, context=context, client_configuration=settings
+            )
+        except _BROKEN_KUBECONFIG as exc:
+            raise _kubeconfig_error(kubeconfig, exc) from None
+    if settings.refresh_api_key_hook is not None:  # else the whole kubeconfig is read again every request
+        settings.refresh_api_key_hook = throttled_refresh(settings.refresh_api_key_hook, clock)
+    settings.retries = False
+    return settings
+
+
+def api_client(settings: Configuration) -> Any:
+    """The official client's connection for `settings`, what `Client(...)` is built on."""
+    return k8s_client.ApiClient(settings)
+
+
 @dataclass(frozen=True)
 class Policy:
     """How hard to try. `total` and the backoffs are seconds of the injected clock; the per-request
@@ -394,19 +424,9 @@ class Client:
     def from_kubeconfig(
         cls, path: str, *, clock: clock_mod.Clock, policy: Policy = Policy(), context: str | None = None
     ) -> Client:
-        configuration = k8s_client.Configuration()
-        _refuse_special(path)
-        try:
-            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=path, context=context, client_configuration=configuration
-            )
-        except _BROKEN_KUBECONFIG as exc:
-            raise _kubeconfig_error(path, exc) from None
-        configuration.retries = False  # retries are ours (bounded, on the injected clock), not urllib3's
-        configuration.connection_pool_maxsize = policy.pool_size  # reaches urllib3's pools as `maxsize`
-        if configuration.refresh_api_key_hook is not None:
-            configuration.refresh_api_key_hook = throttled_refresh(configuration.refresh_api_key_hook, clock)
-        return cls(k8s_client.ApiClient(configuration), clock=clock, policy=policy)
+        settings = configuration(path, clock, context)
+        settings.connection_pool_maxsize = policy.pool_size  # reaches urllib3's pools as `maxsize`
+        return cls(api_client(settings), clock=clock, policy=policy)
 
     @property
     def endpoint(self) -> tuple[str, int]:

@@ -13,6 +13,7 @@ time varies widely; `key="rsa-2048"` is there for clients that need RSA.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import ipaddress
 import itertools
 import re
@@ -68,6 +69,17 @@ def parse_chain(pem: bytes) -> list[x509.Certificate]:
     for number, cert in enumerate(chain, start=1):
         _check_extensions(cert, number)
     return chain
+
+
+def load_all(pem: bytes) -> list[x509.Certificate]:
+    """Every certificate of a PEM bundle as it is, without `parse_chain`'s judgement (the fleet's cross-site facts
+    of bundles the agent already judged); ValueError when one does not parse."""
+    return x509.load_pem_x509_certificates(pem)
+
+
+def fingerprint(cert: x509.Certificate) -> str:
+    """The SHA-256 of the certificate's DER encoding, in hex: one certificate, whichever file carries it."""
+    return hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
 
 
 def _check_extensions(cert: x509.Certificate, number: int) -> None:

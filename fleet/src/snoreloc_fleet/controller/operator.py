@@ -34,16 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
-from snoreloc import errors
-from snoreloc.adapters import clock as clock_mod
-from snoreloc.adapters import kube
-from snoreloc_fleet import credentials, site
+from snoreloc.siblings import clock as clock_mod
+from snoreloc.siblings import errors, kube
 from snoreloc_fleet.controller import reconcile as reconcile_mod
 from snoreloc_fleet.controller import workqueue
-from snoreloc_fleet.ops.metrics import FleetMetrics
+from snoreloc_fleet.controller.metrics import FleetMetrics
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
 LOG = logging.getLogger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -125,25 +123,14 @@ class Options:
     burst: int = 40
     workers: int = WORKERS
     clock: clock_mod.Clock = field(default_factory=clock_mod.SystemClock)
-    metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.ops.metrics`)
+    metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.controller.metrics`)
 
 
-def configuration_for(kubeconfig: str | None, clock: clock_mod.Clock | None = None) -> k8s_client.Configuration:
-    configuration = k8s_client.Configuration()
-    if kubeconfig is None:
-        k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    else:
-        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, client_configuration=configuration
-        )
-        if configuration.refresh_api_key_hook is not None:  # else the whole kubeconfig is read again every request
-            hook = configuration.refresh_api_key_hook
-            configuration.refresh_api_key_hook = kube.throttled_refresh(hook, clock or clock_mod.SystemClock())
-    configuration.retries = False
-    return configuration
+def configuration_for(kubeconfig: str | None, clock: clock_mod.Clock | None = None) -> kube.Configuration:
+    return kube.configuration(kubeconfig, clock or clock_mod.SystemClock())
 
 
-def connection(configuration: k8s_client.Configuration) -> kopf.ConnectionInfo:
+def connection(configuration: kube.Configuration) -> kopf.ConnectionInfo:
     """kopf's credentials from the same configuration the reconcile's client uses."""
     header = configuration.get_api_key_with_prefix("BearerToken") or configuration.get_api_key_with_prefix(
         "authorization"
@@ -211,7 +198,7 @@ class Controller:
         self.configuration = configuration_for(options.kubeconfig, options.clock)
         pool = self.configuration.connection_pool_maxsize  # a connection a worker (the default: 5 a CPU)
         self.configuration.connection_pool_maxsize = max(pool, options.workers)
-        self.client = LimitedClient(k8s_client.ApiClient(self.configuration), clock=options.clock)
+        self.client = LimitedClient(kube.api_client(self.configuration), clock=options.clock)
         self.client.bucket = TokenBucket(options.qps, options.burst)
         self.client.metrics = options.metrics
         self.echoes = self.client.echoes = Echoes()

@@ -25,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from snoreloc.adapters import kube
-from snoreloc_fleet import credentials, site, sitemedium
+from snoreloc.siblings import kube
 from snoreloc_fleet.controller import status as status_mod
+from snoreloc_fleet.hub import credentials, sitemedium
+from snoreloc_fleet.resource import site
 
 LOG = logging.getLogger(__name__)
 

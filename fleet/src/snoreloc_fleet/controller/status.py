@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc import errors, redact, sanitize
-from snoreloc_fleet import site
-from snoreloc_fleet.site import Condition as Cond
-from snoreloc_fleet.site import Phase, Reason
-from snoreloc_fleet.sitemedium import Checked
+from snoreloc.siblings import errors, redact, sanitize
+from snoreloc_fleet.hub.sitemedium import Checked
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource.site import Condition as Cond
+from snoreloc_fleet.resource.site import Phase, Reason
 
 WAIT_GRACE = 300.0
 

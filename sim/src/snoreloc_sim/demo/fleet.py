@@ -35,13 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from snoreloc_fleet import credentials, site
 from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.resource import site
 
-from snoreloc import errors, safefile, waits
-from snoreloc.adapters import clock, fs, kube
-from snoreloc.cli import main
-from snoreloc.siteconfig import medium
+from snoreloc.siblings import clock, errors, fs, kube, main, medium, safefile, waits
 from snoreloc_sim.demo import flow, hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator

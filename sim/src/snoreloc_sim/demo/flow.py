@@ -26,12 +26,27 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from snoreloc import safefile
-from snoreloc.adapters import blockdev, clock, command, console, fs, kube, nmstate, probe, systemd
-from snoreloc.engine import journal, node, paths, runner, timeline, view
-from snoreloc.host.services import HostServices
-from snoreloc.pki import certs as pki
-from snoreloc.steps import context
+from snoreloc.siblings import (
+    blockdev,
+    clock,
+    command,
+    console,
+    context,
+    fs,
+    journal,
+    kube,
+    nmstate,
+    node,
+    paths,
+    probe,
+    runner,
+    safefile,
+    systemd,
+    timeline,
+    view,
+)
+from snoreloc.siblings import certs as pki
+from snoreloc.siblings import services as host_services
 from snoreloc_sim.openshift import dns, simulator
 
 SITE_DOMAIN = "store042.edge.example.net"
@@ -188,7 +203,7 @@ def services(
 ) -> node.Services:
     factory_node(root, sim, dnsmasq=dnsmasq)
     runner_ = fake_systemctl({dns.UNIT: sim.restart_dnsmasq} if dnsmasq else None)
-    node_host = HostServices(
+    node_host = host_services.HostServices(
         fs=root, nmstate=MemoryNetwork(FACTORY_NETWORK), prober=probe.FakeProber(), units=systemd.Systemd(runner_)
     )
     return node.Services(

@@ -13,11 +13,12 @@ import collections
 from pathlib import Path
 from typing import Any
 
-from snoreloc_fleet import install, makemedia, site
 from snoreloc_fleet.controller import reconcile
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import install
+from snoreloc_fleet.verbs import make_media as makemedia
 
-from snoreloc import waits
-from snoreloc.adapters import clock, kube
+from snoreloc.siblings import clock, kube, waits
 
 SITES = reconcile.SITES
 

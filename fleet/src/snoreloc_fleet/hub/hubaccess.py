@@ -1,0 +1,27 @@
+"""How the fleet's own verbs (make-media, import-report, install) reach the hub: the `--kubeconfig` and
+`--namespace` arguments and the client they make. The controller has its own (`controller.operator`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+
+from snoreloc.siblings import clock, kube
+
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, namespace: bool = True) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        default=os.environ.get("KUBECONFIG", DEFAULT_KUBECONFIG),
+        help="the hub's kubeconfig (default: $KUBECONFIG, else ~/.kube/config)",
+    )
+    if namespace:
+        parser.add_argument("-n", "--namespace", default="default", help="the Sites' namespace (default: default)")
+
+
+def client(args: argparse.Namespace) -> kube.Client:
+    path = str(pathlib.Path(args.kubeconfig).expanduser())
+    return kube.Client.from_kubeconfig(path, clock=clock.SystemClock())

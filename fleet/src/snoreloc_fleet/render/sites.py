@@ -1,0 +1,106 @@
+"""Rendered sites as hub objects: one `Site` per inventory row, its files in Secrets it names, never inline.
+
+`snoreloc fleet render --sites DIR` writes `DIR/sites.yaml` (the Sites: safe to review, diff and commit) and
+`DIR/secrets.yaml` (mode 0600: the files, in Secrets), for `kubectl apply -f`. A Site's `spec.siteConfig` is the
+rendered site-config's spec, its labels the template's; each `{file: NAME}` becomes a `spec.files` entry with a
+`secretKeyRef`: the site's own files in the Secret `<site>-files`, the files shared by the whole fleet (next to
+the template) once in the Secret `<shared>`. Every file goes in a Secret, certificates too: the hub decides
+nothing from a file's name, and a key in a Secret is never shown by `kubectl get sites`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from snoreloc.siblings import errors
+from snoreloc_fleet.render import template
+from snoreloc_fleet.resource import site
+
+_KEY_UNSAFE = re.compile(r"[^-._a-zA-Z0-9]")
+
+
+def secret_key(name: str) -> str:
+    """A Secret data key for a file name (`manifests/00-ns.yaml` -> `manifests.00-ns.yaml`)."""
+    return _KEY_UNSAFE.sub(".", name.replace("/", "."))
+
+
+def _files(ref: template.FileRef) -> Iterator[tuple[str, bytes]]:
+    """(name under the site-config's directory, bytes) for a file, or every file of a directory, as render read it."""
+    yield from ref.contents
+
+
+def _secret(name: str, namespace: str, files: Iterable[tuple[str, bytes]]) -> dict[str, Any]:
+    data = {secret_key(n): base64.b64encode(b).decode("ascii") for n, b in files}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": {f"{site.GROUP}/input": "true"}},
+        "type": "Opaque",
+        "data": dict(sorted(data.items())),
+    }
+
+
+def _clashes(rendered: template.Rendered, shared: dict[str, str]) -> Iterator[errors.Problem]:
+    """Two files that would share a Secret key (`a/b.pem` and `a.b.pem`), one silently winning: a site's own in its
+    Secret, or the template's in the shared Secret (`shared`: key -> first name, across every site)."""
+    own: dict[str, str] = {}
+    for ref in rendered.files:
+        taken = own if ref.per_site else shared
+        for name, _ in _files(ref):
+            first = taken.setdefault(secret_key(name), name)
+            if first != name:
+                yield errors.Problem(
+                    rendered.row.where(),
+                    f"the files {first!r} and {name!r} both become the Secret key {secret_key(name)!r}: rename one",
+                )
+
+
+def refuse_clashes(sites: Sequence[template.Rendered]) -> None:
+    """Raise ConfigError (exit 65) when two files of a site map to one Secret key; nothing is written."""
+    shared: dict[str, str] = {}
+    problems = [p for s in sites for p in _clashes(s, shared)]
+    if problems:
+        raise errors.ConfigError(
+            f"{len(problems)} Secret key clash{'es' if len(problems) != 1 else ''}; nothing was written",
+            problems=problems,
+        )
+
+
+def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dict[str, Any]:
+    data = rendered.data if isinstance(rendered.data, dict) else {}
+    labels = dict((data.get("metadata") or {}).get("labels") or {})
+    files: dict[str, Any] = {}
+    for ref in rendered.files:
+        holder = f"{rendered.row.name}-files" if ref.per_site else shared
+        for name, _ in _files(ref):
+            files[name] = {"secretKeyRef": {"name": holder, "key": secret_key(name)}}
+    spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
+    if files:
+        spec["files"] = dict(sorted(files.items()))
+    return {
+        "apiVersion": site.API_VERSION,
+        "kind": site.KIND,
+        "metadata": {"name": rendered.row.name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def objects(
+    sites: Sequence[template.Rendered], namespace: str, shared: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(Sites, Secrets) for rendered sites: one Secret per site with files of its own, one for the shared files."""
+    refuse_clashes(sites)
+    site_objects = [site_object(s, namespace, shared) for s in sites]
+    secrets = []
+    common: dict[str, bytes] = {}
+    for rendered in sites:
+        own = [f for ref in rendered.files if ref.per_site for f in _files(ref)]
+        if own:
+            secrets.append(_secret(f"{rendered.row.name}-files", namespace, own))
+        common.update({n: p for ref in rendered.files if not ref.per_site for n, p in _files(ref)})
+    if common:
+        secrets.insert(0, _secret(shared, namespace, sorted(common.items())))
+    return site_objects, secrets

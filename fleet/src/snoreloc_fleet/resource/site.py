@@ -1,0 +1,372 @@
+"""The `Site` resource (`sites.fleet.snoreloc.io`): its names, its status shape and its CustomResourceDefinition.
+
+Every other fleet module (the controller, `fleet status`, `fleet why`, metrics, make-media, import-report) reads the
+Site through the names defined here, so the phase names, condition types, reasons and status keys exist once. The
+node's report (`status.agent`) is shaped by the agent (`snoreloc.engine.hubreport`), which cannot import this
+package; this module bounds it in the schema with the agent's own limits, and bounds every number of the status
+(no negative or 1e300 seconds) and every string (no control character: `NO_CONTROLS`), so the hub refuses a report
+that is not plausible (issue 30: reports are data, not trust).
+
+A Site's spec is the site-config's spec (`spec.siteConfig`, checked by the controller with the agent's own rules,
+not by the schema: one definition of each rule) plus `spec.files`, which resolves the site-config's `{file: NAME}`
+references from Secrets or ConfigMaps of the Site's namespace: secret material is never inline in a Site. The names
+a Site gives them are Kubernetes names (`snoreloc_fleet.resource.siteinput`, whose patterns the schema carries).
+
+`python -m snoreloc_fleet.resource.site` prints the CRD (`deploy/crd.yaml` is that output; a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from snoreloc.siblings import hubreport
+from snoreloc_fleet.resource import siteinput
+
+GROUP = hubreport.GROUP
+VERSION = hubreport.VERSION
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = hubreport.KIND
+PLURAL = hubreport.PLURAL
+SINGULAR = "site"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+PHASE_LABEL = f"{GROUP}/phase"  # kept equal to status.phase, so `-l fleet.snoreloc.io/phase=Failed` selects
+SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
+# `fleet make-media` asks for the site's reporting credential by setting this annotation (an RFC 3339 time) on the
+# Site; the controller issues credentials only to valid Sites that carry it
+MEDIA_REQUESTED = f"{GROUP}/media-requested"
+
+MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
+MAX_FINDING_WARNINGS = 10  # validation warnings kept
+MAX_FINDING_PATH = 256
+MAX_FINDING_MESSAGE = 512
+MAX_CONDITION_MESSAGE = 1024
+# Bounds of the numbers in status (the schema's; `ops.metrics` drops a duration or age outside them): no run, step or
+# wait lasts a year, no run has a thousand steps, exit codes are bytes, no finding's line is past the node's limit.
+MAX_SECONDS = 366 * 86400
+MAX_STEP_COUNT = 1000
+MAX_EXIT_CODE = 255
+MAX_LINE = 10_000_000
+MAX_MORE = 1_000_000
+CLOCK_SKEW = 300.0  # a report dated further ahead of the hub's clock is implausible (status: ClockAhead)
+# No control character (C0 but tab and line feed, DEL, C1) in any status string: `kubectl get sites` prints them
+# raw. Every writer shows them as escapes first (`snoreloc.sanitize.visible`: the node's report, the controller).
+NO_CONTROLS = r"^[^\x00-\x08\x0B-\x1F\x7F-\x9F]*$"
+
+
+class Phase(enum.StrEnum):
+    """`status.phase`: one word for `kubectl get sites`."""
+
+    PENDING = "Pending"  # not reconciled yet, or suspended
+    INVALID = "Invalid"  # the site-config fails the agent's rules, or an input (Secret, ConfigMap) is missing
+    READY = "Ready"  # valid: make the stick (which asks for its credential); no report yet
+    IN_PROGRESS = "InProgress"  # the node reports a run in progress
+    RELOCATED = "Relocated"  # the node reports done, with the site-config digest the hub issued
+    FAILED = "Failed"  # the node reports a failed (or rolled back) run
+    STALE = "Stale"  # the node reported a run in progress, then nothing for too long
+
+
+class Condition(enum.StrEnum):
+    """`status.conditions[].type` (metav1.Condition, with observedGeneration)."""
+
+    VALIDATED = "Validated"
+    MEDIA_READY = "MediaReady"
+    REPORTING = "Reporting"
+    RELOCATED = "Relocated"
+    FAILED = "Failed"
+
+
+class Reason(enum.StrEnum):
+    """`status.conditions[].reason` and `status.reason` (CamelCase, as metav1.Condition requires)."""
+
+    VALID = "Valid"
+    INVALID_SITE_CONFIG = "InvalidSiteConfig"
+    INLINE_SECRET = "InlineSecret"  # noqa: S105 (a reason, not a secret)
+    INVALID_SPEC = "InvalidSpec"  # a name, file name, size or depth refused before anything is read (siteinput)
+    MISSING_INPUT = "MissingInput"
+    SUSPENDED = "Suspended"
+    CREDENTIAL_ISSUED = "CredentialIssued"
+    NOT_REQUESTED = "NotRequested"  # no stick asked for yet (no media-requested annotation)
+    REVOKED = "Revoked"  # the credential was revoked after it answered the last request
+    REPORTING_DISABLED = "ReportingDisabled"
+    NOT_VALID = "NotValid"
+    NO_REPORT = "NoReport"
+    REPORTED = "Reported"
+    IMPORTED = "Imported"
+    SILENT = "Silent"
+    CLOCK_AHEAD = "ClockAhead"  # the node's report is dated ahead of the hub's clock: its time is not trusted
+    DIGEST_MISMATCH = "DigestMismatch"
+    RUNNING = "Running"
+    DONE = "Done"
+    RUN_FAILED = "RunFailed"
+    NOT_FAILED = "NotFailed"
+
+
+# status keys (each used by the controller and the readers)
+STATUS_OBSERVED = "observedGeneration"
+STATUS_PHASE = "phase"
+STATUS_REASON = "reason"
+STATUS_CONDITIONS = "conditions"
+STATUS_VALIDATION = "validation"  # {errors: [{path, line, message}], warnings: [...], more}
+STATUS_MEDIA = "media"  # {digest, files}
+STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
+STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
+
+
+def reports(obj: Mapping[str, Any]) -> bool:
+    """Whether the Site's node reports to the hub (`spec.report.enabled`, default true): it then needs a credential."""
+    return ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is not False
+
+
+# the node's report states (journal RunState values) as the controller reads them
+RUN_DONE = ("done", "done-with-warnings")
+RUN_FAILED = ("failed", "rolled-back", "partial")
+
+
+# --- the CRD -------------------------------------------------------------------------------------------------------
+
+
+def _string(max_length: int = hubreport.MAX_TEXT, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_length, **extra}
+
+
+def _text(max_length: int = hubreport.MAX_TEXT) -> dict[str, Any]:
+    """A status string: bounded, and no control character (kube-apiserver checks both on a custom resource's
+    status write: k8s.io/kube-openapi pkg/validation/validate, `MaxLength` and `Pattern`, RE2 syntax)."""
+    return _string(max_length, pattern=NO_CONTROLS)
+
+
+def _number(maximum: float, *, nullable: bool = False, integer: bool = False) -> dict[str, Any]:
+    """A status number between 0 and `maximum` (kube-openapi's `Minimum`/`Maximum`: no negative or 1e300)."""
+    found: dict[str, Any] = {"type": "integer" if integer else "number", "minimum": 0, "maximum": maximum}
+    return {**found, "nullable": True} if nullable else found
+
+
+def _key_ref() -> dict[str, Any]:
+    """A Secret's or ConfigMap's key: its name and key proven Kubernetes names at admission (`siteinput` checks the
+    same in the controller, for a Site admitted before)."""
+    name = _string(siteinput.MAX_OBJECT_NAME, pattern=siteinput.DNS1123_SUBDOMAIN)
+    key = _string(siteinput.MAX_CONFIG_KEY, pattern=siteinput.CONFIG_KEY)
+    return {"type": "object", "required": ["name", "key"], "properties": {"name": name, "key": key}}
+
+
+def _spec() -> dict[str, Any]:
+    file_source = {
+        "type": "object",
+        "description": "Where the file's bytes are: one key of a Secret (secret material) or of a ConfigMap.",
+        "properties": {"secretKeyRef": _key_ref(), "configMapKeyRef": _key_ref()},
+        "x-kubernetes-validations": [
+            {
+                "rule": "has(self.secretKeyRef) != has(self.configMapKeyRef)",
+                "message": "give exactly one of secretKeyRef and configMapKeyRef",
+            }
+        ],
+    }
+    return {
+        "type": "object",
+        "required": ["siteConfig"],
+        "properties": {
+            "siteConfig": {
+                "type": "object",
+                "description": "The site-config's spec (snoreloc site-config schema), checked by the controller "
+                "with the agent's own rules. Files it references ({file: NAME}) are resolved through spec.files.",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
+            "files": {
+                "type": "object",
+                "description": "The site-config's referenced files by name, from Secrets or ConfigMaps of this "
+                "namespace (the pull secret, private keys and proxy credentials come from Secrets).",
+                "maxProperties": 64,
+                "additionalProperties": file_source,
+            },
+            "report": {
+                "type": "object",
+                "properties": {
+                    "enabled": {"type": "boolean", "default": True},
+                    "expirationSeconds": {
+                        "type": "integer",
+                        "minimum": 3600,
+                        "maximum": 31536000,
+                        "default": 7776000,
+                        "description": "Lifetime of the site's reporting token (default 90 days).",
+                    },
+                },
+            },
+            "suspend": {"type": "boolean", "description": "true: the controller leaves this Site alone."},
+        },
+    }
+
+
+def _finding() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "path": _text(MAX_FINDING_PATH),
+            "line": {"type": "integer", "minimum": 1, "maximum": MAX_LINE},
+            "message": _text(MAX_FINDING_MESSAGE),
+        },
+    }
+
+
+def _condition() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["type", "status", "lastTransitionTime", "reason", "message"],
+        "properties": {
+            "type": _text(316),
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "reason": _string(1024, pattern="^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+            "message": _text(MAX_CONDITION_MESSAGE),
+        },
+    }
+
+
+def agent_schema() -> dict[str, Any]:
+    """The node's report, bounded with the agent's own limits (`snoreloc.engine.hubreport`)."""
+    name = _text(hubreport.MAX_NAME)
+    seconds = _number(MAX_SECONDS)
+    nullable_object = {"type": "object", "nullable": True}
+    return {
+        "type": "object",
+        "properties": {
+            "reportedAt": {"type": "string", "format": "date-time"},
+            "agentVersion": _text(64),
+            "source": {"type": "string", "enum": [hubreport.Source.NODE, hubreport.Source.IMPORTED]},
+            "siteConfigDigest": _text(80),
+            "runState": _text(32),
+            "exitCode": _number(MAX_EXIT_CODE, integer=True),
+            "step": name,
+            "stepsDone": _number(MAX_STEP_COUNT, integer=True),
+            "stepsTotal": _number(MAX_STEP_COUNT, integer=True),
+            "todo": _text(),
+            "steps": {
+                "type": "array",
+                "maxItems": hubreport.MAX_STEPS,
+                "items": {
+                    "type": "object",
+                    "properties": {"name": name, "state": _text(32), "seconds": _number(MAX_SECONDS, nullable=True)},
+                },
+            },
+            "warnings": {"type": "array", "maxItems": hubreport.MAX_WARNINGS, "items": _text()},
+            "waiting": {
+                **nullable_object,
+                "properties": {
+                    "step": name,
+                    "what": _text(),
+                    "elapsedSeconds": seconds,
+                    "budgetSeconds": seconds,
+                },
+            },
+            "failure": {
+                **nullable_object,
+                "properties": {"step": name, "message": _text(), "hint": _text()},
+            },
+        },
+    }
+
+
+def _status() -> dict[str, Any]:
+    errors = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
+    warnings = {"type": "array", "maxItems": MAX_FINDING_WARNINGS, "items": _finding()}
+    return {
+        "type": "object",
+        "properties": {
+            STATUS_OBSERVED: {"type": "integer", "format": "int64", "minimum": 0},
+            STATUS_PHASE: {"type": "string", "enum": [p.value for p in Phase]},
+            STATUS_REASON: _text(64),
+            STATUS_CONDITIONS: {
+                "type": "array",
+                "maxItems": 8,
+                "items": _condition(),
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+            },
+            STATUS_VALIDATION: {
+                "type": "object",
+                "properties": {"errors": errors, "warnings": warnings, "more": _number(MAX_MORE, integer=True)},
+            },
+            STATUS_MEDIA: {
+                "type": "object",
+                "properties": {
+                    "digest": _text(80),
+                    "files": {"type": "array", "maxItems": 128, "items": _text(253)},
+                },
+            },
+            STATUS_CREDENTIAL: {
+                "type": "object",
+                "properties": {
+                    "serviceAccount": _text(253),
+                    "secret": _text(253),
+                    "issuedAt": {"type": "string", "format": "date-time"},
+                    "expiresAt": {"type": "string", "format": "date-time"},
+                },
+            },
+            STATUS_AGENT: agent_schema(),
+        },
+    }
+
+
+PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
+    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+    {"name": "Step", "type": "string", "jsonPath": f".status.{STATUS_AGENT}.step"},
+    {"name": "Reported", "type": "date", "jsonPath": f".status.{STATUS_AGENT}.reportedAt"},
+    {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+)
+
+
+def crd() -> dict[str, Any]:
+    """The CustomResourceDefinition (apiextensions.k8s.io/v1) of the Site."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": CRD_NAME},
+        "spec": {
+            "group": GROUP,
+            "scope": "Namespaced",
+            "names": {"plural": PLURAL, "singular": SINGULAR, "kind": KIND, "listKind": f"{KIND}List"},
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [dict(column) for column in PRINTER_COLUMNS],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                # a reporting Site's name labels what is made for it (siteinput.MAX_SITE_NAME); a
+                                # CRD may bound metadata.name and generateName, nothing else of metadata
+                                # (kubernetes/kubernetes#77653, apiextensions validation of the schema's metadata)
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {"name": _string(siteinput.MAX_SITE_NAME)},
+                                },
+                                "spec": _spec(),
+                                "status": _status(),
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def crd_yaml() -> str:
+    header = "# The Site CRD. Generated by `python -m snoreloc_fleet.resource.site`; do not edit by hand.\n"
+    return header + yaml.safe_dump(crd(), sort_keys=False)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(crd_yaml())

@@ -1,0 +1,261 @@
+"""The fleet on one page: `snoreloc fleet report --html FILE`, self-contained (no external file, font or script).
+
+What the page shows, top to bottom: the sites by phase (a bar and the counts), a histogram of relocation durations
+against the 20-minute budget, the slowest steps across the fleet (median, 90th percentile and worst, by step), the
+failure reasons ranked (with the first sites of each), then every site in a table; a site's name opens its
+timeline picture, drawn by the agent's own drawer (`snoreloc analyze --svg`) from the node's last report. The
+pictures are embedded for the sites that need someone first, then the slowest, up to `--timelines` (a 10,000-site
+page with a picture for each would weigh some 40 MB). Every text passes `snoreloc.sanitize.html` (controls shown,
+markup escaped); nodes' messages arrive redacted; the reports' numbers are read by `fleetstate.report`, so an
+implausible one is unknown (the page lists those sites) and never reaches a figure.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+
+from snoreloc.siblings import sanitize
+from snoreloc_fleet import agent
+from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate
+
+PHASE_COLOURS = {
+    "Pending": "#bab0ac",
+    "Invalid": "#b279a2",
+    "Ready": "#72b7b2",
+    "InProgress": "#4c78a8",
+    "Relocated": "#54a24b",
+    "Failed": "#e45756",
+    "Stale": "#f58518",
+}
+WIDTH = 900
+STYLE = """
+body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left}
+th{background:#f4f4f4}td.n{text-align:right}td:first-child{white-space:nowrap}.muted{color:#777}
+details{margin:6px 0}summary{cursor:pointer;font-weight:bold}
+.phase{display:inline-block;padding:0 6px;border-radius:3px;color:white;font-size:12px}
+"""
+# Opens a site's timeline when its link is followed (the page's only script; it loads nothing).
+SCRIPT = """
+function openTarget(){var e=document.getElementById(decodeURIComponent(location.hash.slice(1)));
+if(e&&e.tagName==='DETAILS'){e.open=true;e.scrollIntoView();}}
+window.addEventListener('hashchange',openTarget);window.addEventListener('load',openTarget);
+"""
+
+
+_e = sanitize.html  # every text of the page and its pictures, as element text or a quoted attribute
+SHOWN_IMPLAUSIBLE = 20  # sites named in the note on implausible reports
+
+
+def _anchor(item: fleetstate.Row) -> str:
+    return f"t-{item.namespace}-{item.name}"
+
+
+def _phase_badge(phase: str) -> str:
+    return f'<span class="phase" style="background:{PHASE_COLOURS.get(phase, "#888")}">{_e(phase)}</span>'
+
+
+def phase_bar(by_phase: dict[str, int]) -> str:
+    total = sum(by_phase.values()) or 1
+    parts, x = [], 0.0
+    for phase, count in by_phase.items():
+        if not count:
+            continue
+        width = WIDTH * count / total
+        colour = PHASE_COLOURS.get(phase, "#888")
+        parts.append(
+            f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="28" fill="{colour}">'
+            f"<title>{_e(phase)}: {count}</title></rect>"
+        )
+        if width > 60:
+            parts.append(f'<text x="{x + 4:.1f}" y="19" fill="white" font-size="12">{_e(phase)} {count}</text>')
+        x += width
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="28" role="img" aria-label="sites by phase">'
+    )
+    return head + "".join(parts) + "</svg>"
+
+
+def _bins(durations: Sequence[float]) -> tuple[float, list[int]]:
+    """Bin width (minutes, rounded to a readable step) and counts, from 0 to the longest relocation."""
+    longest = max(durations) / 60
+    width = next(w for w in (1, 2, 5, 10, 15, 30, 60, 120, 1e9) if longest / w <= 30)
+    counts = [0] * (int(longest // width) + 1)
+    for seconds in durations:
+        counts[int(seconds / 60 // width)] += 1
+    return width, counts
+
+
+def histogram(durations: Sequence[float], budget: float = fleetstate.BUDGET_SECONDS) -> str:
+    """An SVG histogram of relocation durations in minutes, the budget as a dashed red line."""
+    if not durations:
+        return '<p class="muted">No relocation has finished yet.</p>'
+    width, counts = _bins(durations)
+    span = max(len(counts) * width, budget / 60 * 1.25)  # room for the budget's label right of its line
+    plot_w, plot_h, left, top = WIDTH - 60, 180, 50, 10
+    tallest = max(counts) or 1
+
+    def x(minutes: float) -> float:
+        return left + plot_w * minutes / span
+
+    parts = []
+    for index, count in enumerate(counts):
+        height = plot_h * count / tallest
+        parts.append(
+            f'<rect x="{x(index * width):.1f}" y="{top + plot_h - height:.1f}" '
+            f'width="{max(1.0, x(width) - left - 1):.1f}" height="{height:.1f}" fill="#4c78a8">'
+            f"<title>{index * width:g}-{(index + 1) * width:g} min: {count}</title></rect>"
+        )
+    budget_x = x(budget / 60)
+    parts.append(
+        f'<line x1="{budget_x:.1f}" y1="{top}" x2="{budget_x:.1f}" y2="{top + plot_h}" '
+        'stroke="#e45756" stroke-dasharray="5 3"/>'
+    )
+    parts.append(
+        f'<text x="{budget_x + 4:.1f}" y="{top + 12}" fill="#e45756" font-size="12">budget {budget / 60:g} min</text>'
+    )
+    for tick in range(0, int(span) + 1, max(1, int(span // 10) or 1)):
+        parts.append(
+            f'<text x="{x(tick):.1f}" y="{top + plot_h + 16}" font-size="11" text-anchor="middle">{tick}</text>'
+        )
+    parts.append(
+        f'<text x="{left}" y="{top + plot_h + 32}" font-size="12">minutes (bars: sites; tallest {tallest})</text>'
+    )
+    height = top + plot_h + 40
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" role="img" '
+        f'aria-label="relocation durations">{"".join(parts)}</svg>'
+    )
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def slowest_steps(rows: Iterable[fleetstate.Row], limit: int = 15) -> list[tuple[str, int, float, float, float]]:
+    """(step, runs, median, p90, max) seconds over every report, slowest 90th percentile first."""
+    by_step: dict[str, list[float]] = collections.defaultdict(list)
+    for item in rows:
+        for step in item.steps:
+            if step.seconds is not None and step.state in ("done", "failed"):
+                by_step[step.name].append(step.seconds)
+    table = [(name, len(v), statistics.median(v), _percentile(v, 0.9), max(v)) for name, v in by_step.items() if v]
+    return sorted(table, key=lambda r: (-r[3], r[0]))[:limit]
+
+
+def _timeline(item: fleetstate.Row) -> str:
+    steps = [(s.name, s.seconds or 0.0, s.state == "failed") for s in item.steps if s.state != "pending"]
+    wait = item.waiting.what if item.waiting else None
+    finished = item.run_state in (*site.RUN_DONE, *site.RUN_FAILED)
+    title = f"{item.name}: {item.run_state or item.phase}"
+    return agent.timeline_svg(title, steps, finished=finished, wait=wait)
+
+
+def _pictured(rows: Sequence[fleetstate.Row], limit: int) -> list[fleetstate.Row]:
+    """The sites whose timeline the page embeds: those needing someone, in progress, then the slowest."""
+    with_steps = [r for r in rows if r.steps]
+    wanted = fleetstate.NEEDS_SOMEONE | fleetstate.RUNNING
+    urgent = [r for r in with_steps if r.phase in wanted]
+    rest = sorted((r for r in with_steps if r.phase not in wanted), key=lambda r: -(r.duration or 0.0))
+    return (urgent + rest)[:limit]
+
+
+def _table(headers: Sequence[str], body: Iterable[str]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def _reasons(summary: fleetstate.Summary, rows: Sequence[fleetstate.Row], pictured: set[str]) -> str:
+    if not summary.reasons:
+        return '<p class="muted">No site needs anyone.</p>'
+    examples: dict[str, list[fleetstate.Row]] = collections.defaultdict(list)
+    for item in rows:
+        if item.failure and len(examples[item.failure]) < 5:
+            examples[item.failure].append(item)
+    body = []
+    for reason, count in summary.reasons:
+        sites = ", ".join(_site_link(r, pictured) for r in examples[reason])
+        body.append(f'<tr><td class="n">{count}</td><td>{_e(reason)}</td><td>{sites}</td></tr>')
+    return _table(("sites", "reason", "first sites"), body)
+
+
+def _site_link(item: fleetstate.Row, pictured: set[str]) -> str:
+    anchor = _anchor(item)
+    return f'<a href="#{_e(anchor)}">{_e(item.name)}</a>' if anchor in pictured else _e(item.name)
+
+
+def _sites(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str]) -> str:
+    order = {p: i for i, p in enumerate(("Failed", "Stale", "Invalid", "InProgress", "Ready", "Pending", "Relocated"))}
+    body = []
+    for item in sorted(rows, key=lambda r: (order.get(r.phase, 9), r.namespace, r.name)):
+        duration = f"{item.duration / 60:.1f}" if item.duration is not None else ""
+        body.append(
+            f"<tr><td>{_site_link(item, pictured)}</td><td>{_e(item.namespace)}</td><td>{_phase_badge(item.phase)}</td>"
+            f"<td>{_e(item.failure or item.reason)}</td><td>{_e(item.step)}</td>"
+            f'<td class="n">{_e(item.report_age(now))}</td><td class="n">{duration}</td>'
+            f"<td>{_e(item.todo)}</td></tr>"
+        )
+    return _table(("site", "namespace", "phase", "reason", "step", "last report", "minutes", "to do"), body)
+
+
+def _implausible(summary: fleetstate.Summary) -> str:
+    """A note naming the sites whose report held an implausible value (shown as unknown); "" when none did."""
+    if not summary.implausible:
+        return ""
+    names = ", ".join(_e(r.name) for r in summary.implausible[:SHOWN_IMPLAUSIBLE])
+    more = len(summary.implausible) - SHOWN_IMPLAUSIBLE
+    tail = f" and {more} more" if more > 0 else ""
+    return (
+        f'<p class="muted">{len(summary.implausible)} sites reported implausible values, shown as unknown: '
+        f"{names}{tail} (<code>snoreloc fleet why SITE</code> names the fields).</p>"
+    )
+
+
+def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, timelines: int = 300) -> str:
+    """The whole page."""
+    summary = fleetstate.summarize(rows, now, silent_after=900.0)
+    durations = [d for r in rows if (d := r.duration) is not None]
+    pictured_rows = _pictured(rows, timelines)
+    pictured = {_anchor(r) for r in pictured_rows}
+    counts = "".join(f'<tr><td>{_phase_badge(p)}</td><td class="n">{n}</td></tr>' for p, n in summary.by_phase.items())
+    over = sum(1 for d in durations if d > fleetstate.BUDGET_SECONDS)
+    steps = "".join(
+        f"<tr><td>{_e(n)}</td>" + "".join(f'<td class="n">{v:.0f}</td>' for v in (c, m, p, x)) + "</tr>"
+        for n, c, m, p, x in slowest_steps(rows)
+    )
+    steps_table = (
+        _table(("step", "runs", "median s", "90th percentile s", "worst s"), [steps])
+        if steps
+        else '<p class="muted">No step reported yet.</p>'
+    )
+    embedded = f"{len(pictured_rows)} embedded: those needing someone first, then the slowest"
+    pictures = "".join(
+        f'<details id="{_e(_anchor(r))}"><summary>{_e(r.name)} ({_e(r.phase)})</summary>{_timeline(r)}</details>'
+        for r in pictured_rows
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{STYLE}</style></head><body>
+<h1>{_e(title)}</h1>
+<p class="muted">{summary.total} sites; generated {now:%Y-%m-%d %H:%M} UTC by snoreloc fleet report.</p>
+<h2 id="phases">Phases</h2>{phase_bar(dict(summary.by_phase))}
+<table>{counts}</table>
+<h2 id="durations">Relocation durations</h2>
+<p>{len(durations)} relocations finished; {over} over the {fleetstate.BUDGET_SECONDS // 60}-minute budget.</p>
+{histogram(durations)}
+<h2 id="steps">Slowest steps across the fleet</h2>
+{steps_table}
+<h2 id="reasons">Failure reasons, ranked</h2>{_reasons(summary, rows, pictured)}
+<h2 id="sites">Sites</h2>
+<p class="muted">A site's name opens its timeline ({embedded}).</p>{_implausible(summary)}
+{_sites(rows, now, pictured)}
+<h2 id="timelines">Timelines</h2>{pictures or '<p class="muted">No site has reported steps yet.</p>'}
+<script>{SCRIPT}</script>
+</body></html>
+"""
