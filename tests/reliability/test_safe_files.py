@@ -181,7 +181,7 @@ def test_the_scan_catches_a_new_bypass(tmp_path: pathlib.Path) -> None:
     assert sorted(name for name, _text in found) == ["mkstemp", "open", "os.replace", "read_bytes", "write_text"]
 
 
-@pytest.mark.parametrize("package", ["snoreloc_fleet/ops", "snoreloc_sim/demo"])
+@pytest.mark.parametrize("package", ["snoreloc_fleet/render", "snoreloc_sim/demo"])
 def test_the_scan_catches_a_new_bypass_in_the_fleet_and_the_demo(package: str, tmp_path: pathlib.Path) -> None:
     """The control for the fleet's and the demo's trees: a module like theirs with a bypass fails the rule (the
     module allowed a temporary directory is not allowed an open), and a copy through a link is caught too."""
