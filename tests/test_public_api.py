@@ -25,6 +25,7 @@ PUBLIC = {
         "StepState",
         "TimingRow",
         "WaitRecord",
+        "plausible",
         "read",
         "timings",
     ],
