@@ -13,11 +13,11 @@ from datetime import datetime
 import pytest
 
 from snoreloc.adapters import kube
-from snoreloc.engine import journal, pipeline, restore
+from snoreloc.engine import journal, restore
 from snoreloc.steps import base
 
-from .conftest import Relocation, contains, site_config
-from .test_users_objects import snapshot
+from .conftest import Relocation, site_config
+from .test_users_objects import roll_back_and_compare, snapshot
 
 pytestmark = pytest.mark.simonly
 
@@ -44,20 +44,19 @@ def _rolled_out(r: Relocation) -> set[str]:
 
 
 def _roll_back_and_compare(r: Relocation, before: dict[str, kube.Obj]) -> restore.Outcome:
-    outcome = pipeline.rollback(r.paths, r.client, r.clock)
-    after = snapshot(r)
-    assert after.keys() == before.keys()
-    assert all(contains(after[name], original) for name, original in before.items())
+    outcome = roll_back_and_compare(r, before)
     assert r.status()["state"] == "rolled-back"
     return outcome
 
 
 def test_relocating_to_the_factory_domain_waits_for_no_rollout(relocation: Relocation) -> None:
+    before = snapshot(relocation)
     result = relocation.run(site_config(domain=_factory_domain(relocation)))
     assert result.state is journal.RunState.DONE
     assert _longest_wait(relocation) < SIM_ROLLOUT_BOUND
     assert relocation.get(base.INGRESS_CLUSTER)["spec"]["appsDomain"] == relocation.facts.apps_domain
     assert "openshift-apiserver" not in _rolled_out(relocation)
+    assert "openshift-apiserver" not in _roll_back_and_compare(relocation, before).settled
 
 
 def test_a_b_then_factory_domain_then_rollback_settles(relocation: Relocation) -> None:

@@ -13,11 +13,16 @@ import copy
 import json
 import math
 import pathlib
+import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from snoreloc.adapters.clock import SystemClock
 from snoreloc.cli import main
+from snoreloc.engine import metrics, page, timeline
+from snoreloc.siteconfig import model
 
 GARBAGE: dict[str, Any] = {
     "negative": -5,
@@ -80,14 +85,28 @@ VERBS: dict[str, list[str]] = {
     "status-json": ["status", "--output", "json"],
     "analyze": ["analyze"],
     "analyze-json": ["analyze", "--output", "json"],
+    "analyze-svg": ["analyze", "--svg", "{state}/timeline.svg"],
 }
 # The state says: a run that says "running" with no process holding the lock was cut off (`status` exits 1).
 EXPECTED_EXIT = {"status": 1, "analyze": 0}
+PAGE_READERS = ("page", "metrics")  # the progress page and its /metrics, read from the same journal
+# Whole records that are not records: the file is then not a journal this version can read (69), or the record
+# is unknown; never 70.
+RECORDS: dict[str, tuple[Any, ...]] = {
+    "step-record": ("steps", "preflight"),
+    "run-record": ("run",),
+    "error-record": ("error",),
+    "waiting-record": ("waiting",),
+    "rollout-log-entry": ("rollout_log", 0),
+    "wait-log-entry": ("wait_log", 0),
+    "history-entry": ("history", 0),
+    "history-step-record": ("history", 0, "steps", "preflight"),
+}
 
 
 def _poisoned(field: str, value: Any) -> dict[str, Any]:
     doc = copy.deepcopy(BASE)
-    *parents, last = FIELDS[field]
+    *parents, last = FIELDS.get(field) or RECORDS[field]
     holder = doc
     for key in parents:
         holder = holder[key]
@@ -102,19 +121,71 @@ def _strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
+def _state(tmp_path: pathlib.Path, field: str, garbage: str) -> pathlib.Path:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "status.json").write_text(json.dumps(_poisoned(field, GARBAGE[garbage])))
+    return state
+
+
+def _verb(verb: str, state: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main.main([*(arg.format(state=state) for arg in VERBS[verb]), "--state-dir", str(state)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _shown(out: str) -> None:
+    assert "1e+300" not in out and "e+21" not in out and "inf" not in out.lower().replace("info", "")
+
+
 @pytest.mark.parametrize("verb", sorted(VERBS))
 @pytest.mark.parametrize("field", sorted(FIELDS))
 @pytest.mark.parametrize("garbage", sorted(GARBAGE))
 def test_garbage_numbers_never_exit_70(
     garbage: str, field: str, verb: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    (state / "status.json").write_text(json.dumps(_poisoned(field, GARBAGE[garbage])))
-    code = main.main([*VERBS[verb], "--state-dir", str(state)])
-    out, err = capsys.readouterr()
+    state = _state(tmp_path, field, garbage)
+    code, out, err = _verb(verb, state, capsys)
     assert code == EXPECTED_EXIT[VERBS[verb][0]], (code, err)
     assert "internal error" not in err and err == ""
     if verb.endswith("json"):
         _strict(out)  # no NaN or Infinity: what a script reads must be JSON
-    assert "1e+300" not in out and "e+21" not in out and "inf" not in out.lower().replace("info", "")
+    _shown(out)
+    if verb.endswith("svg"):
+        ET.parse(state / "timeline.svg")  # a well-formed picture
+
+
+@pytest.mark.parametrize("reader", PAGE_READERS)
+@pytest.mark.parametrize("field", sorted(FIELDS))
+@pytest.mark.parametrize("garbage", sorted(GARBAGE))
+def test_the_page_and_its_metrics_read_garbage_numbers(
+    garbage: str, field: str, reader: str, tmp_path: pathlib.Path
+) -> None:
+    state = _state(tmp_path, field, garbage)
+    source = page.Source(state / "status.json", model.SiteConfig(name="s", domain="e.example.com"), SystemClock())
+    try:
+        if reader == "metrics":
+            text = metrics.exposition(source).decode()
+            assert "NaN" not in text and "Inf" not in text
+            list(text_string_to_metric_families(text))
+        else:
+            progress, picture = source()
+            _shown(page.render(progress, timeline.svg(picture)))
+    finally:
+        source.unsubscribe()
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize("record", sorted(RECORDS))
+@pytest.mark.parametrize("garbage", sorted(GARBAGE))
+def test_a_record_that_is_not_one_is_unreadable_or_unknown_never_70(
+    garbage: str, record: str, verb: str, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = _state(tmp_path, record, garbage)
+    code, out, err = _verb(verb, state, capsys)
+    assert code in (EXPECTED_EXIT[VERBS[verb][0]], 69), (code, err)
+    assert "internal error" not in err
+    if code == 69:
+        assert "cannot read" in err and "Remove the file to start afresh" in err
+    elif verb.endswith("json"):
+        _strict(out)
