@@ -167,7 +167,7 @@ def test_make_media_exits_65_with_the_field_and_writes_nothing(
     argv = ["make-media", str(stick / medium.SITE_CONFIG_NAME), "--fat", str(fat), "--hub-report", str(hub)]
     assert main.main(argv) == 65
     err = capsys.readouterr().err
-    assert _field(name) in err and "t0k" not in err
+    assert f"error: --hub-report {hub}: {_field(name)} (line " in err and "t0k" not in err
     assert not fat.exists() and not marker.exists()
 
 

@@ -121,17 +121,20 @@ def _refusals(
                     yield (*path, key), f"{why}; {_ONLY}, or a file reference inside the medium"
 
 
-def hub_kubeconfig(raw: bytes, medium_dir: pathlib.Path, carried: Collection[str] | None = None) -> Mapping[str, Any]:
+def hub_kubeconfig(
+    raw: bytes, medium_dir: pathlib.Path, carried: Collection[str] | None = None, *, source: str = HUB_FILE
+) -> Mapping[str, Any]:
     """The reporting kubeconfig `raw` as data, once it is proven to run nothing and read no file outside
     `medium_dir` (with `carried`, the names of the files the medium being written will carry: a reference must
-    name one). ConfigError listing every refused field with its line, never quoting a value."""
+    name one). ConfigError listing every refused field with its line (in `source`, the file as the reader knows
+    it), never quoting a value."""
     try:
         doc = yamlpos.load(raw)
     except yamlpos.YamlError as exc:
         problem = errors.Problem("", exc.message, exc.line, exc.column)
-        raise errors.ConfigError(f"{HUB_FILE}: not a kubeconfig", problems=(problem,)) from None
+        raise errors.ConfigError(f"{source}: not a kubeconfig", problems=(problem,)) from None
     if not isinstance(doc.data, Mapping):
-        raise errors.ConfigError(f"{HUB_FILE}: not a kubeconfig (not a mapping)")
+        raise errors.ConfigError(f"{source}: not a kubeconfig (not a mapping)")
     problems = []
     for path, why in _refusals(doc.data, medium_dir, carried):
         mark = doc.locate(path)
@@ -140,7 +143,7 @@ def hub_kubeconfig(raw: bytes, medium_dir: pathlib.Path, carried: Collection[str
         first, more = problems[0], f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         where = f" (line {first.line})" if first.line is not None else ""
         raise errors.ConfigError(
-            f"{HUB_FILE}: {first.path}{where} refused{more}: {first.message}",
+            f"{source}: {first.path}{where} refused{more}: {first.message}",
             problems=problems,
             hint="Use the reporting kubeconfig the fleet hub issued (`snoreloc fleet make-media`), which carries its "
             "token and CA inline.",
