@@ -62,6 +62,7 @@ PUBLIC = {
         "StepState",
         "TimingRow",
         "WaitRecord",
+        "plausible",
         "read",
         "timings",
     ],

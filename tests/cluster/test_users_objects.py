@@ -12,7 +12,7 @@ import pytest
 
 from snoreloc import errors
 from snoreloc.adapters import kube
-from snoreloc.engine import pipeline
+from snoreloc.engine import pipeline, restore
 from snoreloc.engine import plan as plan_mod
 from snoreloc.factory import seal
 from snoreloc.siteconfig import model
@@ -59,13 +59,14 @@ def snapshot(r: Relocation) -> dict[str, Any]:
     return found
 
 
-def roll_back_and_compare(r: Relocation, before: dict[str, Any]) -> None:
-    pipeline.rollback(r.paths, r.client, r.clock)
+def roll_back_and_compare(r: Relocation, before: dict[str, Any]) -> restore.Outcome:
+    outcome = pipeline.rollback(r.paths, r.client, r.clock)
     after = snapshot(r)
     assert after.keys() == before.keys()
     for name, original in before.items():
         assert contains(after[name], original), name
         assert after[name]["annotations"] == original["annotations"], name
+    return outcome
 
 
 def add_secret(r: Relocation, name: str, namespace: str, names: list[str]) -> None:

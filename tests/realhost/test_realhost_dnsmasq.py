@@ -49,7 +49,7 @@ NAMES = (
 )
 
 
-def _boot(root: fs.HostFS, tmp: Path) -> dict[str, list[str]]:
+def _boot(root: fs.HostFS, tmp: Path, names: tuple[str, ...] = NAMES) -> dict[str, list[str]]:
     """`systemctl restart dnsmasq.service` in a namespace: the script, then dnsmasq; then look the names up."""
     script = tmp / "dnsmasq_config.sh"
     script.write_text(dns.script(FACTORY, overrides=str(root.path(node_dns.OVERRIDES)), conf=str(root.path(dns.CONF))))
@@ -74,7 +74,7 @@ for _ in $(seq 100); do  # until dnsmasq answers (an api name of either domain)
   resolve api.{FACTORY.cluster_name}.{FACTORY.base_domain} api.{NEW} | grep -q {NODE_IP} && break
   sleep 0.1
 done
-resolve {" ".join(NAMES)}
+resolve {" ".join(names)}
 """
     done = subprocess.run(
         ["unshare", "--net", "--mount", "--fork", "bash", "-c", inner],
@@ -108,6 +108,18 @@ def test_a_real_dnsmasq_answers_the_new_names_from_the_agents_overrides(tmp_path
 
     assert not root.exists(node_dns.OVERRIDES)
     assert rolled_back == factory
+
+
+def test_a_site_domain_that_is_a_parent_of_the_factorys_keeps_the_factory_api_int_answered(tmp_path: Path) -> None:
+    """Issue 30: the kept factory names were filtered by substring, so `example.com` dropped `api-int.sno1.factory.
+    example.com`, the name the kubelet reaches its API by."""
+    require("dnsmasq", "unshare", "ip")
+    root = fs.HostFS(tmp_path / "root")
+    parent = "example.com"  # cluster name "example", base domain "com"
+    names = (f"api.{parent}", f"api-int.{parent}", f"x.apps.{parent}", "api-int.sno1.factory.example.com")
+    _boot(root, tmp_path, names)
+    node_dns.write(root, tmp_path / "state", node_dns.wanted(parent, NODE_IP))
+    assert _boot(root, tmp_path, names) == {name: [NODE_IP] for name in names}
 
 
 @pytest.fixture(autouse=True)

@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         iso=pathlib.Path(args.iso) if args.iso else None,
         fat=pathlib.Path(args.fat) if args.fat else None,
         hub_report=_read_hub_report(args.hub_report) if args.hub_report else None,
+        hub_report_source=f"--hub-report {args.hub_report}",
     )
     for path in written.paths:
         sys.stderr.write(f"wrote {path}: {', '.join(written.contents)}\n")

@@ -3,7 +3,9 @@
 Exit codes: 0 done, 1 failed (or cut off, rolled back, rollback failed), 2 done with warnings, 3 still running (a
 relocation or a rollback). `--wait` blocks (bounded) until the run is no longer running. A journal that says
 "running" or "rolling-back" while no process holds the run lock was cut off (a crash, a reboot): it is shown as
-interrupted and exits 1, and the line to act on says which verb resumes it.
+interrupted and exits 1, and the line to act on says which verb resumes it. Every number and time in the journal
+is read through one plausibility check (`journal.plausible`): a garbage one is unknown, never exit 70; only a
+file that cannot be read at all exits 69.
 """
 
 from __future__ import annotations

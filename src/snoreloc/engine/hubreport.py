@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 import snoreloc
 from snoreloc import errors, redact, safefile, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
@@ -120,13 +118,15 @@ def _register_tokens(config: Mapping[str, Any]) -> None:
 
 
 def target_from(kubeconfig: pathlib.Path) -> Target:
-    """The Site and key a reporting kubeconfig names; ValueError (never quoting the file) when it names none."""
+    """The Site and key a reporting kubeconfig names; ValueError (never quoting the file) when it names none, or
+    when it would run anything or read a file outside its medium (`medium.hub_kubeconfig`: errors.ConfigError, a
+    ValueError, naming the field): such a kubeconfig never reaches the kubernetes client."""
+    from snoreloc.siteconfig import medium  # noqa: PLC0415 (lazy: see the imports)
+
     raw = safefile.read(
         kubeconfig, safefile.Kind("hub reporting kubeconfig", MAX_KUBECONFIG_BYTES)
     )  # Unfit: ValueError
-    config = yaml.safe_load(raw)
-    if not isinstance(config, Mapping):
-        raise ValueError("not a kubeconfig")
+    config = medium.hub_kubeconfig(raw, kubeconfig.parent)
     _register_tokens(config)
     context = _current_context(config)
     ext = _extension(context)
@@ -151,8 +151,8 @@ def find_target(site_config: pathlib.Path) -> Target | None:
         return None
     try:
         return target_from(kubeconfig)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0][:200]
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else str(exc).splitlines()[0][:300]
         LOG.warning("%s is not a usable hub reporting kubeconfig (%s): not reporting to a hub", kubeconfig, reason)
         return None
 

@@ -24,11 +24,12 @@ from __future__ import annotations
 import copy
 import enum
 import json
+import math
 import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,7 @@ __all__ = [
     "StepState",
     "TimingRow",
     "WaitRecord",
+    "plausible",
     "read",
     "timings",
 ]
@@ -59,6 +61,10 @@ FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 MAX_HISTORY = 20  # past runs kept in status.json (each a few KiB: step times, rollouts, waits)
 HISTORY = "history"
+MAX_SECONDS = 10 * 365 * 86400.0  # no run, step or wait of a relocation lasts ten years
+MAX_PID = 4_194_304  # the kernel's PID_MAX_LIMIT (include/linux/threads.h)
+MAX_EXIT_CODE = 255
+UNKNOWN_EXIT_CODE = 1  # an error's exit code that is not one: a failure, as when it is absent
 
 
 class RunState(enum.Enum):
@@ -85,7 +91,29 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def _when(text: object) -> datetime | None:
-    return datetime.fromisoformat(text) if isinstance(text, str) and text else None
+    """A timestamp, or None (unknown) when absent or not one; one without a zone is UTC, as snoreloc writes."""
+    try:
+        moment = datetime.fromisoformat(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
+
+
+def plausible(value: object, high: float = MAX_SECONDS) -> float | None:
+    """The one check every number read from status.json passes: a JSON number (not a boolean, not a numeric
+    string), finite, from 0 to `high` (seconds by default). Anything else is unknown (None), and is shown as such:
+    a hand-edited, truncated-then-repaired or foreign journal must never make a reader fail (issue 30)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return float(value) if 0 <= value <= high else None
+
+
+def _whole(value: object, high: int, unknown: int) -> int:
+    """A whole number through `plausible` (a pid, an exit code); `unknown` when it is not one."""
+    found = plausible(value, high)
+    return int(found) if found is not None and found.is_integer() else unknown
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,9 @@ class ErrorRecord:
     def from_storage(cls, data: object) -> ErrorRecord | None:
         if not isinstance(data, Mapping) or not data:
             return None
-        return cls(str(data.get("message", "")), data.get("hint"), int(data.get("exit_code", 1)))
+        hint = data.get("hint")
+        code = _whole(data.get("exit_code", UNKNOWN_EXIT_CODE), MAX_EXIT_CODE, UNKNOWN_EXIT_CODE)
+        return cls(str(data.get("message", "")), None if hint is None else str(hint), code)
 
 
 @dataclass(frozen=True)
@@ -145,9 +175,8 @@ class RunInfo:
     def from_storage(cls, data: object) -> RunInfo | None:
         if not isinstance(data, Mapping):
             return None
-        return cls(
-            int(data.get("pid", 0)), _when(data.get("started")), _when(data.get("finished")), str(data.get("mode", ""))
-        )
+        pid = _whole(data.get("pid", 0), MAX_PID, 0)
+        return cls(pid, _when(data.get("started")), _when(data.get("finished")), str(data.get("mode", "")))
 
 
 @dataclass(frozen=True)
@@ -171,11 +200,16 @@ class WaitRecord(waits.Waiting):
 
     @classmethod
     def from_storage(cls, data: object) -> WaitRecord | None:
+        """None when there is none, or when its time or seconds are not plausible: the running process rewrites
+        the wait at its next report, and a wait of unknown length is no wait to show."""
         since = _when(data.get("since")) if isinstance(data, Mapping) else None
         if not isinstance(data, Mapping) or since is None:
             return None
-        fields = (str(data.get("step", "")), str(data.get("what", "")), float(data.get("budget", 0.0)))
-        return cls(*fields, since, float(data.get("elapsed", 0.0)), str(data.get("detail", "")))
+        budget, elapsed = plausible(data.get("budget", 0.0)), plausible(data.get("elapsed", 0.0))
+        if budget is None or elapsed is None:
+            return None
+        fields = (str(data.get("step", "")), str(data.get("what", "")), budget)
+        return cls(*fields, since, elapsed, str(data.get("detail", "")))
 
 
 @dataclass
@@ -209,13 +243,12 @@ class StepRecord:
 
     @classmethod
     def from_storage(cls, data: Mapping[str, Any]) -> StepRecord:
-        duration = data.get("duration")
         return cls(
             state=StepState(data.get("state", StepState.PENDING.value)),
             fingerprint=data.get("fingerprint"),
             started=_when(data.get("started")),
             finished=_when(data.get("finished")),
-            duration=float(duration) if isinstance(duration, int | float) else None,
+            duration=plausible(data.get("duration")),
             skipped=_when(data.get("skipped")),
             error=ErrorRecord.from_storage(data.get("error")),
             changed=list(data.get("changed") or []),
@@ -328,10 +361,37 @@ class Document:
             run=RunInfo.from_storage(data.get("run")),
             error=ErrorRecord.from_storage(data.get("error")),
             waiting=WaitRecord.from_storage(data.get("waiting")),
-            rollout_log=[dict(entry) for entry in data.get(intervals.ROLLOUTS) or []],
-            wait_log=[dict(entry) for entry in data.get(intervals.WAITS) or []],
-            history=[dict(entry) for entry in data.get(HISTORY) or [] if isinstance(entry, Mapping)],
+            rollout_log=_log(data.get(intervals.ROLLOUTS)),
+            wait_log=_log(data.get(intervals.WAITS)),
+            history=_history(data.get(HISTORY)),
         )
+
+
+def _log(entries: object) -> intervals.Log:
+    """A timeline log as stored, its seconds (a wait's budget) through `plausible` and its times through `_when`
+    (unknown: null); what is not an entry is left out."""
+    kept = [dict(entry) for entry in entries or [] if isinstance(entry, Mapping)] if isinstance(entries, list) else []
+    for entry in kept:
+        if "budget" in entry:
+            entry["budget"] = plausible(entry["budget"])
+        for key in ("started", "finished"):
+            if key in entry:
+                entry[key] = _iso(_when(entry[key]))
+    return kept
+
+
+def _history(entries: object) -> list[dict[str, Any]]:
+    """The earlier runs, each read as a run is (so every number passes the same check) and kept in the form
+    `Document.archived` gives; an entry that is not a readable run is left out."""
+    kept = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        try:
+            kept.append(Document.from_storage({k: v for k, v in entry.items() if k != HISTORY}).archived())
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return kept
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,10 @@ A site's monitoring (or a technician's laptop) can scrape where the relocation i
 done of total, the step running, how long the current wait has lasted against its budget, the run's duration and
 its warnings. Every value comes from what the page itself shows (`view.Progress`, `timeline.Timeline`), read
 afresh at each scrape, so the two never disagree. Only counts, seconds and step names go out: no text of the
-journal, so nothing a redaction could miss.
+journal, so nothing a redaction could miss. The step names and the state come from the journal, which anyone who
+could write status.json shapes: every label value passes through `sanitize.visible` first (`label`), so a control
+character shows as an escape and a lone surrogate, which prometheus_client cannot encode (a 500 for the scrape),
+as `\\ud800` (issue 30).
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from snoreloc import sanitize
 from snoreloc.engine import timeline, view
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 STATES = ("new", "running", "done", "done-with-warnings", "failed", "interrupted", "partial")
 Content = Callable[[], tuple[view.Progress, timeline.Timeline]]
+
+
+def label(text: object) -> str:
+    """A label value as the exposition may carry it: controls and lone surrogates shown as escapes, on one line."""
+    return sanitize.visible(text, keep_lines=False)
 
 
 def _gauge(name: str, doc: str, value: float, unit: str = "") -> GaugeMetricFamily:
@@ -51,10 +60,11 @@ class RunCollector(Collector):
         done = sum(1 for row in progress.steps if row.state == "done")
         yield _gauge("snoreloc_run_steps_done", "Steps of the run done (skipped as unchanged included).", done)
         yield _gauge("snoreloc_run_steps_total", "Steps of the run.", len(progress.steps))
-        yield InfoMetricFamily("snoreloc_run_step", "The step in progress.", value={"step": current_step(progress)})
+        step = label(current_step(progress))
+        yield InfoMetricFamily("snoreloc_run_step", "The step in progress.", value={"step": step})
         state = GaugeMetricFamily("snoreloc_run_state", "The run's state (1 for the current one).", labels=["state"])
         for name in (*STATES, *((progress.state,) if progress.state not in STATES else ())):
-            state.add_metric([name], 1.0 if name == progress.state else 0.0)
+            state.add_metric([label(name)], 1.0 if name == progress.state else 0.0)
         yield state
         wait = progress.current
         yield _gauge("snoreloc_run_wait", "Time in the current wait (0: none).", wait.elapsed if wait else 0, "seconds")

@@ -131,6 +131,13 @@ def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
     return NodePlan(site, str(found.path), plans, running)
 
 
+def check_host_files(req: NodeRequest, site: model.SiteConfig, svc: Services) -> None:
+    """The node's own files a host step will edit, judged before the first step changes anything: an overrides
+    file bash would read otherwise than snoreloc (69, with its line) or one that is a link (77) stops the run here,
+    not after the site network is committed (`host.node_dns`; the step's plan reads what it would write)."""
+    node_dns.NodeDns(svc.host, req.paths.state_dir).plan_for(site)
+
+
 def node_steps(host: HostServices, paths_: paths.Paths) -> list[base.Step]:
     """The host steps, in the order they run before the cluster steps."""
     return [
@@ -165,6 +172,7 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
+        check_host_files(req, site, svc)
     except errors.SnorelocError as exc:
         say.failed(exc)
         raise

@@ -25,7 +25,7 @@ from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal
 from snoreloc.siteconfig import model
 from snoreloc.steps import base, context
-from snoreloc.steps.cluster import ntp, proxy, settle
+from snoreloc.steps.cluster import domain, ntp, proxy, settle
 from snoreloc.steps.openshift import node_csrs
 
 LOG = logging.getLogger(__name__)
@@ -68,6 +68,8 @@ def effect_of(entry: backups.Entry, current: kube.Obj | None) -> Effect:
         return Effect()
     if ref.key == proxy.PROXY_CLUSTER.key:
         return _proxy_effect(entry.original or {}, current or {})
+    if ref.key == base.INGRESS_CLUSTER.key:
+        return _ingress_effect(entry.original or {}, current or {})
     if ref.key in _BY_OBJECT:
         return _BY_OBJECT[ref.key]
     if ref.resource.kind == "MachineConfig":
@@ -90,6 +92,16 @@ def _proxy_effect(original: kube.Obj, current: kube.Obj) -> Effect:
     if any(before.get(name) != now.get(name) for name in _PROXY_REBOOT_FIELDS):
         return Effect((base.MCP_MASTER,), True, "the proxy URLs or noProxy go back: the node reboots")
     return Effect((base.MCP_MASTER,), why="the proxy's trusted CA goes back: a machine-config update")
+
+
+def _ingress_effect(original: kube.Obj, current: kube.Obj) -> Effect:
+    """openshift-apiserver rolls out only when the apps domain it generates hosts under changes
+    (`domain.routing_domain`): back from the factory's own domain (`appsDomain` set to what `domain` already says),
+    putting the Ingress back moves the component routes' entries but starts no rollout to wait for."""
+    before, now = original.get("spec") or {}, current.get("spec") or {}
+    if domain.routing_domain(before) == domain.routing_domain(now):
+        return Effect(why="the Ingress goes back (its apps domain is unchanged: no rollout)")
+    return _BY_KIND["Ingress"]
 
 
 def _changes(entry: backups.Entry, current: kube.Obj | None) -> bool:

@@ -214,7 +214,7 @@ def _intervals(entries: Iterable[Mapping[str, Any]], key: str) -> tuple[Interval
         started = intervals.when(entry.get("started"))
         if started is not None:
             what = redact.redact(str(entry.get("what", "")))
-            found.append(Interval(str(entry[key]), started, intervals.when(entry.get("finished")), what))
+            found.append(Interval(str(entry.get(key, "")), started, intervals.when(entry.get("finished")), what))
     return tuple(sorted(found, key=lambda i: i.started))
 
 

@@ -8,7 +8,8 @@ references are laid out at the same relative paths, and the image is made by the
 (or `xorriso -as mkisofs`, or `mkisofs`) with Joliet and Rock Ridge names for the ISO, `mkfs.vfat` and `mcopy`
 (mtools, no mount needed) for the FAT image, which `dd` writes to a stick as it is. The tools write into a private
 temporary directory; each image then reaches its path through `safefile.write`: 0600 (it holds the pull secret),
-never through a symlink, never over the site-config or a file it references.
+never through a symlink, never over the site-config or a file it references. A hub reporting kubeconfig given to
+put on the medium must run nothing and read only files the medium carries (`medium.hub_kubeconfig`).
 """
 
 from __future__ import annotations
@@ -56,12 +57,15 @@ def write(
     iso: pathlib.Path | None,
     fat: pathlib.Path | None,
     hub_report: bytes | None = None,
+    hub_report_source: str = medium.HUB_FILE,
 ) -> Written:
     """Validate `site-config`, then write the ISO and/or FAT image; nothing is written when it is not valid.
-    `hub_report`: the fleet hub's reporting kubeconfig for this site, written as `medium.HUB_FILE` (0600)."""
+    `hub_report`: the fleet hub's reporting kubeconfig for this site, written as `medium.HUB_FILE` (0600);
+    `hub_report_source` names where it came from in a refusal."""
     contents = gather(site_config)
     inputs = _inputs(site_config, contents)
-    if hub_report is not None:
+    if hub_report is not None:  # nothing on a medium runs: refused (exit 65, with the field) before anything is made
+        medium.hub_kubeconfig(hub_report, site_config.resolve().parent, set(contents), source=hub_report_source)
         contents[medium.HUB_FILE] = hub_report
     written = []
     with tempfile.TemporaryDirectory(prefix="snoreloc-media.") as tmp:

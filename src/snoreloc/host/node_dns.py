@@ -36,6 +36,8 @@ from __future__ import annotations
 import base64
 import ipaddress
 import json
+import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,25 +86,64 @@ def wanted(domain: str, ip: str | None) -> dict[str, str]:
     return values
 
 
+# One line of the overrides file as `source` reads it, in the subset whose reading needs no shell: blank, a comment,
+# or one assignment `[export ]KEY=VALUE [# comment]` whose value is a plain word, '...' or "..." with nothing bash
+# would expand ($, `, \\) and no globbing, tilde or brace character. Everything else (unset, readonly, declare, a
+# second command, a continuation, a carriage return, `+=`) is refused: its effect on our keys is bash's to decide.
+_LINE = re.compile(
+    r"""[ \t]*(?:(?:export[ \t]+)?(?P<key>[A-Za-z_][A-Za-z0-9_]*)="""
+    r"""(?P<value>[A-Za-z0-9._:/@%+,=-]*|'[^'\n\r]*'|"[^"$`\\\n\r]*")(?:[ \t]+(?:#[^\r]*)?)?|(?:#[^\r]*)?)"""
+)  # a comment after a value needs a blank before it: bash reads `A=1#x` as "1#x"
+
+
+class Unreadable(errors.UnavailableError):
+    """The overrides file holds shell `source` would read in a way this parser does not: nothing is written."""
+
+
+def _unreadable(number: int, why: str) -> Unreadable:
+    return Unreadable(
+        f"{OVERRIDES} line {number}: {why}; the platform's script `source`s this file with bash "
+        f"({SCRIPT}), so snoreloc cannot say what it reads, and changes nothing",
+        hint="Reduce the line to KEY=VALUE (a plain, 'single-quoted' or \"double-quoted\" value without $, ` or \\), "
+        "or remove it; or set spec.dns.nodeLocal: false and have the site DNS resolve the new names.",
+    )
+
+
 def parse(text: str) -> dict[str, str]:
-    """KEY=VALUE as `source` reads them (quotes honoured); other lines are ignored."""
+    """The variables `source` sets from `text`, read as bash reads them (the last assignment wins); Unreadable (69,
+    with the line) for any line outside the subset `_LINE` accepts. The script reads the file with
+    `if [ -f OVERRIDES ]; then source OVERRIDES; fi` and then `${SNO_..._OVERRIDE:-<install-time value>}`
+    (openshift/assisted-service internal/network/manifests_generator.go, `snoDnsmasqConf`)."""
     values = {}
-    for line in text.splitlines():
-        key, sep, raw = line.strip().removeprefix("export ").partition("=")
-        if sep and key.isidentifier():
-            try:
-                words = shlex.split(raw, comments=True)
-            except ValueError:
-                continue
-            values[key] = words[0] if words else ""
+    for number, line in enumerate(text.split("\n"), start=1):
+        found = _LINE.fullmatch(line)
+        if found is None:
+            return _refused(number, line)
+        if found["key"]:
+            raw = found["value"]
+            values[found["key"]] = raw[1:-1] if raw[:1] in ("'", '"') else raw
     return values
 
 
+def _refused(number: int, line: str) -> dict[str, str]:
+    words = line.split()
+    first = words[0] if words else ""
+    if "\r" in line:
+        raise _unreadable(number, "a carriage return (a file saved with DOS line ends), which bash keeps in the value")
+    if first in ("unset", "readonly", "declare", "typeset", "local", "source", ".", "eval", "set"):
+        raise _unreadable(number, f"`{first}`, a shell command")
+    raise _unreadable(number, "not a plain KEY=VALUE assignment (a command, an expansion, quoting or a continuation)")
+
+
 def merged(current: str | None, values: dict[str, str]) -> str:
-    """`current` with our keys set to `values` in place (appended when absent); every other line kept."""
+    """`current` with our keys set to `values` in place (appended when absent); every other line kept. `current`
+    must be readable (`parse`), and so is the result: it reads as `values` for our keys, as bash reads it."""
     lines, seen = [], set()
+    if current is not None:
+        parse(current)
     for line in (current or "").splitlines():
-        key = line.strip().removeprefix("export ").partition("=")[0]
+        found = _LINE.fullmatch(line)
+        key = found["key"] if found else None
         if key in values:
             if key not in seen:
                 lines.append(f"{key}={shlex.quote(values[key])}")
@@ -113,8 +154,32 @@ def merged(current: str | None, values: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def refuse_links(host: fs.HostFS) -> None:
+    """PermissionDenied (77, as `safefile` refuses to write through a link) when the overrides file or the kept
+    names' file is a symlink: writing through it would change a file elsewhere, replacing it would detach the node
+    from whatever keeps its target, and backing it up would copy the target into the backups as if it were the file.
+    So nothing is read through it, backed up or written: the technician decides (issue 30)."""
+    for host_path in (OVERRIDES, KEPT):
+        local = host.path(host_path)
+        if local.is_symlink():
+            raise errors.PermissionDenied(
+                f"{host_path} is a symlink (to {os.readlink(local)}): snoreloc neither writes through a link nor "
+                "backs up its target as the file; nothing was changed",
+                hint=f'Replace it with a regular file of the same lines (`cp --remove-destination "$(readlink -f '
+                f'{host_path})" {host_path}`), or set spec.dns.nodeLocal: false and have the site DNS resolve the '
+                "new names.",
+            )
+
+
 def read(host: fs.HostFS) -> str | None:
-    return host.read_text(OVERRIDES) if host.exists(OVERRIDES) else None
+    """The overrides file's text (None: there is none); never through a link (`refuse_links`)."""
+    refuse_links(host)
+    if not host.exists(OVERRIDES):
+        return None
+    try:
+        return host.read_text(OVERRIDES)
+    except UnicodeDecodeError as exc:
+        raise Unreadable(f"{OVERRIDES}: not UTF-8 text (byte {exc.start}); nothing was changed") from None
 
 
 def up_to_date(host: fs.HostFS, values: dict[str, str]) -> bool:
@@ -154,23 +219,45 @@ def answered(host: fs.HostFS) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip().startswith("address=/")]
 
 
+def address_domain(line: str) -> str:
+    """The domain of an `address=/<domain>/<ip>` line, as dnsmasq compares it (lower case, no final dot)."""
+    return line.strip().split("/")[1].rstrip(".").lower() if line.count("/") >= 2 else ""
+
+
+def script_domains(values: dict[str, str]) -> tuple[str, ...]:
+    """The domains the script writes `address=` lines for once the overrides hold `values` (`apps.F`, `api-int.F`,
+    `api.F`: manifests_generator.go `snoDnsmasqConf`)."""
+    full = f"{values[NAME]}.{values[BASE]}".rstrip(".").lower()
+    return (f"apps.{full}", f"api-int.{full}", f"api.{full}")
+
+
 def kept_domains(host: fs.HostFS) -> list[str]:
     """The factory domains the kept file answers (api-int.<factory> among them)."""
     text = host.read_text(KEPT) if host.exists(KEPT) else ""
-    return [line.split("/")[1] for line in text.splitlines() if line.startswith("address=/") and line.count("/") >= 2]
+    return [address_domain(line) for line in text.splitlines() if line.startswith("address=/") and line.count("/") >= 2]
+
+
+def factory_lines(answered_now: list[str], values: dict[str, str]) -> list[str]:
+    """The factory's `address=` lines to keep answering: all but those the script will write itself for the new
+    domain, compared whole (a site domain that is a parent of the factory's, `example.com` for
+    `cluster.factory.example.com`, must not drop the factory's `api-int`: issue 30)."""
+    ours = set(script_domains(values))
+    return [line for line in answered_now if address_domain(line) not in ours]
 
 
 def write(host: fs.HostFS, state_dir: Path, values: dict[str, str]) -> None:
-    """Back both files up (first time only), keep the factory names answered, then set our keys."""
+    """Refuse a link or a file bash would read otherwise before anything changes; then back both files up (first
+    time only), keep the factory names answered, and set our keys."""
+    current = read(host)  # refuse_links, and Unreadable for what bash would read otherwise
+    text = merged(current, values)
     backup(host, state_dir, OVERRIDES)
     backup(host, state_dir, KEPT)
-    factory = [line for line in answered(host) if f".{values[NAME]}.{values[BASE]}/" not in line]
+    factory = factory_lines(answered(host), values)
     if factory and not host.exists(KEPT):
         header = "# written by snoreloc: the factory names the node keeps answering after its relocation\n"
         host.write_text(KEPT, header + "\n".join(factory) + "\n", mode=MODE)
-    current = read(host)
     mode = host.mode(OVERRIDES) if current is not None else MODE
-    host.write_text(OVERRIDES, merged(current, values), mode=mode)
+    host.write_text(OVERRIDES, text, mode=mode)
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,16 @@ referenced files), then, if nothing failed, the frozen model built from exactly 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
+import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from snoreloc import errors, redact
+from snoreloc import errors, redact, safefile
 from snoreloc.siteconfig import checks, files, findings, model, registry, schema, semantic, structural, yamlpos
 
 LOG = logging.getLogger(__name__)
@@ -69,7 +71,33 @@ def validate(path: str, *, now: dt.datetime | None = None) -> Report:
     except OSError as exc:
         return _unreadable(path, exc)
     base_dir = os.path.dirname(os.path.abspath(path))
-    return validate_bytes(raw, base_dir=base_dir, source=path, now=now)
+    report = validate_bytes(raw, base_dir=base_dir, source=path, now=now)
+    hub = _hub_warnings(base_dir)
+    return dataclasses.replace(report, warnings=report.warnings + hub) if hub else report
+
+
+def _hub_warnings(base_dir: str) -> tuple[errors.Problem, ...]:
+    """The fleet hub's reporting kubeconfig beside the site-config (a medium's, or its copy on the node), when it
+    would run anything or read a file outside the medium (`medium.hub_kubeconfig`): a warning per refused field, as
+    the node then reports to no hub (the relocation itself does not need it). Its lines are the kubeconfig's, so
+    they go in the message, not as the site-config's line."""
+    from snoreloc.siteconfig import medium  # noqa: PLC0415 (lazy: medium imports discovery, which imports this module)
+
+    hub = os.path.join(base_dir, medium.HUB_FILE)
+    try:
+        medium.hub_kubeconfig(safefile.read(hub, safefile.KUBECONFIG), pathlib.Path(base_dir))
+    except (OSError, safefile.Unfit):
+        return ()  # absent (the usual case) or unreadable: the node says so when it tries to report
+    except errors.ConfigError as exc:
+        return tuple(
+            errors.Problem(
+                f"{medium.HUB_FILE}: {p.path}" if p.path else medium.HUB_FILE,
+                f"{p.message}{f' (its line {p.line})' if p.line else ''}; this node will not report to its hub",
+                severity=findings.Severity.WARNING.value,
+            )
+            for p in exc.problems or (errors.Problem("", exc.message),)
+        )
+    return ()
 
 
 # YAML 1.1 readings warned, numbers whole, and no secret's text quoted in either (docs/site-config.md).

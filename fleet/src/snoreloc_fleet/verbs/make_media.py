@@ -190,7 +190,8 @@ def make(client: kube.Client, namespace: str, name: str, *, timeout: float = TIM
         )
     tree = dict(checked.tree)
     report = hub_report(client, obj)
-    if report is not None:
+    if report is not None:  # the rule every stick's kubeconfig meets, --out-dir too: it runs nothing on the node
+        medium.hub_kubeconfig(report, pathlib.Path(medium.HUB_FILE).parent, set(tree), source="the hub's credential")
         tree[medium.HUB_FILE] = report
     return tree
 

@@ -103,7 +103,11 @@ class NodeDns:
     def _undo_note(self) -> tuple[str, ...]:
         if not node_dns.backed_up(self.state_dir):
             return ()
-        answering = ".".join(node_dns.parse(node_dns.read(self.host.fs) or "").get(k, "") for k in node_dns.SPLIT)
+        try:
+            found = node_dns.parse(node_dns.read(self.host.fs) or "")
+        except node_dns.Unreadable:  # edited since by hand: the backup goes back over it all the same
+            found = {}
+        answering = ".".join(found.get(k, "") for k in node_dns.SPLIT)
         return (
             f"an earlier run made the node answer for {answering.strip('.') or 'a domain of its own'}: the factory's "
             f"{node_dns.OVERRIDES} is put back and {node_dns.UNIT} restarts (as rollback does; no reboot)",
