@@ -16,13 +16,11 @@ from typing import Any
 from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import hubreport, journal, page, paths, pipeline, report, runner, view
+from snoreloc.engine import hubreport, journal, order, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
-from snoreloc.host import node_dns as host_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
 from snoreloc.steps import base, context
-from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
 
 LOG = logging.getLogger(__name__)
 
@@ -122,32 +120,19 @@ def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
     site = loader.load(str(found.path))
     origin = found.source.value + (f" {found.device}" if found.device else "")
     running = svc.host.units.is_active(kubelet.KUBELET)
+    steps = order.host_steps(svc.host, req.paths.state_dir)
     plans = (
         base.Plan("site-config", notes=(f"{found.path} ({origin}): valid",)),
-        site_network.SiteNetwork(svc.host).plan_for(site),
-        node_dns.NodeDns(svc.host, req.paths.state_dir).plan_for(site),
+        *(step.plan_for(site) for step in steps if isinstance(step, base.PlansOffline)),
         base.Plan("kubelet", notes=("kubelet already runs",) if running else ("start kubelet (seal stopped it)",)),
     )
     return NodePlan(site, str(found.path), plans, running)
 
 
-def node_steps(host: HostServices, paths_: paths.Paths) -> list[base.Step]:
-    """The host steps, in the order they run before the cluster steps."""
-    return [
-        site_network.SiteNetwork(host),
-        node_dns.NodeDns(host, paths_.state_dir),
-        kubelet_start.StartKubelet(host),
-        api_wait.WaitForApi(),
-    ]
-
-
 def rollback_host(paths_: paths.Paths, host: HostServices) -> list[str]:
-    """Put back what the host steps changed and kept originals of (the node's DNS overrides); what was done."""
-    restored = host_dns.restore(host.fs, host.units, paths_.state_dir)
-    if restored is None:
-        return []
-    what = "restored" if restored.existed else "removed (the factory had none)"
-    return [f"{host_dns.OVERRIDES} {what}; {host_dns.UNIT} restarted"]
+    """Put back what the host steps changed and kept originals of (each `base.RestoresHost`); what was done."""
+    steps = order.host_steps(host, paths_.state_dir)
+    return [line for step in steps if isinstance(step, base.RestoresHost) for line in step.rollback_host()]
 
 
 def relocate(req: NodeRequest, svc: Services) -> runner.Result:
@@ -161,7 +146,7 @@ def relocate(req: NodeRequest, svc: Services) -> runner.Result:
 
 
 def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    steps = node_steps(svc.host, req.paths) + pipeline.cluster_steps()
+    steps = order.host_steps(svc.host, req.paths.state_dir) + order.cluster_steps()
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)

@@ -1,18 +1,17 @@
 """The registry of site settings: the one list of setting modules, and everything assembled from it.
 
-To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, step,
-cost) and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks through one.
+To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, cost)
+and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks through one.
 From this list come the schema's `spec` properties (after the core keys, in this order: the published schema keeps
-it), the model's values (`load`), the offline checks (`check`, in this order), the secret paths (`x-secret` in
-each fragment), the cluster steps and their order (`run_order`), and the costs `plan` and the docs show.
+it), the model's values (`load`), the offline checks (`check`, in this order) and the secret paths (`x-secret` in
+each fragment). The steps that apply settings, and their order, are `engine.order`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from snoreloc import errors
 from snoreloc.siteconfig import checks, findings, setting
 from snoreloc.siteconfig.settings import (
     catalog_sources,
@@ -67,28 +66,3 @@ def check(run: checks.Run, spec: Mapping[str, Any]) -> None:
 def load(spec: Mapping[str, Any], checked: checks.Checked) -> dict[str, Any]:
     """Each setting's model value by its key, built from the checked values (the loader places them)."""
     return {entry.key: entry.load(spec.get(entry.key), checked) for entry in SETTINGS}
-
-
-def steps() -> tuple[setting.Step, ...]:
-    return tuple(entry.step for entry in SETTINGS if entry.step is not None)
-
-
-def run_order(core: Sequence[str]) -> list[str]:
-    """The step names in run order: `core` with each setting's step placed right after the step it names (a step
-    placed after another setting's step follows it, whatever their order in the registry)."""
-    order = list(core)
-    waiting = list(steps())
-    while waiting:
-        placed = [step for step in waiting if step.after in order]
-        if not placed:
-            names = ", ".join(f"{step.name} (after {step.after})" for step in waiting)
-            raise errors.InternalError(f"setting steps placed after no known step: {names}")
-        for step in placed:
-            order.insert(order.index(step.after) + 1, step.name)
-            waiting.remove(step)
-    return order
-
-
-def costs() -> dict[str, setting.Cost]:
-    """What each setting with a step costs, by its step's name: for `plan` and the docs."""
-    return {entry.step.name: entry.cost for entry in SETTINGS if entry.step is not None}

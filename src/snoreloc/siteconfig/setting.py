@@ -2,10 +2,12 @@
 
 A setting is one key of the site-config's `spec`. Its module says everything about it once: the schema fragment
 (with `x-secret` on the values never to be echoed), the typed model the agent reads, how that model is built from
-the checked values, the offline checks that give each problem its field and line, where its step runs relative to
-named neighbours, and what applying it costs (a reboot, which rollouts). `registry.SETTINGS` lists the modules;
-the schema, the loader, the checks, the secret list, the pipeline order and the plan's notes are assembled from
-these declarations, so adding a setting is its module, its step if it has one, and one line in the registry.
+the checked values, the offline checks that give each problem its field and line, and what applying it costs (a
+reboot, which rollouts). `registry.SETTINGS` lists the modules; the schema, the loader, the checks, the secret list and the
+plan's notes are assembled from these declarations. The setting does not name its step: the step module (above it
+in the layers) names the setting it applies (`setting = <module>.SETTING`), and `engine.order` places the step in
+the one run-order list, so adding a setting is its module, its step if it has one, one line in the registry and
+one in the run order.
 """
 
 from __future__ import annotations
@@ -33,19 +35,6 @@ class Cost:
 
 
 @dataclass(frozen=True)
-class Step:
-    """The step that applies the setting and its place in the run: right after the step named `after`.
-
-    `module` is the step's module (`snoreloc.steps.cluster.<name>`), which holds the step as `STEP`; the pipeline
-    imports it by name, as cloud-init imports its `cc_<name>` modules, because the setting sits below the steps.
-    """
-
-    name: str
-    module: str
-    after: str
-
-
-@dataclass(frozen=True)
 class Setting(Generic[T]):
     """One site setting. `field`: the `model.SiteConfig` attribute holding it ("" when it only feeds another section's
     check, as `networkAccept` feeds the network's); `load(values, checked)`: the model from the checked values (None
@@ -56,7 +45,6 @@ class Setting(Generic[T]):
     schema: dict[str, Any]
     load: Callable[[Any, checks.Checked], T]
     check: Callable[[checks.Run, Mapping[str, Any]], None] | None = None
-    step: Step | None = None
     cost: Cost = Cost()
 
     @property

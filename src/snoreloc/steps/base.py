@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from snoreloc import errors, waits
 from snoreloc.adapters import kube
+from snoreloc.siteconfig import model
+from snoreloc.siteconfig import setting as setting_mod
 from snoreloc.steps import context
 
 LOG = logging.getLogger(__name__)
@@ -79,6 +81,29 @@ class ChecksFirst(Protocol):
     naming what to fix, else returns notes for the plan. The pipeline hands these to preflight."""
 
     def preflight_check(self, ctx: context.Context) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class AppliesSetting(Protocol):
+    """A step that applies a site setting names it (`setting = <settings module>.SETTING`): the step sits above the
+    setting in the layers, so the link points down, and `engine.order` finds each setting's step by it."""
+
+    setting: setting_mod.Setting[Any]
+
+
+@runtime_checkable
+class PlansOffline(Protocol):
+    """A host step that can say what it would do for a site-config without a cluster (`snoreloc plan` on a node)."""
+
+    def plan_for(self, site: model.SiteConfig) -> Plan: ...
+
+
+@runtime_checkable
+class RestoresHost(Protocol):
+    """A host step that keeps originals of what it changes on the node: `rollback_host` puts them back and says
+    what it did, one line each (nothing when it kept nothing)."""
+
+    def rollback_host(self) -> list[str]: ...
 
 
 class Step(Protocol):

@@ -136,7 +136,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("catalogs", "snoreloc.steps.cluster.catalogs", after="ssh-keys"),
     cost=setting.Cost(
         reboot="no",
         rollouts=(),

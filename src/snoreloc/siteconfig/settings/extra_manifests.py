@@ -80,7 +80,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("manifests", "snoreloc.steps.cluster.manifests", after="settle"),
     cost=setting.Cost(
         reboot="maybe",
         rollouts=("mcp/master",),

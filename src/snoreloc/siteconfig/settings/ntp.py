@@ -126,7 +126,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("ntp", "snoreloc.steps.cluster.ntp", after="proxy"),
     cost=setting.Cost(
         reboot="yes",
         rollouts=("mcp/master",),

@@ -171,7 +171,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("proxy", "snoreloc.steps.cluster.proxy", after="manifests"),
     cost=setting.Cost(
         reboot="maybe",
         rollouts=("mcp/master",),

@@ -134,7 +134,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("ssh-keys", "snoreloc.steps.cluster.ssh_keys", after="cluster-config"),
     cost=setting.Cost(
         reboot="no",
         rollouts=("mcp/master",),

@@ -84,6 +84,7 @@ def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
 
 class Catalogs(base.ObjectStep):
     name = "catalogs"
+    setting = catalog_sources.SETTING  # the setting this step applies
     description = "creating the site's operator catalogs (no node change)"
     note = catalog_sources.SETTING.cost.note
 
@@ -94,4 +95,4 @@ class Catalogs(base.ObjectStep):
         return catalog_changes(ctx)
 
 
-STEP = Catalogs()  # named by `siteconfig.settings.catalog_sources.SETTING.step`
+STEP = Catalogs()  # placed by `engine.order.cluster_steps`

@@ -129,6 +129,7 @@ def _change(ctx: context.Context, target: Target) -> base.ObjectChange | None:
 
 class ExtraManifests(base.ObjectStep):
     name = "manifests"
+    setting = extra_manifests.SETTING  # the setting this step applies
     description = "applying the site's extra manifests (server-side apply)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
@@ -157,4 +158,4 @@ class ExtraManifests(base.ObjectStep):
         return base.StepOutcome(changed=changed, rollouts=rollouts)
 
 
-STEP = ExtraManifests()  # named by `siteconfig.settings.extra_manifests.SETTING.step`
+STEP = ExtraManifests()  # placed by `engine.order.cluster_steps`

@@ -33,6 +33,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import ntp as ntp_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
@@ -125,6 +126,7 @@ def note(site: model.Ntp, others: list[str]) -> str:
 
 class Ntp(base.ObjectStep):
     name = "ntp"
+    setting = ntp_setting.SETTING  # the setting this step applies
     description = "setting the node's time sources (machine-config update, reboots the node)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
@@ -148,4 +150,4 @@ class Ntp(base.ObjectStep):
         return base.Plan(self.name, tuple(changes), (note(site, others),) if changes else ())
 
 
-STEP = Ntp()  # named by `siteconfig.settings.ntp.SETTING.step`
+STEP = Ntp()  # placed by `engine.order.cluster_steps`

@@ -118,6 +118,7 @@ def reboots(changes: Sequence[base.ObjectChange]) -> bool:
 
 class Proxy(base.ObjectStep):
     name = "proxy"
+    setting = proxy_setting.SETTING  # the setting this step applies
     description = "setting the cluster-wide proxy (machine-config update)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
@@ -134,4 +135,4 @@ class Proxy(base.ObjectStep):
         return ("proxy: trusted CA only; the pool updates without a reboot (kubelet and CRI-O restart)",)
 
 
-STEP = Proxy()  # named by `siteconfig.settings.proxy.SETTING.step`
+STEP = Proxy()  # placed by `engine.order.cluster_steps`

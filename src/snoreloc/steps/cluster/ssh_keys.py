@@ -85,6 +85,7 @@ def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
 
 class SshKeys(base.ObjectStep):
     name = "ssh-keys"
+    setting = ssh_keys_setting.SETTING  # the setting this step applies
     description = "updating core's SSH keys (machine-config update, no reboot)"
     note = ssh_keys_setting.SETTING.cost.note
 
@@ -95,4 +96,4 @@ class SshKeys(base.ObjectStep):
         return ssh_changes(ctx)
 
 
-STEP = SshKeys()  # named by `siteconfig.settings.ssh_keys.SETTING.step`
+STEP = SshKeys()  # placed by `engine.order.cluster_steps`
