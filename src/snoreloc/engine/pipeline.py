@@ -1,4 +1,5 @@
-"""The cluster relocation as one call: the cluster steps (in `engine.order`'s order), the lock, the journal, backups and the report.
+"""The cluster relocation as one call: the cluster steps (in `engine.order`'s order), the lock, the journal, backups
+and the report.
 
 The CLI parses arguments into a `Request` and calls `execute`; tests and the demo do the same without a
 process boundary. Everything stateful lives under `Paths`, so a temporary root makes a run self-contained.

@@ -1,10 +1,11 @@
 """The registry of site settings: the one list of setting modules, and everything assembled from it.
 
-To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, cost)
-and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks through one.
-From this list come the schema's `spec` properties (after the core keys, in this order: the published schema keeps
-it), the model's values (`load`), the offline checks (`check`, in this order) and the secret paths (`x-secret` in
-each fragment). The steps that apply settings, and their order, are `engine.order`'s.
+To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, cost,
+claims, rollback) and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks
+through one. From this list come the schema's `spec` properties (after the core keys, in this order: the published
+schema keeps it), the model's values (`load`), the offline checks (`check`, in this order), the secret paths
+(`x-secret` in each fragment) and the claims (`claimed`, `owned`). The steps that apply settings, and their order,
+are `engine.order`'s.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from snoreloc.siteconfig import checks, findings, setting
+from snoreloc.siteconfig import checks, claims, findings, setting
 from snoreloc.siteconfig.settings import (
     catalog_sources,
     dns,
@@ -56,8 +57,19 @@ def secret_paths() -> tuple[findings.Path, ...]:
     return tuple(path for entry in SETTINGS for path in entry.secrets)
 
 
+def claimed(spec: Mapping[str, Any]) -> list[claims.Claim]:
+    """Every object (or field) the site-config's `spec` makes snoreloc write: the core fields', then each setting's."""
+    return claims.core(spec) + [claim for entry in SETTINGS for claim in entry.claimed(spec)]
+
+
+def owned() -> tuple[claims.Claim, ...]:
+    """The objects the settings' steps create under fixed names (`seal` refuses a user's object under them)."""
+    return tuple(claim for entry in SETTINGS for claim in entry.owns)
+
+
 def check(run: checks.Run, spec: Mapping[str, Any]) -> None:
-    """Every setting's offline checks, in registry order."""
+    """Every setting's offline checks, in registry order (an extra manifest checked against `claimed(spec)`)."""
+    run.claimed = claimed(spec)
     for entry in SETTINGS:
         if entry.check is not None:
             entry.check(run, spec)

@@ -37,8 +37,8 @@ from snoreloc.siteconfig.settings import ntp as ntp_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
-CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-snoreloc-chrony")
-CHRONY_PATH = "/etc/chrony.conf"
+CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, ntp_setting.MACHINECONFIG)
+CHRONY_PATH = ntp_setting.CHRONY_FILE
 FILE_MODE = 0o644
 # The rest of RHCOS's default chrony.conf, as the OpenShift docs' chrony example keeps it.
 DEFAULTS = ("driftfile /var/lib/chrony/drift", "makestep 1.0 3", "rtcsync", "logdir /var/log/chrony")

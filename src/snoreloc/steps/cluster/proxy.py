@@ -27,7 +27,7 @@ from snoreloc.steps import base, context
 from snoreloc.steps.openshift import ownership
 
 PROXY_CLUSTER = kube.Ref(kube.PROXIES, "cluster")
-TRUSTED_CA = "snoreloc-proxy-ca"
+TRUSTED_CA = proxy_setting.TRUSTED_CA_CONFIGMAP
 CA_KEY = "ca-bundle.crt"  # the key OpenShift reads from the trustedCA ConfigMap
 URL_FIELDS = ("httpProxy", "httpsProxy")
 

@@ -22,7 +22,7 @@ from snoreloc.siteconfig.settings import ssh_keys as ssh_keys_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
-SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-ssh")
+SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, ssh_keys_setting.MACHINECONFIG)
 USER = "core"
 
 
