@@ -49,6 +49,7 @@ class ObjectChange:
     mutate: Callable[[Obj], Obj | None] | None = field(default=None, compare=False, repr=False)
     rollouts: tuple[str, ...] = ()
     why: str = ""
+    keep: context.Keep = context.WHOLE  # recorded on the backup: what restoring it causes, which labels are ours
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,9 @@ def _apply_one(ctx: context.Context, change: ObjectChange) -> None:
 
 def _create(ctx: context.Context, change: ObjectChange) -> None:
     assert change.after is not None
-    ctx.backups.save(change.ref, None)  # recorded before the write: a crash after it still rolls back cleanly
+    ctx.backups.save(
+        change.ref, None, change.keep
+    )  # recorded before the write: a crash after it still rolls back cleanly
     try:
         ctx.kube.create(change.ref.resource, copy.deepcopy(change.after))
     except kube.Conflict:  # created by an earlier, interrupted run: make it what we want now
@@ -177,7 +180,7 @@ def _update(ctx: context.Context, change: ObjectChange) -> None:
     def backed_up(current: Obj) -> Obj | None:
         result = mutate(copy.deepcopy(current))
         if result is not None and result != current:
-            ctx.backups.save(change.ref, current)
+            ctx.backups.save(change.ref, current, change.keep)
         return result
 
     ctx.kube.modify(change.ref, backed_up)
@@ -187,7 +190,7 @@ def _delete(ctx: context.Context, change: ObjectChange) -> None:
     current = ctx.kube.find(change.ref)
     if current is None:
         return
-    ctx.backups.save(change.ref, current)
+    ctx.backups.save(change.ref, current, change.keep)
     with contextlib.suppress(kube.NotFound):
         ctx.kube.delete(change.ref)
 

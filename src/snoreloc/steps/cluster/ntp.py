@@ -39,6 +39,7 @@ from snoreloc.steps.openshift import machineconfigs, ownership
 
 CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, ntp_setting.MACHINECONFIG)
 CHRONY_PATH = ntp_setting.CHRONY_FILE
+KEEP = context.Keep(rollback=ntp_setting.SETTING.rollback)  # recorded on its backup
 FILE_MODE = 0o644
 # The rest of RHCOS's default chrony.conf, as the OpenShift docs' chrony example keeps it.
 DEFAULTS = ("driftfile /var/lib/chrony/drift", "makestep 1.0 3", "rtcsync", "logdir /var/log/chrony")
@@ -105,13 +106,13 @@ def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.ObjectChange
     desired = machine_config(site)
     why = "node time sources (chrony)"
     if current is None:
-        return [base.create(CHRONY_CONFIG, desired, rollouts=(base.MCP_MASTER,), why=why)]
+        return [base.create(CHRONY_CONFIG, desired, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)]
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         obj["spec"] = {**(obj.get("spec") or {}), "config": desired["spec"]["config"]}
         return obj
 
-    change = base.update(CHRONY_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why)
+    change = base.update(CHRONY_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)
     return [] if change is None else [change]
 
 

@@ -101,7 +101,7 @@ def proxy_changes(ctx: context.Context) -> list[base.ObjectChange]:
         current.setdefault("spec", {}).update({**wanted, **trusted})
         return current
 
-    change = base.update(PROXY_CLUSTER, proxy, mutate)
+    change = base.update(PROXY_CLUSTER, proxy, mutate, keep=context.Keep(rollback=proxy_setting.SETTING.rollback))
     return changes + ([] if change is None else [_tagged(change, "cluster-wide proxy")])
 
 

@@ -23,6 +23,7 @@ from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
 SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, ssh_keys_setting.MACHINECONFIG)
+KEEP = context.Keep(rollback=ssh_keys_setting.SETTING.rollback)  # recorded on its backup
 USER = "core"
 
 
@@ -73,13 +74,13 @@ def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
     why = f"core's SSH keys, {site.mode.value}"
     current = ctx.kube.find(SSH_CONFIG)
     if current is None:
-        return [base.create(SSH_CONFIG, _new_config(list(site.keys)), rollouts=(base.MCP_MASTER,), why=why)]
+        return [base.create(SSH_CONFIG, _new_config(list(site.keys)), rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)]
 
     def mutate(obj: kube.Obj) -> kube.Obj | None:
         keys = desired_keys(site, core_keys(obj))
         return None if keys == core_keys(obj) else with_keys(obj, keys)
 
-    change = base.update(SSH_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why)
+    change = base.update(SSH_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)
     return [] if change is None else [change]
 
 
