@@ -28,6 +28,7 @@ RUN_ORDER = [
     "domain",
     "routes",
     "settle",
+    "node-labels",
     "manifests",
     "proxy",
     "ntp",
@@ -41,6 +42,7 @@ APPLIED = {
     "proxy": "proxy",
     "ntp": "ntp",
     "node-dns": "dns",
+    "node-labels": "nodeLabels",
 }
 
 
@@ -94,5 +96,5 @@ def test_the_loader_places_a_value_of_a_setting_without_a_field_in_settings() ->
 
 def test_costs_name_each_settings_step() -> None:
     costs = order.costs()
-    assert set(costs) == {"ssh-keys", "catalogs", "manifests", "proxy", "ntp"}
+    assert set(costs) == {"ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp"}
     assert costs["ntp"].reboot == "yes" and costs["ssh-keys"].reboot == "no"

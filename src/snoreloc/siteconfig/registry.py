@@ -21,6 +21,7 @@ from snoreloc.siteconfig.settings import (
     kubelet,
     network_accept,
     network_probes,
+    node_labels,
     ntp,
     operators,
     progress_page,
@@ -44,6 +45,7 @@ SETTINGS: tuple[setting.Setting[Any], ...] = (
     operators.SETTING,
     progress_page.SETTING,
     dns.SETTING,
+    node_labels.SETTING,
 )
 
 
