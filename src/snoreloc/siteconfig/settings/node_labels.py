@@ -81,12 +81,20 @@ def key_problem(key: str) -> str | None:
     prefix, name = ("", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
     if len(parts) == 2 and not prefix:
         return "has an empty prefix before '/'"
+    return _name_problem(name) or _prefix_problem(prefix)
+
+
+def _name_problem(name: str) -> str | None:
     if not name:
         return "has an empty name"
     if len(name) > NAME_MAX:
         return f"has a name longer than {NAME_MAX} characters"
     if not _NAME_RE.fullmatch(name):
         return "has a name that is not letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+    return None
+
+
+def _prefix_problem(prefix: str) -> str | None:
     if len(prefix) > PREFIX_MAX:
         return f"has a prefix longer than {PREFIX_MAX} characters"
     if prefix and not _PREFIX_RE.fullmatch(prefix):
