@@ -98,3 +98,18 @@ def test_costs_name_each_settings_step() -> None:
     costs = order.costs()
     assert set(costs) == {"ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp"}
     assert costs["ntp"].reboot == "yes" and costs["ssh-keys"].reboot == "no"
+
+
+def test_the_agent_reads_every_setting_one_way() -> None:
+    """No product module reads a setting through its legacy `SiteConfig` field (`site.ntp`): `site.get(SETTING)`."""
+    import ast  # noqa: PLC0415
+
+    fields = {entry.field for entry in registry.SETTINGS if entry.field}
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "src" / "snoreloc").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            owner = node.value if isinstance(node, ast.Attribute) else None
+            named = getattr(owner, "attr", None) or getattr(owner, "id", None)
+            if isinstance(node, ast.Attribute) and node.attr in fields and named == "site":
+                found.append(f"{path.name}:{node.lineno} site.{node.attr}")
+    assert found == []

@@ -20,6 +20,7 @@ from snoreloc.engine import hubreport, journal, order, page, paths, pipeline, re
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
+from snoreloc.siteconfig.settings import progress_page as progress_page_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -168,15 +169,15 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         if hub is not None:
             hub.finish()  # the last report, bounded; a hub that does not answer changes nothing here
         if served is not None:
-            served.finish(60.0 * site.progress_page.keep_minutes)
+            served.finish(60.0 * site.get(progress_page_setting.SETTING).keep_minutes)
     return result
 
 
 def _serve_page(req: NodeRequest, site: model.SiteConfig, svc: Services, say: Reporter) -> page.PageServer | None:
     """Start the progress page unless the site-config turns it off; a page that cannot start is only logged."""
-    if not site.progress_page.enabled or req.options.dry_run:
+    if not site.get(progress_page_setting.SETTING).enabled or req.options.dry_run:
         return None
-    port = site.progress_page.port if req.page_port is None else req.page_port
+    port = site.get(progress_page_setting.SETTING).port if req.page_port is None else req.page_port
     try:
         source = page.Source(req.paths.status, site, svc.clock)
         served = page.PageServer((req.page_host, port), source).start()

@@ -14,6 +14,7 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, lock, order, paths, report, restore, runner
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour
         settings=request.settings,
         dial=request.dial,
         resolve=request.resolve,
-        deadline=clock.monotonic() + request.site.timeouts.total,
+        deadline=clock.monotonic() + request.site.get(timeouts_setting.SETTING).total,
     )
 
 

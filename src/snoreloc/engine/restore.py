@@ -24,6 +24,7 @@ from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
 from snoreloc.engine import backups, journal, unrecorded
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import context
 from snoreloc.steps.cluster import settle
 from snoreloc.steps.openshift import node_csrs
@@ -181,7 +182,7 @@ def run(
     """The whole rollback under the run lock: forecast, restore, wait, journal. Raises what `run` would raise."""
     entries = store.entries()
     what = "the API to answer (to say what the rollback will cause)"  # it may be restarting under a revision
-    wait = waits.Wait(STEP, what, float(site.timeouts.api), interval=5.0)
+    wait = waits.Wait(STEP, what, float(site.get(timeouts_setting.SETTING).api), interval=5.0)
     told = waits.until(lambda: forecast(client, entries), wait, clock)
     for line in told.lines():
         announce(line)
@@ -191,7 +192,7 @@ def run(
     jour.begin_rollback()
     unsubscribe = waits.subscribe(jour.on_wait)
     try:
-        budget = float(site.timeouts.settle)
+        budget = float(site.get(timeouts_setting.SETTING).settle)
         # journaled before the first write: a rollout may start, and end, while a later restore waits out an
         # outage, and a process the reboot ends leaves them for the next rollback to wait for
         jour.set_in_motion({name: clock.now() for name in told.rollouts})

@@ -73,7 +73,7 @@ def _hub_change(ctx: context.Context, disable: bool) -> base.ObjectChange | None
 
 
 def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.catalog_sources
+    site = ctx.site.get(catalog_sources.SETTING)
     if site is None:
         return []
     changes = [_source_change(ctx, source) for source in site.sources]
@@ -89,7 +89,7 @@ class Catalogs(base.ObjectStep):
     note = catalog_sources.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"catalog_sources": ctx.site.catalog_sources}
+        return {"catalog_sources": ctx.site.get(catalog_sources.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return catalog_changes(ctx)

@@ -34,6 +34,7 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
 from snoreloc.siteconfig.settings import ntp as ntp_setting
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
@@ -93,7 +94,7 @@ def refuse_winners(others: list[str]) -> None:
 def require_free(ctx: context.Context) -> list[str]:
     """Refuse what would keep the site's sources off the node (preflight calls it, so before any change); returns
     the other MachineConfigs that write /etc/chrony.conf."""
-    if ctx.site.ntp is None:
+    if ctx.site.get(ntp_setting.SETTING) is None:
         return []
     ownership.refuse_users(CHRONY_CONFIG, ctx.kube.find(CHRONY_CONFIG), step="ntp")
     others = others_writing_chrony(ctx)
@@ -131,13 +132,13 @@ class Ntp(base.ObjectStep):
     description = "setting the node's time sources (machine-config update, reboots the node)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"ntp": ctx.site.ntp}
+        return {"ntp": ctx.site.get(ntp_setting.SETTING)}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        site = ctx.site.ntp
+        site = ctx.site.get(ntp_setting.SETTING)
         if site is None:
             return base.Plan(self.name)
-        settle = float(ctx.site.timeouts.settle)
+        settle = float(ctx.site.get(timeouts_setting.SETTING).settle)
         return base.wait_for(ctx, self.name, "the API to answer", settle, lambda: self._plan(ctx, site))
 
     def preflight_check(self, ctx: context.Context) -> list[str]:

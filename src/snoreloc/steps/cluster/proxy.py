@@ -87,7 +87,7 @@ def _tagged(change: base.ObjectChange, why: str) -> base.ObjectChange:
 
 
 def proxy_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.proxy
+    site = ctx.site.get(proxy_setting.SETTING)
     if site is None:
         return []
     proxy = ctx.kube.get(PROXY_CLUSTER)
@@ -122,7 +122,7 @@ class Proxy(base.ObjectStep):
     description = "setting the cluster-wide proxy (machine-config update)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"proxy": ctx.site.proxy}
+        return {"proxy": ctx.site.get(proxy_setting.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return proxy_changes(ctx)

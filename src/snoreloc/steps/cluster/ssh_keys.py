@@ -68,7 +68,7 @@ def _new_config(keys: list[str]) -> kube.Obj:
 
 
 def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.ssh_authorized_keys
+    site = ctx.site.get(ssh_keys_setting.SETTING)
     if site is None:
         return []
     why = f"core's SSH keys, {site.mode.value}"
@@ -91,7 +91,7 @@ class SshKeys(base.ObjectStep):
     note = ssh_keys_setting.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"ssh_keys": ctx.site.ssh_authorized_keys}
+        return {"ssh_keys": ctx.site.get(ssh_keys_setting.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return ssh_changes(ctx)
