@@ -11,7 +11,7 @@ the kubelet and the machine-config daemon own. Nothing rolls out and the node do
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from snoreloc.adapters import kube
@@ -57,7 +57,7 @@ class NodeLabels(base.ObjectStep):
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return label_changes(ctx)
 
-    def notes(self, ctx: context.Context, changes: Any) -> tuple[str, ...]:
+    def notes(self, ctx: context.Context, changes: Sequence[base.ObjectChange]) -> tuple[str, ...]:
         site = ctx.site.get(self.setting)
         if not changes or site is None:
             return ()
