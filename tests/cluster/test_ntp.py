@@ -11,6 +11,7 @@ import pytest
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
+from snoreloc.factory import seal
 from snoreloc.siteconfig import model
 from snoreloc.steps.cluster import ntp, proxy
 
@@ -127,6 +128,8 @@ def test_a_users_machine_config_of_our_name_is_refused_before_any_change(relocat
         relocation.run(site_config(ntp=SITE_NTP))
     assert relocation.client.writes == writes
     assert relocation.get(REF)["metadata"] == theirs["metadata"]
+    [clash] = seal.KubeClusterFacts(relocation.client).name_clashes()  # the setting's `owns`, checked at the factory
+    assert f"MachineConfig {REF.name} exists but was not created by snoreloc" in clash
 
 
 @REBOOTS

@@ -12,17 +12,17 @@ from collections.abc import Callable
 
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import journal, paths, pipeline, runner
+from snoreloc.engine import journal, order, paths, pipeline, runner
 from snoreloc.siteconfig import model
 from snoreloc.steps import context
 from snoreloc_sim.openshift import simulator
 
 Hook = Callable[[str, str], None]
 # The fault matrix's steps, in the engine's own order: every cluster step but those this site gives no work to (the
-# harness site sets no SSH keys, catalog sources, extra manifests, proxy or NTP, so those steps only read; the steps
-# before them already prove faults during reads).
-UNCONFIGURED = ("ssh-keys", "catalogs", "manifests", "proxy", "ntp")
-STEPS = tuple(step.name for step in pipeline.cluster_steps() if step.name not in UNCONFIGURED)
+# harness site sets no SSH keys, catalog sources, node labels, extra manifests, proxy or NTP, so those steps only
+# read; the steps before them already prove faults during reads).
+UNCONFIGURED = ("ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp")
+STEPS = tuple(step.name for step in order.cluster_steps() if step.name not in UNCONFIGURED)
 FINISHED = (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
 
 

@@ -1,6 +1,6 @@
 """Extra manifests, judged by class: every object snoreloc writes is refused as a manifest, broad RBAC is warned.
 
-The variants come from the code's own list (`claims.claims` of the complete example, which sets every setting): for
+The variants come from the code's own list (`registry.claimed` of the complete example, which sets every setting): for
 each claimed object a manifest naming it (with the claimed field, when the claim is on fields) must be refused by
 `snoreloc validate` with exit 65 at the site-config line of `extraManifests`, naming the file and the setting; the
 same object in another namespace or under another name, or setting only fields snoreloc leaves alone, must pass.
@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from snoreloc.cli import main
-from snoreloc.siteconfig import claims, loader
+from snoreloc.siteconfig import claims, loader, registry
+from snoreloc.siteconfig.settings import ntp as ntp_setting
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -27,7 +28,7 @@ def _example_spec() -> dict[str, Any]:
     return dict(document["spec"])
 
 
-CLAIMS = claims.claims(_example_spec())
+CLAIMS = registry.claimed(_example_spec())
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_the_same_kind_under_another_name_or_fields_passes(claim: claims.Claim, 
 
 
 def _chrony(name: str, role: str = "master") -> dict[str, Any]:
-    files = [{"path": claims.CHRONY_FILE, "mode": 420, "contents": {"source": "data:,server%20x"}}]
+    files = [{"path": ntp_setting.CHRONY_FILE, "mode": 420, "contents": {"source": "data:,server%20x"}}]
     meta = {"name": name, "labels": {"machineconfiguration.openshift.io/role": role}}
     spec = {"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": files}}}
     return {"apiVersion": f"{claims.MCO}/v1", "kind": "MachineConfig", "metadata": meta, "spec": spec}

@@ -1,22 +1,23 @@
-"""The settings registry assembles what each setting module declares: schema, secrets, model values, run order.
+"""The settings registry assembles what each setting module declares: schema, secrets, model values; the steps name
+their settings and run in one listed order.
 
 These pin what the layout promises a newcomer adding a setting: the module and one registry line are enough for
-the schema to carry its fragment, `x-secret` to reach the secret list, the loader to place its value, and the
-pipeline to run its step where it asked.
+the schema to carry its fragment, `x-secret` to reach the secret list, the loader to place its value; and a step
+module naming its setting, placed in the one run order (`engine.order`), runs it.
 """
 
 from __future__ import annotations
 
-import importlib
+from pathlib import Path
 
 import pytest
 
-from snoreloc import errors
-from snoreloc.engine import pipeline
+from snoreloc.engine import order
+from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import checks, model, registry, schema, setting
 from snoreloc.siteconfig.settings import ntp
 
-# The run order the relocation has had since issue 14 (the settings' steps placed by their `after`).
+# The run order the relocation has had since issue 14 (one list since issue 31: `engine.order`).
 RUN_ORDER = [
     "csr",
     "preflight",
@@ -27,28 +28,38 @@ RUN_ORDER = [
     "domain",
     "routes",
     "settle",
+    "node-labels",
     "manifests",
     "proxy",
     "ntp",
     "final-settle",
 ]
+# Which setting each step applies (its `setting`), by step name.
+APPLIED = {
+    "ssh-keys": "sshAuthorizedKeys",
+    "catalogs": "catalogSources",
+    "manifests": "extraManifests",
+    "proxy": "proxy",
+    "ntp": "ntp",
+    "node-dns": "dns",
+    "node-labels": "nodeLabels",
+}
 
 
-def test_the_pipeline_runs_the_settings_steps_where_they_asked() -> None:
-    assert [step.name for step in pipeline.cluster_steps()] == RUN_ORDER
+def test_the_steps_run_in_the_one_listed_order() -> None:
+    assert [step.name for step in order.cluster_steps()] == RUN_ORDER
 
 
-def test_each_settings_step_module_holds_the_step_it_names() -> None:
-    for declared in registry.steps():
-        assert importlib.import_module(declared.module).STEP.name == declared.name
+def test_each_step_that_applies_a_setting_names_a_registered_one() -> None:
+    applied = order.settings_applied(order.cluster_steps() + order.host_steps(HostServices(*(None,) * 4), Path("/")))
+    assert {name: entry.key for name, entry in applied.items()} == APPLIED
+    assert all(entry in registry.SETTINGS for entry in applied.values())
 
 
-def test_a_step_placed_after_no_known_step_is_refused() -> None:
-    lost = setting.Setting("lost", "", {}, lambda values, checked: None, step=setting.Step("x", "m", after="nowhere"))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(registry, "SETTINGS", (*registry.SETTINGS, lost))
-        with pytest.raises(errors.InternalError, match=r"x \(after nowhere\)"):
-            registry.run_order(["csr"])
+def test_no_setting_names_a_step_module_by_string() -> None:
+    for entry in registry.SETTINGS:
+        assert not hasattr(entry, "step")
+        assert "snoreloc.steps" not in repr(entry.cost)
 
 
 def test_the_schema_carries_every_fragment_under_its_key() -> None:
@@ -84,6 +95,21 @@ def test_the_loader_places_a_value_of_a_setting_without_a_field_in_settings() ->
 
 
 def test_costs_name_each_settings_step() -> None:
-    costs = registry.costs()
-    assert set(costs) == {"ssh-keys", "catalogs", "manifests", "proxy", "ntp"}
+    costs = order.costs()
+    assert set(costs) == {"ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp"}
     assert costs["ntp"].reboot == "yes" and costs["ssh-keys"].reboot == "no"
+
+
+def test_the_agent_reads_every_setting_one_way() -> None:
+    """No product module reads a setting through its legacy `SiteConfig` field (`site.ntp`): `site.get(SETTING)`."""
+    import ast  # noqa: PLC0415
+
+    fields = {entry.field for entry in registry.SETTINGS if entry.field}
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "src" / "snoreloc").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            owner = node.value if isinstance(node, ast.Attribute) else None
+            named = getattr(owner, "attr", None) or getattr(owner, "id", None)
+            if isinstance(node, ast.Attribute) and node.attr in fields and named == "site":
+                found.append(f"{path.name}:{node.lineno} site.{node.attr}")
+    assert found == []

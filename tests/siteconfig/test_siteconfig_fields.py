@@ -63,7 +63,20 @@ def _attributes_read() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 read.add(node.attr)
+            read |= _read_with_get(node)
     return read
+
+
+def _read_with_get(node: ast.AST) -> set[str]:
+    """The field of the setting a `site.get(<module>.SETTING)` call reads (the one way settings are read, issue 31;
+    the module imported under its name or as `<name>_setting`)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"):
+        return set()
+    arg = node.args[0] if node.args else None
+    if not (isinstance(arg, ast.Attribute) and arg.attr == "SETTING" and isinstance(arg.value, ast.Name)):
+        return set()
+    module = arg.value.id.removesuffix("_setting")
+    return {e.field for e in registry.SETTINGS if e.field and e.load.__module__.rsplit(".", 1)[-1] == module}
 
 
 def test_every_model_field_is_read_somewhere() -> None:

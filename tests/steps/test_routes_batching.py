@@ -60,7 +60,7 @@ class WatchedBackups:
     stale_at_batch: list[int] = field(default_factory=list)
     after_batch: Any = None
 
-    def save(self, ref: kube.Ref, original: kube.Obj | None) -> None:
+    def save(self, ref: kube.Ref, original: kube.Obj | None, keep: context.Keep = context.WHOLE) -> None:
         self.store.save(ref, original)
 
     def save_many(self, originals: Sequence[tuple[kube.Ref, kube.Obj | None]]) -> None:

@@ -7,6 +7,12 @@ rather than one per object, with the same guarantee. A Secret's data stays base6
 it, in a file only root can read: no weaker than the Secret itself. The first original wins: later runs never
 overwrite it, so rollback returns to the factory state however many runs came between. Objects we created are
 recorded as such and deleted on rollback; deleted objects (factory mirrors) are created again.
+
+Each backup also records what restoring it sets in motion (`rollback`: the setting's declaration, as the step that
+wrote the object gave it; `engine.unrecorded` judges a backup without one, as written before issue 31). The node is
+not ours to restore whole (kubelet and the machine-config daemon keep its labels, annotations and status): for it
+only the label keys a step set are kept (`<ref>.labels.json`, their factory values or their absence), a later run's
+new keys added to the same file, and rollback puts back just those keys, leaving every other label as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from typing import Any
 from snoreloc import errors, safefile, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
+from snoreloc.siteconfig import setting
+from snoreloc.steps import context
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +50,8 @@ class Entry:
     original: kube.Obj | None
     sequence: int
     path: Path
+    rollback: setting.Rollback | None = None  # None: not recorded (a backup from before issue 31)
+    labels: tuple[str, ...] | None = None  # only these label keys are ours to put back; None: the whole object
 
 
 def _ref_doc(ref: kube.Ref) -> dict[str, Any]:
@@ -70,26 +80,50 @@ class Store:
     def _file(self, ref: kube.Ref) -> Path:
         return self.directory / f"{ref.key}.json"
 
-    def _doc(self, ref: kube.Ref, original: kube.Obj | None) -> dict[str, Any]:
-        return {
+    def _doc(self, ref: kube.Ref, original: kube.Obj | None, keep: context.Keep = context.WHOLE) -> dict[str, Any]:
+        doc = {
             "ref": _ref_doc(ref),
             "existed": original is not None,
             "original": original,
             "saved": self._clock.now().isoformat(),
             "sequence": next(self._sequence),
         }
+        if keep.rollback is not None:
+            doc[_ROLLBACK_KEY] = keep.rollback.as_doc()
+        return doc
 
     def _write(self, path: Path, text: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         safefile.write(path, text)
 
-    def save(self, ref: kube.Ref, original: kube.Obj | None) -> None:
+    def save(self, ref: kube.Ref, original: kube.Obj | None, keep: context.Keep = context.WHOLE) -> None:
+        if keep.labels is not None and original is not None:
+            self._save_labels(ref, original, keep)
+            return
         path = self._file(ref)
         with self._lock:
             if ref.key in self._saved or path.exists():
                 return
-            self._write(path, json.dumps(self._doc(ref, original), indent=1, sort_keys=True))
+            self._write(path, json.dumps(self._doc(ref, original, keep), indent=1, sort_keys=True))
             self._saved.add(ref.key)
+
+    def _save_labels(self, ref: kube.Ref, current: kube.Obj, keep: context.Keep) -> None:
+        """Keep the values (or absence) of `keep.labels` on `current`, adding to what an earlier run kept: the first
+        value of each key wins, as the first original of an object does."""
+        path = self.directory / f"{ref.key}{_LABELS_SUFFIX}"
+        labels = (current.get("metadata") or {}).get("labels") or {}
+        with self._lock:
+            doc = json.loads(safefile.read(path, safefile.BACKUP)) if path.exists() else None
+            kept: dict[str, str | None] = dict(doc[_LABELS_KEY]) if doc else {}
+            fresh = {key: labels.get(key) for key in keep.labels or () if key not in kept}
+            if not fresh:
+                return
+            kept.update(fresh)
+            meta = {"name": ref.name, "labels": {key: value for key, value in kept.items() if value is not None}}
+            new = doc or self._doc(ref, {"metadata": meta}, keep)
+            new["original"] = {"metadata": meta}
+            new[_LABELS_KEY] = dict(sorted(kept.items()))
+            self._write(path, json.dumps(new, indent=1, sort_keys=True))
 
     def save_many(self, originals: Sequence[tuple[kube.Ref, kube.Obj | None]]) -> None:
         """`save` for many objects with one durable write: those not saved yet go into one batch file."""
@@ -124,6 +158,9 @@ class Store:
 
 
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+_ROLLBACK_KEY = "rollback"
+_LABELS_KEY = "labels"
+_LABELS_SUFFIX = ".labels.json"
 
 
 def _read_entries(path: Path) -> list[Entry]:
@@ -148,7 +185,9 @@ def _entry(doc: dict[str, Any], path: Path) -> Entry:
     meta = doc["ref"]
     resource = kube.resource_for(meta["apiVersion"], meta["kind"], meta.get("plural", ""), meta.get("namespaced"))
     ref = kube.Ref(resource, meta["name"], meta["namespace"])
-    return Entry(ref, doc["original"] if doc["existed"] else None, int(doc["sequence"]), path)
+    rollback = setting.Rollback.from_doc(doc[_ROLLBACK_KEY]) if _ROLLBACK_KEY in doc else None
+    labels = tuple(doc[_LABELS_KEY]) if _LABELS_KEY in doc else None
+    return Entry(ref, doc["original"] if doc["existed"] else None, int(doc["sequence"]), path, rollback, labels)
 
 
 def restored(current: kube.Obj, original: kube.Obj) -> kube.Obj:
@@ -163,6 +202,22 @@ def restored(current: kube.Obj, original: kube.Obj) -> kube.Obj:
     result["metadata"] = meta
     if "status" in current:
         result["status"] = current["status"]
+    return result
+
+
+def restored_entry(entry: Entry, current: kube.Obj) -> kube.Obj:
+    """`current` as restoring `entry` leaves it: the whole original back, or only the entry's label keys."""
+    assert entry.original is not None
+    if entry.labels is None:
+        return restored(current, entry.original)
+    result = copy.deepcopy(current)
+    labels = result.setdefault("metadata", {}).setdefault("labels", {})
+    before = entry.original.get("metadata", {}).get("labels") or {}
+    for key in entry.labels:
+        if key in before:
+            labels[key] = before[key]
+        else:
+            labels.pop(key, None)
     return result
 
 
@@ -240,8 +295,9 @@ def _roll_back(client: kube.Client, entry: Entry) -> str:
             return ""
         return "deleted"
     if client.find(entry.ref) is None:
+        if entry.labels is not None:  # the node is gone: its labels went with it
+            return ""
         client.create(entry.ref.resource, _recreatable(entry.original))
         return "recreated"
-    original = entry.original
-    client.modify(entry.ref, lambda current: restored(current, original))
+    client.modify(entry.ref, lambda current: restored_entry(entry, current))
     return "restored"

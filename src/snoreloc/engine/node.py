@@ -16,13 +16,12 @@ from typing import Any
 from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import hubreport, journal, page, paths, pipeline, report, runner, view
+from snoreloc.engine import hubreport, journal, order, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
-from snoreloc.host import node_dns as host_dns
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
+from snoreloc.siteconfig.settings import progress_page as progress_page_setting
 from snoreloc.steps import base, context
-from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
 
 LOG = logging.getLogger(__name__)
 
@@ -122,39 +121,28 @@ def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
     site = loader.load(str(found.path))
     origin = found.source.value + (f" {found.device}" if found.device else "")
     running = svc.host.units.is_active(kubelet.KUBELET)
+    steps = order.host_steps(svc.host, req.paths.state_dir)
     plans = (
         base.Plan("site-config", notes=(f"{found.path} ({origin}): valid",)),
-        site_network.SiteNetwork(svc.host).plan_for(site),
-        node_dns.NodeDns(svc.host, req.paths.state_dir).plan_for(site),
+        *(step.plan_for(site) for step in steps if isinstance(step, base.PlansOffline)),
         base.Plan("kubelet", notes=("kubelet already runs",) if running else ("start kubelet (seal stopped it)",)),
     )
     return NodePlan(site, str(found.path), plans, running)
 
 
 def check_host_files(req: NodeRequest, site: model.SiteConfig, svc: Services) -> None:
-    """The node's own files a host step will edit, judged before the first step changes anything: an overrides
-    file bash would read otherwise than snoreloc (69, with its line) or one that is a link (77) stops the run here,
-    not after the site network is committed (`host.node_dns`; the step's plan reads what it would write)."""
-    node_dns.NodeDns(svc.host, req.paths.state_dir).plan_for(site)
-
-
-def node_steps(host: HostServices, paths_: paths.Paths) -> list[base.Step]:
-    """The host steps, in the order they run before the cluster steps."""
-    return [
-        site_network.SiteNetwork(host),
-        node_dns.NodeDns(host, paths_.state_dir),
-        kubelet_start.StartKubelet(host),
-        api_wait.WaitForApi(),
-    ]
+    """The node's own files the host steps will edit, judged before the first step changes anything (each
+    `base.ChecksHostFirst`): an overrides file bash would read otherwise than snoreloc (69, with its line) or one
+    that is a link (77) stops the run here, not after the site network is committed."""
+    for step in order.host_steps(svc.host, req.paths.state_dir):
+        if isinstance(step, base.ChecksHostFirst):
+            step.check_host(site)
 
 
 def rollback_host(paths_: paths.Paths, host: HostServices) -> list[str]:
-    """Put back what the host steps changed and kept originals of (the node's DNS overrides); what was done."""
-    restored = host_dns.restore(host.fs, host.units, paths_.state_dir)
-    if restored is None:
-        return []
-    what = "restored" if restored.existed else "removed (the factory had none)"
-    return [f"{host_dns.OVERRIDES} {what}; {host_dns.UNIT} restarted"]
+    """Put back what the host steps changed and kept originals of (each `base.RestoresHost`); what was done."""
+    steps = order.host_steps(host, paths_.state_dir)
+    return [line for step in steps if isinstance(step, base.RestoresHost) for line in step.rollback_host()]
 
 
 def relocate(req: NodeRequest, svc: Services) -> runner.Result:
@@ -168,7 +156,7 @@ def relocate(req: NodeRequest, svc: Services) -> runner.Result:
 
 
 def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    steps = node_steps(svc.host, req.paths) + pipeline.cluster_steps()
+    steps = order.host_steps(svc.host, req.paths.state_dir) + order.cluster_steps()
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
@@ -191,15 +179,15 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         if hub is not None:
             hub.finish()  # the last report, bounded; a hub that does not answer changes nothing here
         if served is not None:
-            served.finish(60.0 * site.progress_page.keep_minutes)
+            served.finish(60.0 * site.get(progress_page_setting.SETTING).keep_minutes)
     return result
 
 
 def _serve_page(req: NodeRequest, site: model.SiteConfig, svc: Services, say: Reporter) -> page.PageServer | None:
     """Start the progress page unless the site-config turns it off; a page that cannot start is only logged."""
-    if not site.progress_page.enabled or req.options.dry_run:
+    if not site.get(progress_page_setting.SETTING).enabled or req.options.dry_run:
         return None
-    port = site.progress_page.port if req.page_port is None else req.page_port
+    port = site.get(progress_page_setting.SETTING).port if req.page_port is None else req.page_port
     try:
         source = page.Source(req.paths.status, site, svc.clock)
         served = page.PageServer((req.page_host, port), source).start()

@@ -2,15 +2,15 @@
 the outages it causes itself, the bounded wait until the cluster has settled again, and what it restored and what it
 did not.
 
-Putting an object back is a write like any other: restoring the APIServer starts a kube-apiserver revision, the
-Proxy or the chrony MachineConfig a pool update that reboots the node (`steps.proxy`, `steps.ntp`; the facts are in
-`../shared/research/openshift-rollouts-on-sno.md`). So a rollback that returned once its writes were accepted would
-say "done" while the API is about to go away. Here the writes are retried through such an outage (the backups are
-removed one by one as they are done, so a retry resumes) and then the same waits as `settle` (the node Ready with its
-CSRs approved, the operators the writes set moving transitioned and healthy, the master pool updated) are waited
-for, bounded by `timeouts.settle`. The site's endpoints are not dialled: they served the site's names, which the
-rollback has just taken away. The host network is not a cluster object and stays at the site.
-"""
+Putting an object back is a write like any other: restoring the APIServer starts a kube-apiserver revision, the Proxy or
+the chrony MachineConfig a pool update that reboots the node. What each restore causes is recorded on its backup (the
+setting's `rollback`), or judged by `engine.unrecorded` for a backup that recorded nothing (the facts are in
+`../shared/research/openshift-rollouts-on-sno.md`). So a rollback that returned once its writes were accepted would say
+"done" while the API is about to go away. Here the writes are retried through such an outage (the backups are removed
+one by one as they are done, so a retry resumes) and then the same waits as `settle` (the node Ready with its CSRs
+approved, the operators the writes set moving transitioned and healthy, the master pool updated) are waited for, bounded
+by `timeouts.settle`. The site's endpoints are not dialled: they served the site's names, which the rollback has just
+taken away. The host network is not a cluster object and stays at the site."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ from datetime import datetime
 from snoreloc import errors, waits
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import backups, journal
+from snoreloc.engine import backups, journal, unrecorded
 from snoreloc.siteconfig import model
-from snoreloc.steps import base, context
-from snoreloc.steps.cluster import domain, ntp, proxy, settle
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
+from snoreloc.steps import context
+from snoreloc.steps.cluster import settle
 from snoreloc.steps.openshift import node_csrs
 
 LOG = logging.getLogger(__name__)
@@ -34,7 +35,6 @@ STEP = "rollback"
 HOST_NETWORK_KEPT = (
     "the host network stays at the site (it is not a cluster object; the factory network no longer exists here)"
 )
-_PROXY_REBOOT_FIELDS = ("httpProxy", "httpsProxy", "noProxy")
 
 
 @dataclass(frozen=True)
@@ -46,69 +46,27 @@ class Effect:
     why: str = ""
 
 
-# What a restored object rolls out, by kind (the research file's table; `reboot` is decided per object below).
-_BY_KIND: Mapping[str, Effect] = {
-    "APIServer": Effect(("kube-apiserver",), why="a new kube-apiserver revision (the API is away about a minute)"),
-    "Ingress": Effect(
-        ("openshift-apiserver",), why="openshift-apiserver rolls out; the console and OAuth routes move back"
-    ),
-    "IngressController": Effect(("ingress",), why="the router rolls out"),
-    "ImageDigestMirrorSet": Effect((base.MCP_MASTER,), why="a machine-config update without a reboot (CRI-O reload)"),
-    "ImageTagMirrorSet": Effect((base.MCP_MASTER,), why="a machine-config update without a reboot (CRI-O reload)"),
-    "ImageContentSourcePolicy": Effect(
-        (base.MCP_MASTER,), why="a machine-config update without a reboot (CRI-O reload)"
-    ),
-}
-
-
 def effect_of(entry: backups.Entry, current: kube.Obj | None) -> Effect:
-    """What restoring `entry` over `current` (None: gone) sets in motion."""
-    ref = entry.ref
+    """What restoring `entry` over `current` (None: gone) sets in motion: what its backup recorded (the setting's
+    declaration), else what `engine.unrecorded` judges for a backup that recorded nothing."""
     if not _changes(entry, current):
         return Effect()
-    if ref.key == proxy.PROXY_CLUSTER.key:
-        return _proxy_effect(entry.original or {}, current or {})
-    if ref.key == base.INGRESS_CLUSTER.key:
-        return _ingress_effect(entry.original or {}, current or {})
-    if ref.key in _BY_OBJECT:
-        return _BY_OBJECT[ref.key]
-    if ref.resource.kind == "MachineConfig":
-        return Effect((base.MCP_MASTER,), why=f"MachineConfig {ref.name}: a machine-config update")
-    return _BY_KIND.get(ref.resource.kind, Effect())
+    declared = entry.rollback if entry.rollback is not None else unrecorded.rollback(entry, current)
+    if declared.reboot_if and _spec_moves(entry.original or {}, current or {}, declared.reboot_if):
+        return Effect(declared.rollouts, True, declared.why_reboot)
+    return Effect(declared.rollouts, declared.reboot, declared.why)
 
 
-_BY_OBJECT: Mapping[str, Effect] = {
-    ntp.CHRONY_CONFIG.key: Effect(
-        (base.MCP_MASTER,), True, f"the chrony MachineConfig {ntp.CHRONY_CONFIG.name} goes: the node reboots"
-    ),
-    kube.Ref(kube.SECRETS, "pull-secret", "openshift-config").key: Effect(
-        (base.MCP_MASTER,), why="the pull secret goes back: a machine-config update without a reboot"
-    ),
-}
-
-
-def _proxy_effect(original: kube.Obj, current: kube.Obj) -> Effect:
+def _spec_moves(original: kube.Obj, current: kube.Obj, fields: tuple[str, ...]) -> bool:
     before, now = original.get("spec", {}), current.get("spec", {})
-    if any(before.get(name) != now.get(name) for name in _PROXY_REBOOT_FIELDS):
-        return Effect((base.MCP_MASTER,), True, "the proxy URLs or noProxy go back: the node reboots")
-    return Effect((base.MCP_MASTER,), why="the proxy's trusted CA goes back: a machine-config update")
-
-
-def _ingress_effect(original: kube.Obj, current: kube.Obj) -> Effect:
-    """openshift-apiserver rolls out only when the apps domain it generates hosts under changes
-    (`domain.routing_domain`): back from the factory's own domain (`appsDomain` set to what `domain` already says),
-    putting the Ingress back moves the component routes' entries but starts no rollout to wait for."""
-    before, now = original.get("spec") or {}, current.get("spec") or {}
-    if domain.routing_domain(before) == domain.routing_domain(now):
-        return Effect(why="the Ingress goes back (its apps domain is unchanged: no rollout)")
-    return _BY_KIND["Ingress"]
+    return any(before.get(name) != now.get(name) for name in fields)
 
 
 def _changes(entry: backups.Entry, current: kube.Obj | None) -> bool:
     """Whether restoring `entry` writes anything (an object already as it was sets nothing in motion)."""
     if entry.original is None or current is None:
-        return (entry.original is None) != (current is None)
-    return backups.restored(current, entry.original) != current
+        return (entry.original is None) != (current is None) and entry.labels is None
+    return backups.restored_entry(entry, current) != current
 
 
 @dataclass(frozen=True)
@@ -224,7 +182,7 @@ def run(
     """The whole rollback under the run lock: forecast, restore, wait, journal. Raises what `run` would raise."""
     entries = store.entries()
     what = "the API to answer (to say what the rollback will cause)"  # it may be restarting under a revision
-    wait = waits.Wait(STEP, what, float(site.timeouts.api), interval=5.0)
+    wait = waits.Wait(STEP, what, float(site.get(timeouts_setting.SETTING).api), interval=5.0)
     told = waits.until(lambda: forecast(client, entries), wait, clock)
     for line in told.lines():
         announce(line)
@@ -234,7 +192,7 @@ def run(
     jour.begin_rollback()
     unsubscribe = waits.subscribe(jour.on_wait)
     try:
-        budget = float(site.timeouts.settle)
+        budget = float(site.get(timeouts_setting.SETTING).settle)
         # journaled before the first write: a rollout may start, and end, while a later restore waits out an
         # outage, and a process the reboot ends leaves them for the next rollback to wait for
         jour.set_in_motion({name: clock.now() for name in told.rollouts})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from snoreloc import errors, waits
 from snoreloc.engine import fingerprint, journal
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -84,7 +85,9 @@ class Runner:
     def _check_deadline(self, step: str) -> None:
         remaining = self.ctx.remaining()
         if remaining is not None and remaining <= 0:
-            raise errors.WaitTimeout(step, "the whole-run deadline", float(self.ctx.site.timeouts.total))
+            raise errors.WaitTimeout(
+                step, "the whole-run deadline", float(self.ctx.site.get(timeouts_setting.SETTING).total)
+            )
 
     def _unchanged(self, step: base.Step, digest: str) -> bool:
         if self.options.force or not self.journal.is_done(step.name, digest):

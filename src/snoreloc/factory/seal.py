@@ -349,10 +349,10 @@ class KubeClusterFacts:
         return str(cv.get("status", {}).get("desired", {}).get("version", ""))
 
     def name_clashes(self) -> list[str]:
-        from snoreloc.steps.cluster import ntp  # noqa: PLC0415 (lazy: only seal's cluster check needs the steps)
-        from snoreloc.steps.openshift import name_clashes  # noqa: PLC0415 (as above)
+        from snoreloc.steps.openshift import name_clashes  # noqa: PLC0415 (lazy: only seal's cluster check needs it)
 
-        return [name_clashes.fix(ref) for ref in name_clashes.found(self.client, extra=(ntp.CHRONY_CONFIG,))]
+        owned = name_clashes.owned_by_settings()
+        return [name_clashes.fix(ref) for ref in name_clashes.found(self.client, extra=owned)]
 
     def node_name(self) -> str:
         nodes = self.client.list(kube.NODES)

@@ -13,7 +13,7 @@ from typing import Any
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import files, findings
+from snoreloc.siteconfig import claims, files, findings
 
 SPEC: findings.Path = ("spec",)
 
@@ -48,6 +48,7 @@ class Run:
         self.network: dict[str, Any] | None = None
         self.pull_secret: dict[str, Any] | None = None
         self.parsed: dict[str, Any] = {}  # what a setting's check parsed for its model, by the setting's key
+        self.claimed: list[claims.Claim] = []  # what snoreloc will write for this site-config (`registry.claimed`)
 
     def sound(self, path: findings.Path) -> bool:
         """No schema error inside `path` or on any of its ancestors."""

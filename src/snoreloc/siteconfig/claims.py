@@ -13,12 +13,14 @@ nearly everyone: every user (`system:authenticated`), anyone at all (`system:una
 account (`system:serviceaccounts`) or every service account of a namespace (`system:serviceaccounts:<ns>`). These
 are warnings in `validate` and `plan`: a lab may mean it, a site almost never does.
 
-The object names are snoreloc's (the steps write them; docs/site-config.md lists them).
+The core fields' claims are here (`core`); each setting declares its own in its module (`Setting.claims`, or
+`Setting.owns` when its step writes objects under fixed names), and `registry.claims` gives them all. The object
+names are snoreloc's (the steps write them; docs/site-config.md lists them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +30,6 @@ from snoreloc.siteconfig import manifests as manifests_mod
 SPEC = ("spec",)
 CONFIG = "config.openshift.io"
 MCO = "machineconfiguration.openshift.io"
-CHRONY_FILE = "/etc/chrony.conf"
-CHRONY_MACHINECONFIG = "99-master-snoreloc-chrony"  # steps.cluster.ntp.CHRONY_CONFIG (a test keeps them equal)
-SSH_MACHINECONFIG = "99-master-ssh"  # steps.cluster.ssh_keys.SSH_CONFIG
 SERVING_SECRETS = (  # steps.openshift.serving.API_SECRET, INGRESS_SECRET
     ("openshift-config", "snoreloc-api-cert"),
     ("openshift-config", "snoreloc-ingress-cert"),
@@ -55,6 +54,7 @@ class Claim:
     setting: findings.Path
     why: str
     fields: tuple[tuple[str, ...], ...] = ()  # empty: the whole object
+    file: str = ""  # a master MachineConfig writing this file on the node: one merged after it wins the file
 
     def takes(self, manifest: manifests_mod.Manifest) -> bool:
         obj = manifest.obj
@@ -75,12 +75,14 @@ def _has(obj: Mapping[str, Any], field: tuple[str, ...]) -> bool:
     return True
 
 
-def _given(spec: Mapping[str, Any], key: str) -> bool:
+def given(spec: Mapping[str, Any], key: str) -> bool:
+    """Whether the site-config sets `spec.<key>` to something (a setting's claims hold only then)."""
     return spec.get(key) not in (None, {}, [])
 
 
-def claims(spec: Mapping[str, Any]) -> list[Claim]:
-    """Every object the site-config's `spec` makes snoreloc write."""
+def core(spec: Mapping[str, Any]) -> list[Claim]:
+    """Every object the core fields of the site-config's `spec` make snoreloc write (each setting declares its own:
+    `setting.Setting.claimed`; `registry.claims` gives them all)."""
     domain = (*SPEC, "domain")
     found = [Claim("", "Secret", ns, name, domain, "snoreloc's serving certificate") for ns, name in SERVING_SECRETS]
     found += [
@@ -98,42 +100,18 @@ def claims(spec: Mapping[str, Any]) -> list[Claim]:
             "the router's certificate",
             (("spec", "defaultCertificate"),),
         ),
-        Claim(MCO, "MachineConfig", "", CHRONY_MACHINECONFIG, (*SPEC, "ntp"), "snoreloc's chrony configuration"),
         Claim(CONFIG, "ImageDigestMirrorSet", "", "snoreloc-digest-mirrors", (*SPEC, "imageDigestMirrors"), "mirrors"),
         Claim(CONFIG, "ImageTagMirrorSet", "", "snoreloc-tag-mirrors", (*SPEC, "imageTagMirrors"), "mirrors"),
     ]
-    found += list(_setting_claims(spec))
-    return found
-
-
-def _setting_claims(spec: Mapping[str, Any]) -> Iterator[Claim]:
-    if _given(spec, "proxy"):
-        yield Claim(CONFIG, "Proxy", "", "cluster", (*SPEC, "proxy"), "the cluster-wide proxy")
-        yield Claim("", "ConfigMap", "openshift-config", "snoreloc-proxy-ca", (*SPEC, "proxy"), "the proxy's CA")
-    if _given(spec, "pullSecret"):
-        yield Claim("", "Secret", "openshift-config", "pull-secret", (*SPEC, "pullSecret"), "the pull secret")
-    if _given(spec, "registryCA"):
+    if given(spec, "pullSecret"):
+        found.append(Claim("", "Secret", "openshift-config", "pull-secret", (*SPEC, "pullSecret"), "the pull secret"))
+    if given(spec, "registryCA"):
         where = (*SPEC, "registryCA")
-        yield Claim("", "ConfigMap", "openshift-config", "snoreloc-registry-ca", where, "the registry CAs")
-        yield Claim(CONFIG, "Image", "", "cluster", where, "the registry CAs", (("spec", "additionalTrustedCA"),))
-    if _given(spec, "sshAuthorizedKeys"):
-        where = (*SPEC, "sshAuthorizedKeys")
-        yield Claim(MCO, "MachineConfig", "", SSH_MACHINECONFIG, where, "core's SSH keys")
-    catalogs = spec.get("catalogSources")
-    if isinstance(catalogs, Mapping):
-        yield from _catalog_claims(catalogs)
-
-
-def _catalog_claims(catalogs: Mapping[str, Any]) -> Iterator[Claim]:
-    at = (*SPEC, "catalogSources")
-    sources = catalogs.get("sources")
-    for index, source in enumerate(sources if isinstance(sources, list) else []):
-        if isinstance(source, Mapping) and isinstance(source.get("name"), str):
-            where = (*at, "sources", index, "name")
-            yield Claim("operators.coreos.com", "CatalogSource", "openshift-marketplace", source["name"], where, "")
-    if "disableDefaultSources" in catalogs:
-        fields = (("spec", "disableAllDefaultSources"),)
-        yield Claim(CONFIG, "OperatorHub", "", "cluster", (*at, "disableDefaultSources"), "default sources", fields)
+        found.append(Claim("", "ConfigMap", "openshift-config", "snoreloc-registry-ca", where, "the registry CAs"))
+        found.append(
+            Claim(CONFIG, "Image", "", "cluster", where, "the registry CAs", (("spec", "additionalTrustedCA"),))
+        )
+    return found
 
 
 def _role(manifest: manifests_mod.Manifest) -> str:
@@ -149,9 +127,14 @@ def _writes(manifest: manifests_mod.Manifest, path: str) -> bool:
     return isinstance(entries, list) and any(isinstance(e, Mapping) and e.get("path") == path for e in entries)
 
 
-def _beats_chrony(manifest: manifests_mod.Manifest) -> bool:
-    """A master MachineConfig writing chrony.conf, merged after snoreloc's (the last in name order wins)."""
-    return _role(manifest) == "master" and _writes(manifest, CHRONY_FILE) and manifest.name > CHRONY_MACHINECONFIG
+def _wins_file(manifest: manifests_mod.Manifest, claim: Claim) -> bool:
+    """A master MachineConfig writing the claim's file, merged after the claim's (the last in name order wins)."""
+    return (
+        bool(claim.file)
+        and _role(manifest) == "master"
+        and _writes(manifest, claim.file)
+        and manifest.name > claim.name
+    )
 
 
 def _setting_words(claim: Claim) -> str:
@@ -160,10 +143,10 @@ def _setting_words(claim: Claim) -> str:
 
 
 def collisions(
-    spec: Mapping[str, Any], manifests: Sequence[manifests_mod.Manifest]
+    wanted: Sequence[Claim], manifests: Sequence[manifests_mod.Manifest]
 ) -> list[tuple[manifests_mod.Manifest, str]]:
-    """The manifests that would overwrite what snoreloc writes, each with why (the object and the setting)."""
-    wanted = claims(spec)
+    """The manifests that would overwrite what snoreloc writes (`wanted`: every claim of the site-config), each with
+    why (the object and the setting)."""
     found = []
     for manifest in manifests:
         claim = next((c for c in wanted if c.takes(manifest)), None)
@@ -171,14 +154,10 @@ def collisions(
         if claim is not None:
             fields = f" ({', '.join('.'.join(f) for f in claim.fields)})" if claim.fields else ""
             found.append((manifest, f"{what}{fields} is written by snoreloc: {_setting_words(claim)}; remove it"))
-        elif _given(spec, "ntp") and _beats_chrony(manifest):
-            found.append(
-                (
-                    manifest,
-                    f"{what} writes {CHRONY_FILE} and sorts after {CHRONY_MACHINECONFIG}, so it would win over "
-                    "spec.ntp; remove it, or drop spec.ntp",
-                )
-            )
+        elif (winner := next((c for c in wanted if _wins_file(manifest, c)), None)) is not None:
+            key = findings.render_path(winner.setting)
+            why = f"{what} writes {winner.file} and sorts after {winner.name}, so it would win over {key}"
+            found.append((manifest, f"{why}; remove it, or drop {key}"))
     return found
 
 

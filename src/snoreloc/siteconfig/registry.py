@@ -1,19 +1,19 @@
 """The registry of site settings: the one list of setting modules, and everything assembled from it.
 
-To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, step,
-cost) and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks through one.
-From this list come the schema's `spec` properties (after the core keys, in this order: the published schema keeps
-it), the model's values (`load`), the offline checks (`check`, in this order), the secret paths (`x-secret` in
-each fragment), the cluster steps and their order (`run_order`), and the costs `plan` and the docs show.
+To add a setting, write `settings/<name>.py` declaring `SETTING` (schema fragment, model, load, checks, cost,
+claims, rollback) and add one line to `SETTINGS` below; docs/architecture.md, "Adding a site setting", walks
+through one. From this list come the schema's `spec` properties (after the core keys, in this order: the published
+schema keeps it), the model's values (`load`), the offline checks (`check`, in this order), the secret paths
+(`x-secret` in each fragment) and the claims (`claimed`, `owned`). The steps that apply settings, and their order,
+are `engine.order`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from snoreloc import errors
-from snoreloc.siteconfig import checks, findings, setting
+from snoreloc.siteconfig import checks, claims, findings, setting
 from snoreloc.siteconfig.settings import (
     catalog_sources,
     dns,
@@ -21,6 +21,7 @@ from snoreloc.siteconfig.settings import (
     kubelet,
     network_accept,
     network_probes,
+    node_labels,
     ntp,
     operators,
     progress_page,
@@ -44,6 +45,7 @@ SETTINGS: tuple[setting.Setting[Any], ...] = (
     operators.SETTING,
     progress_page.SETTING,
     dns.SETTING,
+    node_labels.SETTING,
 )
 
 
@@ -57,8 +59,19 @@ def secret_paths() -> tuple[findings.Path, ...]:
     return tuple(path for entry in SETTINGS for path in entry.secrets)
 
 
+def claimed(spec: Mapping[str, Any]) -> list[claims.Claim]:
+    """Every object (or field) the site-config's `spec` makes snoreloc write: the core fields', then each setting's."""
+    return claims.core(spec) + [claim for entry in SETTINGS for claim in entry.claimed(spec)]
+
+
+def owned() -> tuple[claims.Claim, ...]:
+    """The objects the settings' steps create under fixed names (`seal` refuses a user's object under them)."""
+    return tuple(claim for entry in SETTINGS for claim in entry.owns)
+
+
 def check(run: checks.Run, spec: Mapping[str, Any]) -> None:
-    """Every setting's offline checks, in registry order."""
+    """Every setting's offline checks, in registry order (an extra manifest checked against `claimed(spec)`)."""
+    run.claimed = claimed(spec)
     for entry in SETTINGS:
         if entry.check is not None:
             entry.check(run, spec)
@@ -67,28 +80,3 @@ def check(run: checks.Run, spec: Mapping[str, Any]) -> None:
 def load(spec: Mapping[str, Any], checked: checks.Checked) -> dict[str, Any]:
     """Each setting's model value by its key, built from the checked values (the loader places them)."""
     return {entry.key: entry.load(spec.get(entry.key), checked) for entry in SETTINGS}
-
-
-def steps() -> tuple[setting.Step, ...]:
-    return tuple(entry.step for entry in SETTINGS if entry.step is not None)
-
-
-def run_order(core: Sequence[str]) -> list[str]:
-    """The step names in run order: `core` with each setting's step placed right after the step it names (a step
-    placed after another setting's step follows it, whatever their order in the registry)."""
-    order = list(core)
-    waiting = list(steps())
-    while waiting:
-        placed = [step for step in waiting if step.after in order]
-        if not placed:
-            names = ", ".join(f"{step.name} (after {step.after})" for step in waiting)
-            raise errors.InternalError(f"setting steps placed after no known step: {names}")
-        for step in placed:
-            order.insert(order.index(step.after) + 1, step.name)
-            waiting.remove(step)
-    return order
-
-
-def costs() -> dict[str, setting.Cost]:
-    """What each setting with a step costs, by its step's name: for `plan` and the docs."""
-    return {entry.step.name: entry.cost for entry in SETTINGS if entry.step is not None}

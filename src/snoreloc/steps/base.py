@@ -20,6 +20,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from snoreloc import errors, waits
 from snoreloc.adapters import kube
+from snoreloc.siteconfig import model
+from snoreloc.siteconfig import setting as setting_mod
 from snoreloc.steps import context
 
 LOG = logging.getLogger(__name__)
@@ -47,6 +49,7 @@ class ObjectChange:
     mutate: Callable[[Obj], Obj | None] | None = field(default=None, compare=False, repr=False)
     rollouts: tuple[str, ...] = ()
     why: str = ""
+    keep: context.Keep = context.WHOLE  # recorded on the backup: what restoring it causes, which labels are ours
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,37 @@ class ChecksFirst(Protocol):
     naming what to fix, else returns notes for the plan. The pipeline hands these to preflight."""
 
     def preflight_check(self, ctx: context.Context) -> Sequence[str]: ...
+
+
+@runtime_checkable
+class AppliesSetting(Protocol):
+    """A step that applies a site setting names it (`setting = <settings module>.SETTING`): the step sits above the
+    setting in the layers, so the link points down, and `engine.order` finds each setting's step by it."""
+
+    setting: setting_mod.Setting[Any]
+
+
+@runtime_checkable
+class PlansOffline(Protocol):
+    """A host step that can say what it would do for a site-config without a cluster (`snoreloc plan` on a node)."""
+
+    def plan_for(self, site: model.SiteConfig) -> Plan: ...
+
+
+@runtime_checkable
+class ChecksHostFirst(Protocol):
+    """A host step whose node files must be judged before the first step of a run changes anything: raises naming
+    what to fix (the engine calls it before the site network is touched)."""
+
+    def check_host(self, site: model.SiteConfig) -> None: ...
+
+
+@runtime_checkable
+class RestoresHost(Protocol):
+    """A host step that keeps originals of what it changes on the node: `rollback_host` puts them back and says
+    what it did, one line each (nothing when it kept nothing)."""
+
+    def rollback_host(self) -> list[str]: ...
 
 
 class Step(Protocol):
@@ -137,7 +171,9 @@ def _apply_one(ctx: context.Context, change: ObjectChange) -> None:
 
 def _create(ctx: context.Context, change: ObjectChange) -> None:
     assert change.after is not None
-    ctx.backups.save(change.ref, None)  # recorded before the write: a crash after it still rolls back cleanly
+    ctx.backups.save(
+        change.ref, None, change.keep
+    )  # recorded before the write: a crash after it still rolls back cleanly
     try:
         ctx.kube.create(change.ref.resource, copy.deepcopy(change.after))
     except kube.Conflict:  # created by an earlier, interrupted run: make it what we want now
@@ -152,7 +188,7 @@ def _update(ctx: context.Context, change: ObjectChange) -> None:
     def backed_up(current: Obj) -> Obj | None:
         result = mutate(copy.deepcopy(current))
         if result is not None and result != current:
-            ctx.backups.save(change.ref, current)
+            ctx.backups.save(change.ref, current, change.keep)
         return result
 
     ctx.kube.modify(change.ref, backed_up)
@@ -162,7 +198,7 @@ def _delete(ctx: context.Context, change: ObjectChange) -> None:
     current = ctx.kube.find(change.ref)
     if current is None:
         return
-    ctx.backups.save(change.ref, current)
+    ctx.backups.save(change.ref, current, change.keep)
     with contextlib.suppress(kube.NotFound):
         ctx.kube.delete(change.ref)
 

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import model, setting
 
 Obj = kube.Obj
 Dialer = Callable[[tuple[str, int], str], bytes]
@@ -24,11 +24,25 @@ _DEFAULT_DIAL: Dialer = kube.dial_tls
 _DEFAULT_RESOLVE: Resolver = kube.resolve
 
 
+@dataclass(frozen=True)
+class Keep:
+    """What a backup records beside the original. `rollback`: what restoring the object sets in motion (the
+    setting's declaration; None: not declared, `rollback` judges by the object's kind). `labels`: only these label
+    keys of the object are ours to put back (the node's labels): None keeps and restores the whole object."""
+
+    rollback: setting.Rollback | None = None
+    labels: tuple[str, ...] | None = None
+
+
+WHOLE = Keep()  # the whole object, no declared effect
+
+
 class Backups(Protocol):
     """Keeps the original of every object before our first change to it."""
 
-    def save(self, ref: kube.Ref, original: Obj | None) -> None:
-        """Record `original` (None: the object did not exist, we create it) unless one is already kept."""
+    def save(self, ref: kube.Ref, original: Obj | None, keep: Keep = WHOLE) -> None:
+        """Record `original` (None: the object did not exist, we create it) unless one is already kept; with
+        `keep.labels`, the original values of those label keys (keys an earlier save did not cover are added)."""
 
     def save_many(self, originals: Sequence[tuple[kube.Ref, Obj | None]]) -> None:
         """`save` for many objects at once, durably, before the first write to any of them."""

@@ -3,11 +3,11 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "ff4bac22df224f7af4e4661559f9b6a8de43e3ca7b3dd071c20c69289b7dcd0d"
+SCHEMA_DIGEST = "b253e90dcfe87837f5400121bb43fee6d9341b13a83fa1a74a6d9ef443ea1985"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
-REGEX_PATTERNS = {'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'), '^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+\\Z|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?\\Z'), '^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*$': re.compile('^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*\\Z'), '^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$': re.compile('^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})\\Z'), '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$': re.compile('^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)\\Z'), '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$': re.compile('^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}\\Z')}
+REGEX_PATTERNS = {'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$': re.compile('^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\\Z'), '^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^\\*(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+\\Z|^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?$': re.compile('^((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?\\Z'), '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$': re.compile('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]{1,5})?\\Z'), '^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*$': re.compile('^\\s*(?:ssh\\-ed25519|ssh\\-rsa|ecdsa\\-sha2\\-nistp256|ecdsa\\-sha2\\-nistp384|ecdsa\\-sha2\\-nistp521|sk\\-ssh\\-ed25519@openssh\\.com|sk\\-ecdsa\\-sha2\\-nistp256@openssh\\.com) [A-Za-z0-9+/]+=*(?: [^\\n]*)?\\s*\\Z'), '^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)$': re.compile('^(\\*|\\.?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]+(/[0-9]{1,3})?)\\Z'), '^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$': re.compile('^(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})\\Z'), '^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)$': re.compile('^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|[0-9A-Fa-f:.]+)\\Z'), '^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}$': re.compile('^(\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9.-]+):[0-9]{1,5}\\Z'), '^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$': re.compile('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\\Z')}
 NoneType = type(None)
 
 def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_formats={}, name_prefix=None):
@@ -1547,6 +1547,30 @@ def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_
                                 raise JsonSchemaValueException()
                         if data__spec__dns_keys:
                             raise JsonSchemaValueException()
+                if 'nodeLabels' in data__spec_keys:
+                    data__spec_keys.remove('nodeLabels')
+                    data__spec__nodeLabels = data__spec['nodeLabels']
+                    if not isinstance(data__spec__nodeLabels, dict):
+                        raise JsonSchemaValueException()
+                    data__spec__nodeLabels_is_dict = isinstance(data__spec__nodeLabels, dict)
+                    if data__spec__nodeLabels_is_dict:
+                        data__spec__nodeLabels_len = len(data__spec__nodeLabels)
+                        if data__spec__nodeLabels_len < 1:
+                            raise JsonSchemaValueException()
+                        if data__spec__nodeLabels_len > 32:
+                            raise JsonSchemaValueException()
+                        data__spec__nodeLabels_keys = set(data__spec__nodeLabels.keys())
+                        for data__spec__nodeLabels_key in data__spec__nodeLabels_keys:
+                            if data__spec__nodeLabels_key not in []:
+                                data__spec__nodeLabels_value = data__spec__nodeLabels.get(data__spec__nodeLabels_key)
+                                if not isinstance(data__spec__nodeLabels_value, str):
+                                    raise JsonSchemaValueException()
+                                if isinstance(data__spec__nodeLabels_value, str):
+                                    data__spec__nodeLabels_value_len = len(data__spec__nodeLabels_value)
+                                    if data__spec__nodeLabels_value_len > 63:
+                                        raise JsonSchemaValueException()
+                                    if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__spec__nodeLabels_value):
+                                        raise JsonSchemaValueException()
                 if data__spec_keys:
                     raise JsonSchemaValueException()
         if data_keys:

@@ -4,11 +4,11 @@ default sources stay on, applied by the catalogs step (`snoreloc.steps.cluster.c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc.siteconfig import checks, fragments, setting
+from snoreloc.siteconfig import checks, claims, fragments, setting
 
 
 def _catalog_source() -> dict[str, Any]:
@@ -130,16 +130,36 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
             )
 
 
+def _claims(spec: Mapping[str, Any]) -> Iterator[claims.Claim]:
+    """Each listed catalog (by its name), and OperatorHub's default sources when the site-config says."""
+    catalogs = spec.get(SETTING.key)
+    if not isinstance(catalogs, Mapping):
+        return
+    at = SETTING.path
+    sources = catalogs.get("sources")
+    for index, source in enumerate(sources if isinstance(sources, list) else []):
+        if isinstance(source, Mapping) and isinstance(source.get("name"), str):
+            where = (*at, "sources", index, "name")
+            yield claims.Claim(
+                "operators.coreos.com", "CatalogSource", "openshift-marketplace", source["name"], where, ""
+            )
+    if "disableDefaultSources" in catalogs:
+        fields = (("spec", "disableAllDefaultSources"),)
+        where = (*at, "disableDefaultSources")
+        yield claims.Claim(claims.CONFIG, "OperatorHub", "", "cluster", where, "default sources", fields)
+
+
 SETTING = setting.Setting(
     key="catalogSources",
     field="catalog_sources",
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("catalogs", "snoreloc.steps.cluster.catalogs", after="ssh-keys"),
     cost=setting.Cost(
         reboot="no",
         rollouts=(),
         note="catalogs: the marketplace operator starts them; no node change, no reboot",
     ),
+    claims=_claims,
+    rollback=setting.Rollback(),  # the marketplace operator follows; no rollout the journal waits for
 )

@@ -1,7 +1,7 @@
 """`spec.dns`: whether the node's own dnsmasq answers the cluster's new names (the host step `node-dns`,
 `snoreloc.steps.host.node_dns`), or the site's DNS is authoritative and must hold them before the run (preflight
-checks it on the node). No reboot either way; the host step is placed by the node flow (`engine.node.node_steps`),
-between the network and kubelet, so it declares no pipeline step.
+checks it on the node). No reboot either way; the host step names this setting and runs between the network and
+kubelet (`engine.order.host_steps`).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
     found, problems = manifests.check(value, run.base_dir, path)
     for problem in problems:
         run.error(problem.path, problem.message)
-    for manifest, message in claims.collisions(spec, found):
+    for manifest, message in claims.collisions(run.claimed, found):
         run.error(_manifest_at(path, value, manifest), message)
     for manifest, message in claims.broad_grants(found):
         run.warn(_manifest_at(path, value, manifest), message)
@@ -80,7 +80,6 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("manifests", "snoreloc.steps.cluster.manifests", after="settle"),
     cost=setting.Cost(
         reboot="maybe",
         rollouts=("mcp/master",),

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from snoreloc.siteconfig import checks, fragments, setting
+from snoreloc.siteconfig import checks, claims, fragments, setting
 
+MACHINECONFIG = "99-master-snoreloc-chrony"  # ours, written by the ntp step (`steps.cluster.ntp.CHRONY_CONFIG`)
+CHRONY_FILE = "/etc/chrony.conf"
 NTP_MAX_SOURCES = 16  # servers and pools together: a site has a few; chrony polls each, so a long list is a mistake
 
 
@@ -126,10 +128,23 @@ SETTING = setting.Setting(
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("ntp", "snoreloc.steps.cluster.ntp", after="proxy"),
     cost=setting.Cost(
         reboot="yes",
         rollouts=("mcp/master",),
         note="ntp: OpenShift 4.12-4.16 applies /etc/chrony.conf with a machine-config pool update and a REBOOT",
+    ),
+    owns=(
+        claims.Claim(
+            claims.MCO,
+            "MachineConfig",
+            "",
+            MACHINECONFIG,
+            ("spec", "ntp"),
+            "snoreloc's chrony configuration",
+            file=CHRONY_FILE,
+        ),
+    ),
+    rollback=setting.Rollback(
+        ("mcp/master",), True, f"the chrony MachineConfig {MACHINECONFIG} goes: the node reboots"
     ),
 )

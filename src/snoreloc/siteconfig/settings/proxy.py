@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from snoreloc import redact
 from snoreloc.pki import certs
-from snoreloc.siteconfig import checks, findings, fragments, setting
+from snoreloc.siteconfig import checks, claims, findings, fragments, setting
 
 
 def _proxy_url(which: str, schemes: str) -> dict[str, Any]:
@@ -165,16 +165,32 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
             run.sources[where] = certs.pem_bundle(chain)
 
 
+TRUSTED_CA_CONFIGMAP = "snoreloc-proxy-ca"  # in openshift-config, written by the proxy step
+
+
+def _claims(spec: Mapping[str, Any]) -> Iterator[claims.Claim]:
+    if claims.given(spec, SETTING.key):
+        yield claims.Claim(claims.CONFIG, "Proxy", "", "cluster", SETTING.path, "the cluster-wide proxy")
+        yield claims.Claim("", "ConfigMap", "openshift-config", TRUSTED_CA_CONFIGMAP, SETTING.path, "the proxy's CA")
+
+
 SETTING = setting.Setting(
     key="proxy",
     field="proxy",
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("proxy", "snoreloc.steps.cluster.proxy", after="manifests"),
     cost=setting.Cost(
         reboot="maybe",
         rollouts=("mcp/master",),
         note="proxy: the machine-config pool updates and the node REBOOTS (proxy URLs or noProxy changed)",
+    ),
+    claims=_claims,
+    # the Proxy's URLs and noProxy reach every node's environment (a reboot); its trusted CA only the CA bundle
+    rollback=setting.Rollback(
+        ("mcp/master",),
+        why="the proxy's trusted CA goes back: a machine-config update",
+        reboot_if=("httpProxy", "httpsProxy", "noProxy"),
+        why_reboot="the proxy URLs or noProxy go back: the node reboots",
     ),
 )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from snoreloc.pki import ssh
-from snoreloc.siteconfig import checks, fragments, setting
+from snoreloc.siteconfig import checks, claims, fragments, setting
 
 # OpenSSH refuses RSA keys with a modulus shorter than this, for authentication as for generation:
 # openssh/openssh-portable sshkey.h `#define SSH_RSA_MINIMUM_MODULUS_SIZE 1024` (checked by sshkey_check_rsa_length
@@ -128,16 +128,26 @@ def _check(run: checks.Run, spec: Mapping[str, Any]) -> None:
         seen.setdefault(blob, index)
 
 
+MACHINECONFIG = "99-master-ssh"  # the installer's MachineConfig holding core's keys; the ssh-keys step updates it
+
+
+def _claims(spec: Mapping[str, Any]) -> list[claims.Claim]:
+    if not claims.given(spec, SETTING.key):
+        return []
+    return [claims.Claim(claims.MCO, "MachineConfig", "", MACHINECONFIG, SETTING.path, "core's SSH keys")]
+
+
 SETTING = setting.Setting(
     key="sshAuthorizedKeys",
     field="ssh_authorized_keys",
     schema=_schema(),
     load=_load,
     check=_check,
-    step=setting.Step("ssh-keys", "snoreloc.steps.cluster.ssh_keys", after="cluster-config"),
     cost=setting.Cost(
         reboot="no",
         rollouts=("mcp/master",),
         note="SSH keys: the machine-config pool updates without draining or rebooting the node",
     ),
+    claims=_claims,
+    rollback=setting.Rollback(("mcp/master",), why=f"MachineConfig {MACHINECONFIG}: a machine-config update"),
 )

@@ -73,7 +73,7 @@ def _hub_change(ctx: context.Context, disable: bool) -> base.ObjectChange | None
 
 
 def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.catalog_sources
+    site = ctx.site.get(catalog_sources.SETTING)
     if site is None:
         return []
     changes = [_source_change(ctx, source) for source in site.sources]
@@ -84,14 +84,15 @@ def catalog_changes(ctx: context.Context) -> list[base.ObjectChange]:
 
 class Catalogs(base.ObjectStep):
     name = "catalogs"
+    setting = catalog_sources.SETTING  # the setting this step applies
     description = "creating the site's operator catalogs (no node change)"
     note = catalog_sources.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"catalog_sources": ctx.site.catalog_sources}
+        return {"catalog_sources": ctx.site.get(catalog_sources.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return catalog_changes(ctx)
 
 
-STEP = Catalogs()  # named by `siteconfig.settings.catalog_sources.SETTING.step`
+STEP = Catalogs()  # placed by `engine.order.cluster_steps`

@@ -72,13 +72,14 @@ def _target(ctx: context.Context, manifest: model.Manifest) -> Target:
 
 
 def targets(ctx: context.Context) -> list[Target]:
-    return [_target(ctx, manifest) for manifest in ordered(ctx.site.extra_manifests)]
+    found = ctx.site.get(extra_manifests.SETTING)
+    return [_target(ctx, manifest) for manifest in ordered(found)]
 
 
 def _created_here(ctx: context.Context, target: Target) -> bool:
     """The target's namespace does not exist yet and a Namespace manifest creates it."""
     namespace = target.ref.namespace
-    ours = {m.name for m in ctx.site.extra_manifests if (m.api_version, m.kind) == ("v1", "Namespace")}
+    ours = {m.name for m in ctx.site.get(extra_manifests.SETTING) if (m.api_version, m.kind) == ("v1", "Namespace")}
     return bool(namespace) and namespace in ours and ctx.kube.find(kube.Ref(NAMESPACES, namespace)) is None
 
 
@@ -129,10 +130,11 @@ def _change(ctx: context.Context, target: Target) -> base.ObjectChange | None:
 
 class ExtraManifests(base.ObjectStep):
     name = "manifests"
+    setting = extra_manifests.SETTING  # the setting this step applies
     description = "applying the site's extra manifests (server-side apply)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"extra_manifests": ctx.site.extra_manifests}
+        return {"extra_manifests": ctx.site.get(extra_manifests.SETTING)}
 
     def preflight_check(self, ctx: context.Context) -> list[str]:
         return check_all(ctx)
@@ -157,4 +159,4 @@ class ExtraManifests(base.ObjectStep):
         return base.StepOutcome(changed=changed, rollouts=rollouts)
 
 
-STEP = ExtraManifests()  # named by `siteconfig.settings.extra_manifests.SETTING.step`
+STEP = ExtraManifests()  # placed by `engine.order.cluster_steps`

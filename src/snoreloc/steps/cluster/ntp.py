@@ -33,11 +33,14 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import ntp as ntp_setting
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
-CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-snoreloc-chrony")
-CHRONY_PATH = "/etc/chrony.conf"
+CHRONY_CONFIG = kube.Ref(kube.MACHINECONFIGS, ntp_setting.MACHINECONFIG)
+CHRONY_PATH = ntp_setting.CHRONY_FILE
+KEEP = context.Keep(rollback=ntp_setting.SETTING.rollback)  # recorded on its backup
 FILE_MODE = 0o644
 # The rest of RHCOS's default chrony.conf, as the OpenShift docs' chrony example keeps it.
 DEFAULTS = ("driftfile /var/lib/chrony/drift", "makestep 1.0 3", "rtcsync", "logdir /var/log/chrony")
@@ -91,7 +94,7 @@ def refuse_winners(others: list[str]) -> None:
 def require_free(ctx: context.Context) -> list[str]:
     """Refuse what would keep the site's sources off the node (preflight calls it, so before any change); returns
     the other MachineConfigs that write /etc/chrony.conf."""
-    if ctx.site.ntp is None:
+    if ctx.site.get(ntp_setting.SETTING) is None:
         return []
     ownership.refuse_users(CHRONY_CONFIG, ctx.kube.find(CHRONY_CONFIG), step="ntp")
     others = others_writing_chrony(ctx)
@@ -104,13 +107,13 @@ def ntp_changes(ctx: context.Context, site: model.Ntp) -> list[base.ObjectChange
     desired = machine_config(site)
     why = "node time sources (chrony)"
     if current is None:
-        return [base.create(CHRONY_CONFIG, desired, rollouts=(base.MCP_MASTER,), why=why)]
+        return [base.create(CHRONY_CONFIG, desired, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)]
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         obj["spec"] = {**(obj.get("spec") or {}), "config": desired["spec"]["config"]}
         return obj
 
-    change = base.update(CHRONY_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why)
+    change = base.update(CHRONY_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)
     return [] if change is None else [change]
 
 
@@ -125,16 +128,17 @@ def note(site: model.Ntp, others: list[str]) -> str:
 
 class Ntp(base.ObjectStep):
     name = "ntp"
+    setting = ntp_setting.SETTING  # the setting this step applies
     description = "setting the node's time sources (machine-config update, reboots the node)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"ntp": ctx.site.ntp}
+        return {"ntp": ctx.site.get(ntp_setting.SETTING)}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        site = ctx.site.ntp
+        site = ctx.site.get(ntp_setting.SETTING)
         if site is None:
             return base.Plan(self.name)
-        settle = float(ctx.site.timeouts.settle)
+        settle = float(ctx.site.get(timeouts_setting.SETTING).settle)
         return base.wait_for(ctx, self.name, "the API to answer", settle, lambda: self._plan(ctx, site))
 
     def preflight_check(self, ctx: context.Context) -> list[str]:
@@ -148,4 +152,4 @@ class Ntp(base.ObjectStep):
         return base.Plan(self.name, tuple(changes), (note(site, others),) if changes else ())
 
 
-STEP = Ntp()  # named by `siteconfig.settings.ntp.SETTING.step`
+STEP = Ntp()  # placed by `engine.order.cluster_steps`

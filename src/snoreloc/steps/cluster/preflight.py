@@ -23,6 +23,8 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.siteconfig.settings import dns as dns_setting
+from snoreloc.siteconfig.settings import extra_manifests as extra_manifests_setting
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import dns_names, health, mirrors, node_csrs
 
@@ -99,14 +101,20 @@ def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], se
     by `timeouts.settle`) before refusing; a unit that refused at once would spend its restarts in those minutes.
     Returns the warnings once healthy; refuses with what is still not ready at the end."""
     last = [unhealthy]
-    LOG.info("%s: waiting up to %ss for %s: %s", step, ctx.site.timeouts.settle, HEALTHY, "; ".join(unhealthy))
+    LOG.info(
+        "%s: waiting up to %ss for %s: %s",
+        step,
+        ctx.site.get(timeouts_setting.SETTING).settle,
+        HEALTHY,
+        "; ".join(unhealthy),
+    )
 
     def healthy() -> list[str] | None:
         last[0], warnings = blockers(ctx, seen)
         return None if last[0] else warnings
 
     try:
-        return base.wait_for(ctx, step, HEALTHY, float(ctx.site.timeouts.settle), healthy)
+        return base.wait_for(ctx, step, HEALTHY, float(ctx.site.get(timeouts_setting.SETTING).settle), healthy)
     except errors.WaitTimeout as exc:
         raise errors.UnavailableError(
             f"{step}: waited {exc.seconds:.0f}s for {HEALTHY}; the cluster is not healthy, so nothing was changed. "
@@ -131,14 +139,18 @@ class Preflight:
         return {
             "domain": ctx.site.domain,
             "tag_mirrors": ctx.site.image_tag_mirrors,
-            "extra_manifests": ctx.site.extra_manifests,
+            "extra_manifests": ctx.site.get(extra_manifests_setting.SETTING),
         }
 
     def plan(self, ctx: context.Context) -> base.Plan:
         """The facts and the health, read through an API that may still come and go after a cold boot (a pool
         finishing its update reboots the node): such an outage is waited out, bounded by `timeouts.settle`."""
         return base.wait_for(
-            ctx, self.name, "the API to answer", float(ctx.site.timeouts.settle), lambda: self._survey(ctx)
+            ctx,
+            self.name,
+            "the API to answer",
+            float(ctx.site.get(timeouts_setting.SETTING).settle),
+            lambda: self._survey(ctx),
         )
 
     def _survey(self, ctx: context.Context) -> base.Plan:

@@ -27,7 +27,7 @@ from snoreloc.steps import base, context
 from snoreloc.steps.openshift import ownership
 
 PROXY_CLUSTER = kube.Ref(kube.PROXIES, "cluster")
-TRUSTED_CA = "snoreloc-proxy-ca"
+TRUSTED_CA = proxy_setting.TRUSTED_CA_CONFIGMAP
 CA_KEY = "ca-bundle.crt"  # the key OpenShift reads from the trustedCA ConfigMap
 URL_FIELDS = ("httpProxy", "httpsProxy")
 
@@ -87,7 +87,7 @@ def _tagged(change: base.ObjectChange, why: str) -> base.ObjectChange:
 
 
 def proxy_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.proxy
+    site = ctx.site.get(proxy_setting.SETTING)
     if site is None:
         return []
     proxy = ctx.kube.get(PROXY_CLUSTER)
@@ -101,7 +101,7 @@ def proxy_changes(ctx: context.Context) -> list[base.ObjectChange]:
         current.setdefault("spec", {}).update({**wanted, **trusted})
         return current
 
-    change = base.update(PROXY_CLUSTER, proxy, mutate)
+    change = base.update(PROXY_CLUSTER, proxy, mutate, keep=context.Keep(rollback=proxy_setting.SETTING.rollback))
     return changes + ([] if change is None else [_tagged(change, "cluster-wide proxy")])
 
 
@@ -118,10 +118,11 @@ def reboots(changes: Sequence[base.ObjectChange]) -> bool:
 
 class Proxy(base.ObjectStep):
     name = "proxy"
+    setting = proxy_setting.SETTING  # the setting this step applies
     description = "setting the cluster-wide proxy (machine-config update)"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"proxy": ctx.site.proxy}
+        return {"proxy": ctx.site.get(proxy_setting.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return proxy_changes(ctx)
@@ -134,4 +135,4 @@ class Proxy(base.ObjectStep):
         return ("proxy: trusted CA only; the pool updates without a reboot (kubelet and CRI-O restart)",)
 
 
-STEP = Proxy()  # named by `siteconfig.settings.proxy.SETTING.step`
+STEP = Proxy()  # placed by `engine.order.cluster_steps`

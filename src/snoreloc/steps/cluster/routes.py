@@ -42,6 +42,8 @@ from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import routes as routes_setting
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import rollouts, serving, site_domains
 
@@ -167,11 +169,11 @@ def _listed(ctx: context.Context, held: Mapping[kube.Ref, RouteInfo]) -> list[Ro
 
     def once() -> list[RouteInfo]:
         (old, earlier), new = moved_from(ctx), ctx.site.apps_domain
-        own = ctx.site.routes.own_certificates
+        own = ctx.site.get(routes_setting.SETTING).own_certificates
         pages = ctx.kube.pages(kube.ROUTES)
         return [_shared(classify(route, old, new, own, earlier), held) for page in pages for route in page]
 
-    return base.wait_for(ctx, "routes", "the route list", ctx.site.timeouts.api, once)
+    return base.wait_for(ctx, "routes", "the route list", ctx.site.get(timeouts_setting.SETTING).api, once)
 
 
 def _shared(info: RouteInfo, held: Mapping[kube.Ref, RouteInfo]) -> RouteInfo:
@@ -239,7 +241,9 @@ class _Outage:
     def hold(self) -> None:
         """Return once requests may go out: at once while the API answers; raise once the wait for it ran out."""
         if not self._open.is_set():
-            self._open.wait(self._ctx.site.timeouts.api)  # the waiting worker opens it within that budget
+            self._open.wait(
+                self._ctx.site.get(timeouts_setting.SETTING).api
+            )  # the waiting worker opens it within that budget
         if self.failed is not None:
             raise self.failed
 
@@ -257,9 +261,9 @@ class _Outage:
             return True if clock.monotonic() >= not_before and self._ctx.kube.serves(kube.ROUTES) else None
 
         LOG.info("routes: the API refused a patch (%s); holding every route worker until it answers", refused.message)
+        budget = self._ctx.site.get(timeouts_setting.SETTING).api
         try:
-            base.wait_for(self._ctx, self._step, "the route API to answer again", self._ctx.site.timeouts.api,
-                          back, poll=OUTAGE_POLL)  # fmt: skip
+            base.wait_for(self._ctx, self._step, "the route API to answer again", budget, back, poll=OUTAGE_POLL)
         except errors.TemporaryError as exc:
             self.failed = exc
         finally:
@@ -338,7 +342,7 @@ def _relisted(
     it reads on from the page it had reached; a listing the server forgot (410) starts over, skipping the routes
     already handed over."""
     (old, earlier), new = moved_from(ctx), ctx.site.apps_domain
-    own = ctx.site.routes.own_certificates
+    own = ctx.site.get(routes_setting.SETTING).own_certificates
     found: dict[kube.Ref, RouteInfo] = {}
     token: str | None = None
     refusals = expiries = 0
@@ -385,7 +389,10 @@ class Routes(base.ObjectStep):
     description = "moving routes to the new apps domain"
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"domain": ctx.site.domain, "own_certificates": ctx.site.routes.own_certificates.value}
+        return {
+            "domain": ctx.site.domain,
+            "own_certificates": ctx.site.get(routes_setting.SETTING).own_certificates.value,
+        }
 
     def plan(self, ctx: context.Context) -> base.Plan:
         infos = _listed(ctx, {})
@@ -405,7 +412,13 @@ class Routes(base.ObjectStep):
             co = ctx.kube.get(kube.Ref(kube.CLUSTEROPERATORS, OPENSHIFT_APISERVER))
             return True if rollouts.rolled_out(co, changed) else None
 
-        base.wait_for(ctx, self.name, "openshift-apiserver to use the new apps domain", ctx.site.timeouts.settle, ready)
+        base.wait_for(
+            ctx,
+            self.name,
+            "openshift-apiserver to use the new apps domain",
+            ctx.site.get(timeouts_setting.SETTING).settle,
+            ready,
+        )
 
     def _patch_all(self, ctx: context.Context, targets: list[RouteInfo]) -> dict[kube.Ref, str]:
         """Patch every route in `targets` (their originals already saved); see `_Patcher`."""

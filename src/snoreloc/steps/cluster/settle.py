@@ -19,6 +19,7 @@ from typing import Any
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import health, node_csrs, rollouts, serving
 
@@ -111,7 +112,9 @@ class Settle:
             return True if not last else None
 
         try:
-            base.wait_for(ctx, self.name, "the cluster to settle", float(ctx.site.timeouts.settle), probe)
+            base.wait_for(
+                ctx, self.name, "the cluster to settle", float(ctx.site.get(timeouts_setting.SETTING).settle), probe
+            )
         except errors.WaitTimeout as exc:
             raise errors.WaitTimeout(
                 self.name, "the cluster to settle (still waiting for: " + "; ".join(last) + ")", exc.seconds

@@ -22,7 +22,8 @@ from snoreloc.siteconfig.settings import ssh_keys as ssh_keys_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import machineconfigs, ownership
 
-SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, "99-master-ssh")
+SSH_CONFIG = kube.Ref(kube.MACHINECONFIGS, ssh_keys_setting.MACHINECONFIG)
+KEEP = context.Keep(rollback=ssh_keys_setting.SETTING.rollback)  # recorded on its backup
 USER = "core"
 
 
@@ -67,32 +68,33 @@ def _new_config(keys: list[str]) -> kube.Obj:
 
 
 def ssh_changes(ctx: context.Context) -> list[base.ObjectChange]:
-    site = ctx.site.ssh_authorized_keys
+    site = ctx.site.get(ssh_keys_setting.SETTING)
     if site is None:
         return []
     why = f"core's SSH keys, {site.mode.value}"
     current = ctx.kube.find(SSH_CONFIG)
     if current is None:
-        return [base.create(SSH_CONFIG, _new_config(list(site.keys)), rollouts=(base.MCP_MASTER,), why=why)]
+        return [base.create(SSH_CONFIG, _new_config(list(site.keys)), rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)]
 
     def mutate(obj: kube.Obj) -> kube.Obj | None:
         keys = desired_keys(site, core_keys(obj))
         return None if keys == core_keys(obj) else with_keys(obj, keys)
 
-    change = base.update(SSH_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why)
+    change = base.update(SSH_CONFIG, current, mutate, rollouts=(base.MCP_MASTER,), why=why, keep=KEEP)
     return [] if change is None else [change]
 
 
 class SshKeys(base.ObjectStep):
     name = "ssh-keys"
+    setting = ssh_keys_setting.SETTING  # the setting this step applies
     description = "updating core's SSH keys (machine-config update, no reboot)"
     note = ssh_keys_setting.SETTING.cost.note
 
     def inputs(self, ctx: context.Context) -> Mapping[str, Any]:
-        return {"ssh_keys": ctx.site.ssh_authorized_keys}
+        return {"ssh_keys": ctx.site.get(ssh_keys_setting.SETTING)}
 
     def changes(self, ctx: context.Context) -> list[base.ObjectChange]:
         return ssh_changes(ctx)
 
 
-STEP = SshKeys()  # named by `siteconfig.settings.ssh_keys.SETTING.step`
+STEP = SshKeys()  # placed by `engine.order.cluster_steps`

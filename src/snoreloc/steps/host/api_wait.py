@@ -7,6 +7,7 @@ from typing import Any
 
 from snoreloc import errors
 from snoreloc.host import kubelet
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
 
@@ -20,11 +21,14 @@ class WaitForApi:
         return {}
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        return base.Plan(self.name, notes=(f"wait up to {ctx.site.timeouts.api}s for the API",))
+        return base.Plan(self.name, notes=(f"wait up to {ctx.site.get(timeouts_setting.SETTING).api}s for the API",))
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         waited = kubelet.wait_for_api(
-            ctx.kube.ready, ctx.clock, budget=float(ctx.site.timeouts.api), poll=ctx.settings.poll_interval
+            ctx.kube.ready,
+            ctx.clock,
+            budget=float(ctx.site.get(timeouts_setting.SETTING).api),
+            poll=ctx.settings.poll_interval,
         )
         return base.StepOutcome(details={"waited_seconds": round(waited, 1)})
 

@@ -36,6 +36,7 @@ class NodeDns:
     """Make the node-local dnsmasq answer the site's domain with the node's internal address."""
 
     name = "node-dns"
+    setting = dns_setting.SETTING  # the setting this step applies
     description = "making the node answer for its new names (node-local DNS)"
 
     def __init__(self, host: HostServices, state_dir: Path) -> None:
@@ -64,6 +65,11 @@ class NodeDns:
 
     def plan(self, ctx: context.Context) -> base.Plan:
         return self.plan_for(ctx.site)
+
+    def check_host(self, site: model.SiteConfig) -> None:
+        """The overrides file judged before any step of the run (`base.ChecksHostFirst`): planning reads it as the
+        step will, and refuses what bash would read otherwise (69) or a link (77)."""
+        self.plan_for(site)
 
     def plan_for(self, site: model.SiteConfig) -> base.Plan:
         """What the step would do for `site` (needs no cluster)."""
@@ -148,6 +154,14 @@ class NodeDns:
             got = ctx.resolve(name)
             if not got or (ip is not None and ip not in got):
                 raise errors.TemporaryError(f"node-dns: {name} does not resolve to {ip or 'the node'}")
+
+    def rollback_host(self) -> list[str]:
+        """`rollback`: put back the overrides the factory had (or remove ours); what was done, one line."""
+        restored = node_dns.restore(self.host.fs, self.host.units, self.state_dir)
+        if restored is None:
+            return []
+        what = "restored" if restored.existed else "removed (the factory had none)"
+        return [f"{node_dns.OVERRIDES} {what}; {node_dns.UNIT} restarted"]
 
 
 def _probe(name: str) -> str:

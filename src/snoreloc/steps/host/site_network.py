@@ -17,6 +17,7 @@ from snoreloc.host import internal_ip, network
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import locate, model
 from snoreloc.siteconfig.settings import network_probes
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class SiteNetwork:
         current = self.host.nmstate.show()
         if network.matches(desired, current):
             return base.Plan(self.name, notes=("the node's network already matches the site-config",))
-        probes = site.network_probes
+        probes = site.get(network_probes.SETTING)
         targets = ", ".join(str(t) for t in network.probe_targets(desired, probes))
         if not probes.enabled:
             targets = f"nothing ({network_probes.NONE_SAID})"
@@ -109,8 +110,8 @@ class SiteNetwork:
             self.host.prober,
             ctx.clock,
             desired,
-            probes=ctx.site.network_probes,
-            policy=policy_for(ctx.site.timeouts),
+            probes=ctx.site.get(network_probes.SETTING),
+            policy=policy_for(ctx.site.get(timeouts_setting.SETTING)),
             progress=LOG.info,
         )
         checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from snoreloc.adapters import kube
 from snoreloc.siteconfig import model
+from snoreloc.siteconfig.settings import operators as operators_setting
 from snoreloc.steps import base, context
 
 # What our writes may roll out (the rollout names the steps journal, mapped to the operator that reports them).
@@ -33,7 +34,7 @@ class Health:
 def required(site: model.SiteConfig, touched: Iterable[str]) -> frozenset[str]:
     """The operators that must be healthy: the core set, what we touched, and what the site-config adds."""
     moved = {_OPERATOR_OF.get(name, name) for name in touched}
-    return frozenset(model.CORE_OPERATORS) | moved | set(site.operators.require)
+    return frozenset(model.CORE_OPERATORS) | moved | set(site.get(operators_setting.SETTING).require)
 
 
 def survey(ctx: context.Context, touched: Iterable[str]) -> Health:
@@ -46,11 +47,14 @@ def survey(ctx: context.Context, touched: Iterable[str]) -> Health:
         name = co["metadata"]["name"]
         seen.add(name)
         problems = base.operator_problems(co)
-        if not problems or (name not in needed and name in ctx.site.operators.ignore):
+        if not problems or (name not in needed and name in ctx.site.get(operators_setting.SETTING).ignore):
             continue
         target = blocking if name in needed else warnings
         target.append(f"{name}: {'; '.join(problems)}")
-    blocking += [f"{name}: no such ClusterOperator" for name in sorted(set(ctx.site.operators.require) - seen)]
+    blocking += [
+        f"{name}: no such ClusterOperator"
+        for name in sorted(set(ctx.site.get(operators_setting.SETTING).require) - seen)
+    ]
     return Health(tuple(blocking), tuple(warnings))
 
 

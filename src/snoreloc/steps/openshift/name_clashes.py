@@ -1,6 +1,7 @@
-"""A user's object under a name snoreloc creates (its serving secrets, its record of site domains; the chrony
-MachineConfig is the ntp step's own check, `ntp.preflight_check`, which `seal` adds) is theirs and is never taken
-over; the run refuses, saying to rename, delete or label it.
+"""A user's object under a name snoreloc creates (its serving secrets, its record of site domains; the objects a
+setting's step creates under fixed names, its `owns`, such as the chrony MachineConfig, are that step's own
+preflight check and `seal` adds them: `owned_by_settings`) is theirs and is never taken over; the run refuses,
+saying to rename, delete or label it.
 
 Such a clash is found as early as the API allows, with one definition of the names (`our_names`):
 
@@ -14,7 +15,7 @@ Such a clash is found as early as the API allows, with one definition of the nam
 from __future__ import annotations
 
 from snoreloc.adapters import kube
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import claims, model, registry
 from snoreloc.steps import context
 from snoreloc.steps.openshift import ownership, serving, site_domains
 
@@ -31,6 +32,15 @@ def our_names(site: model.SiteConfig | None = None) -> list[kube.Ref]:
         ]
     )
     return [*secrets, site_domains.RECORD]
+
+
+def owned_by_settings() -> tuple[kube.Ref, ...]:
+    """The objects the settings' steps create under fixed names (each setting's `owns`), for `seal`."""
+    return tuple(kube.Ref(_resource(claim), claim.name, claim.namespace) for claim in registry.owned())
+
+
+def _resource(claim: claims.Claim) -> kube.Resource:
+    return next(res for res in kube.KNOWN if (res.group, res.kind) == (claim.group, claim.kind))
 
 
 def found(

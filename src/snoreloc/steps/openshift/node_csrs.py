@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from snoreloc import errors
 from snoreloc.adapters import kube
 from snoreloc.pki import signing_requests
+from snoreloc.siteconfig.settings import kubelet as kubelet_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ class Node:
 
 
 def node_object(ctx: context.Context) -> kube.Obj:
-    wanted = ctx.settings.node_name or ctx.site.kubelet.node_name
+    wanted = ctx.settings.node_name or ctx.site.get(kubelet_setting.SETTING).node_name
     nodes = ctx.kube.list(kube.NODES)
     chosen = [n for n in nodes if wanted is None or n["metadata"]["name"] == wanted]
     if len(chosen) != 1:
@@ -194,7 +195,7 @@ def tend(ctx: context.Context, seen: Approvals | None = None, *, approve: bool =
     """One round of looking after the node during a wait: approve its pending CSRs (when the site-config lets
     us and `approve`), and say what still keeps it from being Ready (empty: Ready)."""
     node = node_object(ctx)
-    if approve and ctx.site.kubelet.approve_csrs:
+    if approve and ctx.site.get(kubelet_setting.SETTING).approve_csrs:
         found = approve_pending(ctx, this_node(ctx))
         if seen is not None:
             seen.add(found)

@@ -1,0 +1,92 @@
+"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's.
+
+As cloud-init's `cloud.cfg` lists its modules per stage, this module lists the steps; nothing else places one (no
+setting names its step, no step names its neighbour). A step that applies a site setting names that setting
+(`base.AppliesSetting`), which is how the registry's settings meet their steps here: for `plan`'s costs, for
+preflight's checks that must come before any change (`base.ChecksFirst`), for the host steps `plan` can show
+without a cluster (`base.PlansOffline`) and the ones `rollback` undoes on the node (`base.RestoresHost`).
+
+Why this order (issues 4, 12, 14): changes of one kind together, settles after them. The node's CSRs come first:
+while the node is NotReady no rollout can happen; preflight and settle keep approving while they wait. The routes
+need only openshift-apiserver's rollout, so they run before the settle, overlapping the kube-apiserver revision; the
+settle still waits for everything. The node's labels go on once the cluster has settled, before the site's extra
+manifests (whose workloads may select the node by them). The extra manifests follow once the cluster carries its
+new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the final settle rides that
+out): written back to back they land in one pool update (the MCO renders after a 5 s pause) and one reboot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from snoreloc.host.services import HostServices
+from snoreloc.siteconfig import setting
+from snoreloc.steps import base
+from snoreloc.steps.cluster import (
+    catalogs,
+    certificates,
+    cluster_config,
+    csr,
+    domain,
+    manifests,
+    node_labels,
+    ntp,
+    preflight,
+    proxy,
+    routes,
+    settle,
+    ssh_keys,
+)
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
+from snoreloc.steps.openshift import name_clashes
+
+
+def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
+    """The host steps, in the order they run before the cluster steps."""
+    return [
+        site_network.SiteNetwork(host),
+        node_dns.NodeDns(host, state_dir),
+        kubelet_start.StartKubelet(host),
+        api_wait.WaitForApi(),
+    ]
+
+
+def cluster_steps() -> list[base.Step]:
+    """The cluster steps, in the order they run."""
+    return _with_preflight_checks(
+        [
+            csr.Csr(),
+            preflight.Preflight(),
+            certificates.Certificates(),
+            cluster_config.ClusterConfig(),
+            ssh_keys.STEP,
+            catalogs.STEP,
+            domain.Domain(),
+            routes.Routes(),
+            settle.Settle("settle"),
+            node_labels.STEP,
+            manifests.STEP,
+            proxy.STEP,
+            ntp.STEP,
+            settle.Settle("final-settle"),
+        ]
+    )
+
+
+def _with_preflight_checks(steps: list[base.Step]) -> list[base.Step]:
+    """`steps` with preflight given every later step's check that must refuse before any change."""
+    checks: list[preflight.Check] = [name_clashes.preflight_check]
+    checks += [step.preflight_check for step in steps if isinstance(step, base.ChecksFirst)]
+    return [preflight.Preflight(checks=checks) if isinstance(step, preflight.Preflight) else step for step in steps]
+
+
+def settings_applied(steps: Sequence[base.Step]) -> dict[str, setting.Setting[Any]]:
+    """The setting each of `steps` applies, by the step's name (steps that apply none are left out)."""
+    return {step.name: step.setting for step in steps if isinstance(step, base.AppliesSetting)}
+
+
+def costs() -> dict[str, setting.Cost]:
+    """What each cluster step that applies a setting costs, by the step's name: for `plan` and the docs."""
+    return {name: entry.cost for name, entry in settings_applied(cluster_steps()).items()}
