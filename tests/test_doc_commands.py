@@ -147,6 +147,8 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 2 tests/siteconfig tests/engine/test_rollback_record.py "
+    "tests/cluster/test_node_labels.py tests/reliability/test_manifest_claims.py": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 0 tests/hub/test_site_input_rules.py tests/hub/test_site_names.py "
     "tests/hub/test_site_wedge.py tests/hub/test_report_bounds.py tests/hub/test_site_credentials_quoted.py "
     "tests/hub/test_make_media_gone.py tests/hub/test_status_generated.py": Elsewhere(_SUITE),
