@@ -15,8 +15,8 @@ from snoreloc.adapters import clock, fs
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet, node_dns
 from snoreloc.steps import context
-from snoreloc_sim.openshift import simulator
 from snoreloc_sim.demo import flow as demo
+from snoreloc_sim.openshift import simulator
 
 UNREADABLE = f"{node_dns.BASE}=factory.example.com\nunset {node_dns.BASE}\n"
 
