@@ -171,10 +171,11 @@ def reconcile(
     if obj is None or obj["metadata"].get("deletionTimestamp"):
         return None
     derived = desired_status(client, obj, config, now)
-    current = _own(obj.get("status") or {})
+    seen = site.view(obj)
+    current = _own(seen.status)
     patch = kube.merge_patch(current, _desired_own(derived))
     phase = str(derived[site.STATUS_PHASE])
-    if (obj["metadata"].get("labels") or {}).get(site.PHASE_LABEL) != phase:  # first: selecting by it never lags
+    if seen.labels.get(site.PHASE_LABEL) != phase:  # first: selecting by it never lags
         client.patch(ref, {"metadata": {"labels": {site.PHASE_LABEL: phase}}})
         counters.add("label_writes")
     if patch:

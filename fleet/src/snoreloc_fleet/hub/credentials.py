@@ -183,7 +183,8 @@ def _iso(moment: dt.datetime) -> str:
 def proxy_for(obj: dict[str, Any], hub: Hub) -> str:
     """The proxy the node must use to reach the hub: the site's `spec.proxy.httpsProxy`, unless the hub's host is
     in its `noProxy` ("" when none). A proxy URL with credentials never gets here: the Site is refused first."""
-    proxy = ((obj.get("spec") or {}).get("siteConfig") or {}).get("proxy") or {}
+    proxy = site.view(obj).site_config.get("proxy")
+    proxy = proxy if isinstance(proxy, dict) else {}
     url = str(proxy.get("httpsProxy") or "")
     host = urllib.parse.urlsplit(hub.url).hostname or ""
     for entry in proxy.get("noProxy") or []:
@@ -195,15 +196,15 @@ def proxy_for(obj: dict[str, Any], hub: Hub) -> str:
 
 def requested(obj: dict[str, Any]) -> str:
     """The Site's request for a stick (its media-requested annotation; "" when none)."""
-    return str((obj["metadata"].get("annotations") or {}).get(site.MEDIA_REQUESTED) or "")
+    return site.view(obj).media_requested
 
 
 def _notes(obj: dict[str, Any] | None) -> dict[str, str]:
-    return dict(((obj or {}).get("metadata") or {}).get("annotations") or {})
+    return dict(site.view(obj or {}).annotations)
 
 
 def _uid(obj: dict[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+    return site.view(obj or {}).uid
 
 
 def live(report: dict[str, Any] | None, binding: dict[str, Any] | None, now: dt.datetime) -> bool:
@@ -314,7 +315,7 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
     binding = _binding(client, obj, found)
     proxy = proxy_for(obj, hub)
     if _needs_token(current, binding, hub, proxy, now):
-        seconds = int(((obj.get("spec") or {}).get("report") or {}).get("expirationSeconds") or 7776000)
+        seconds = site.view(obj).expiration
         answer = _request_token(client, obj, binding, seconds)
         token = answer["status"]["token"]
         redact.register_secret(token)

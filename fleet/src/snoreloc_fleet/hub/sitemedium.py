@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import errors, findings, kube, loader, medium, redact, safefile, schema
-from snoreloc_fleet.resource import siteinput
+from snoreloc_fleet.resource import site, siteinput
 
 SITE_CONFIG_API_VERSION = "snoreloc.io/v1alpha1"
 SITE_CONFIG_KIND = "SiteConfig"
@@ -90,7 +90,7 @@ def resolve_files(client: kube.Client, obj: Mapping[str, Any]) -> tuple[dict[str
     namespace = obj["metadata"]["namespace"]
     found: dict[str, bytes] = {}
     missing = []
-    for name, source in sorted(((obj.get("spec") or {}).get("files") or {}).items()):
+    for name, source in sorted(site.view(obj).files.items()):
         secret = isinstance(source, Mapping) and "secretKeyRef" in source
         ref = (source or {}).get("secretKeyRef" if secret else "configMapKeyRef") or {}
         resource = kube.SECRETS if secret else kube.CONFIGMAPS

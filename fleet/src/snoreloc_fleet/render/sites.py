@@ -71,7 +71,7 @@ def refuse_clashes(sites: Sequence[template.Rendered]) -> None:
 
 def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dict[str, Any]:
     data = rendered.data if isinstance(rendered.data, dict) else {}
-    labels = dict((data.get("metadata") or {}).get("labels") or {})
+    labels = dict(site.view(data).labels)
     files: dict[str, Any] = {}
     for ref in rendered.files:
         holder = f"{rendered.row.name}-files" if ref.per_site else shared

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -117,9 +118,74 @@ STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
 
 
+DEFAULT_EXPIRATION = 7776000  # seconds a site's reporting token lives unless `spec.report.expirationSeconds` says
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class View:
+    """A Site as the fleet reads it, parsed once: each field read in one place, whatever shape the hub served (a part
+    that is missing or not a mapping reads as empty). The object itself is kept in `obj` for writing back."""
+
+    obj: Mapping[str, Any]
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    labels: Mapping[str, Any]
+    annotations: Mapping[str, Any]
+    site_config: Mapping[str, Any]
+    files: Mapping[str, Any]
+    reports: bool  # `spec.report.enabled`, default true: the node reports to the hub and needs a credential
+    expiration: int  # `spec.report.expirationSeconds`: its reporting token's life
+    status: Mapping[str, Any]
+
+    @property
+    def media_requested(self) -> str:
+        """The time `fleet make-media` last asked for the site's credential ("" when never)."""
+        return str(self.annotations.get(MEDIA_REQUESTED) or "")
+
+    @property
+    def media_digest(self) -> str:
+        """The digest of the medium the controller validated (`status.media.digest`)."""
+        return str(_mapping(self.status.get(STATUS_MEDIA)).get("digest") or "")
+
+    def condition(self, kind: str) -> Mapping[str, Any] | None:
+        """The status condition of type `kind`, if the status holds one."""
+        listed = self.status.get(STATUS_CONDITIONS)
+        found = (
+            [c for c in listed if isinstance(c, Mapping) and c.get("type") == kind] if isinstance(listed, list) else []
+        )
+        return found[0] if found else None
+
+
+def view(obj: Mapping[str, Any]) -> View:
+    """The typed view of a Site object (or of any object shaped like one: a watch event's, a rendered one)."""
+    meta, spec = _mapping(obj.get("metadata")), _mapping(obj.get("spec"))
+    report = _mapping(spec.get("report"))
+    generation, expiration = meta.get("generation"), report.get("expirationSeconds")
+    return View(
+        obj=obj,
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        uid=str(meta.get("uid") or ""),
+        generation=generation if isinstance(generation, int) else 0,
+        labels=_mapping(meta.get("labels")),
+        annotations=_mapping(meta.get("annotations")),
+        site_config=_mapping(spec.get("siteConfig")),
+        files=_mapping(spec.get("files")),
+        reports=report.get("enabled", True) is not False,
+        expiration=expiration if isinstance(expiration, int) and expiration > 0 else DEFAULT_EXPIRATION,
+        status=_mapping(obj.get("status")),
+    )
+
+
 def reports(obj: Mapping[str, Any]) -> bool:
     """Whether the Site's node reports to the hub (`spec.report.enabled`, default true): it then needs a credential."""
-    return ((obj.get("spec") or {}).get("report") or {}).get("enabled", True) is not False
+    return view(obj).reports
 
 
 # the node's report states (journal RunState values) as the controller reads them

@@ -97,7 +97,8 @@ def spec_problems(obj: Mapping[str, Any]) -> list[errors.Problem]:
 
 
 def _name(obj: Mapping[str, Any]) -> list[errors.Problem]:
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    meta = obj.get("metadata")
+    name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
     if len(name) <= MAX_SITE_NAME:
         return []
     message = (

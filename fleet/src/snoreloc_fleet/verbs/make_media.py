@@ -55,24 +55,24 @@ def _ready(obj: dict[str, Any]) -> str:
     """The digest the controller issued, once the Site is valid and its credential issued; else exit 75."""
     from snoreloc_fleet.resource import site  # noqa: PLC0415
 
-    status = obj.get("status") or {}
-    generation = obj["metadata"].get("generation")
-    media = {c.get("type"): c for c in status.get(site.STATUS_CONDITIONS) or []}.get(site.Condition.MEDIA_READY)
-    name = obj["metadata"]["name"]
-    if not media or media.get("status") != "True" or media.get("observedGeneration") != generation:
+    seen = site.view(obj)
+    media = seen.condition(site.Condition.MEDIA_READY)
+    name = seen.name
+    if not media or media.get("status") != "True" or media.get("observedGeneration") != seen.generation:
         why = media.get("message") if media else "the controller has not reconciled it yet"
         raise errors.TemporaryError(
             f"site {name}: no medium can be made yet: {why}", hint=f"See `kubectl get site {name} -o yaml` (status)."
         )
-    return str((status.get(site.STATUS_MEDIA) or {}).get("digest", ""))
+    return seen.media_digest
 
 
 def _current(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
     """The Site's condition `kind` when it was judged for the Site's current generation."""
     from snoreloc_fleet.resource import site  # noqa: PLC0415
 
-    found = {c.get("type"): c for c in (obj.get("status") or {}).get(site.STATUS_CONDITIONS) or []}.get(kind)
-    return found if found and found.get("observedGeneration") == obj["metadata"].get("generation") else None
+    seen = site.view(obj)
+    found = seen.condition(kind)
+    return dict(found) if found and found.get("observedGeneration") == seen.generation else None
 
 
 def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.datetime) -> dict[str, Any] | None:
