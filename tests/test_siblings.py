@@ -1,8 +1,9 @@
-"""The agent's face for its siblings (`snoreloc.siblings`) is the only way the fleet and the demo reach the agent,
-and each third-party client stays in the modules that own it (as kopf confines its clients to two modules).
+"""The agent's face for its siblings (`snoreloc.siblings`): each name is the module it says, and each third-party
+client stays in the modules that own it (as kopf confines its clients to two modules). That the fleet and the demo
+import nothing else of the agent is the import-linter contract `siblings-one-face` (`tools/import_contracts.py`).
 
-Read from the import graph itself (grimp, which import-linter is built on), so no module is listed by hand: a new
-fleet module that imports `snoreloc.engine.journal` directly, or a setting that imports `cryptography`, fails here.
+Read from the import graph itself (grimp, which import-linter is built on), so no module is listed by hand: a
+setting that imports `cryptography`, or a fleet module that imports `kubernetes`, fails here.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import grimp
 import pytest
 
 from snoreloc import siblings
-
-SIBLINGS = ("snoreloc_fleet", "snoreloc_sim.demo")
 
 # a third-party package -> the packages or modules that own it (a module of them, or one of their descendants)
 OWNERS: dict[str, tuple[str, ...]] = {
@@ -46,19 +45,6 @@ def test_the_face_names_each_module_once_and_each_name_is_that_module() -> None:
 def test_an_unknown_name_is_an_attribute_error_naming_the_surface() -> None:
     with pytest.raises(AttributeError, match="surface"):
         siblings.__getattr__("journal_internals")
-
-
-def test_the_fleet_and_the_demo_reach_the_agent_only_through_its_face(graph: grimp.ImportGraph) -> None:
-    found = [
-        f"{module} imports {imported}"
-        for sibling in SIBLINGS
-        for module in sorted(_modules(graph, sibling))
-        for imported in sorted(graph.find_modules_directly_imported_by(module))
-        if _within(imported, ("snoreloc",)) and imported != "snoreloc.siblings"
-    ]
-    assert not found, "import it through snoreloc.siblings (add it there if the fleet must share it):\n" + "\n".join(
-        found
-    )
 
 
 @pytest.mark.parametrize("package", sorted(OWNERS))
