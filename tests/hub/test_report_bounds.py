@@ -21,6 +21,7 @@ import pytest
 from snoreloc_fleet.controller.metrics import FleetMetrics, age, plausible
 from snoreloc_fleet.resource import site
 from snoreloc_fleet.state import fleetstate
+from snoreloc_fleet.verbs import why
 
 from snoreloc import sanitize
 from snoreloc.adapters import kube
@@ -122,6 +123,8 @@ def test_a_report_dated_in_the_future_turns_the_site_stale_not_frozen(
     reporting = {c["type"]: c for c in status["conditions"]}["Reporting"]
     assert (reporting["status"], reporting["reason"]) == ("False", "ClockAhead")
     assert "ahead of the hub's clock" in reporting["message"]
+    told = why.explain(admin.get(kube.Ref(SITES, "store-2", NS)), dt.datetime.now(dt.UTC)).splitlines()[-1]
+    assert told.startswith("do now: the node's reports are dated ahead") and "spec.ntp" in told, told
     writes, reconciles = running.controller.counters.status_writes, running.controller.counters.reconciles
     wait_for("two sweeps", lambda: running.controller.counters.reconciles >= reconciles + 2)
     assert running.controller.counters.status_writes == writes, "judged once: nothing rewritten on each pass"

@@ -34,6 +34,11 @@ ACTIONS = {
     "Failed": "read the failure above; the technician re-runs `snoreloc run` after fixing it, or rolls back",
     "Relocated": "nothing: the site is relocated",
 }
+# What to do, by the controller's reason, where the phase alone would send someone the wrong way.
+REASON_ACTIONS = {
+    "ClockAhead": "the node's reports are dated ahead of the hub's clock, so their times are not trusted: set the "
+    "node's time (spec.ntp in the site-config, or the BIOS clock) and the next report is judged again",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -129,7 +134,8 @@ def explain(obj: Mapping[str, Any], now: dt.datetime) -> str:
         lines.append(f"  {kind}={state} {reason}: {fleetstate.text_of(condition.get('message'))}")
     lines += _findings(status)
     lines += _report(fleetstate.report(status.get(site.STATUS_AGENT), now), now)
-    action = item.todo if item.todo and item.phase != site.Phase.INVALID else ACTIONS.get(item.phase, "")
+    by_node = item.todo if item.todo and item.phase != site.Phase.INVALID else ""
+    action = REASON_ACTIONS.get(item.reason) or by_node or ACTIONS.get(item.phase, "")
     lines.append(f"do now: {action}")
     return "\n".join(lines) + "\n"
 
