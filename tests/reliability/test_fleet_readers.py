@@ -306,3 +306,14 @@ def test_why_json_of_a_status_nested_deeper_than_python_prints_is_bad_input() ->
         cli_why.as_json({"metadata": {"name": "store-1"}, "status": deep})
     assert refused.value.exit_code == 65 and "store-1" in str(refused.value)
     assert cli_why.as_json({"status": _nested(200)}).startswith("{")
+
+
+def test_an_answer_nested_past_the_decoder_is_unavailable_not_a_crash(hostile_hub: tuple[HubSimulator, Any]) -> None:
+    """kube-apiserver stores JSON nested far deeper than Python's decoder follows (the simulator's own decoder stops
+    first, so the answer is handed to the client's decoding as the hub would send it): 69 naming the request."""
+    _hub, admin = hostile_hub
+    deep = b'{"a":' * 5000 + b"1" + b"}" * 5000
+    with pytest.raises(errors.UnavailableError, match="nested deeper") as caught:
+        admin._decode("GET", "/apis/fleet.snoreloc.io/v1alpha1/sites", 200, {}, deep)
+    assert caught.value.exit_code == errors.ExitCode.UNAVAILABLE
+    assert admin._decode("GET", "/readyz", 200, {}, b"ok") == {"text": "ok"}

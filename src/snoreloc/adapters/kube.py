@@ -486,6 +486,11 @@ class Client:
             return json.loads(data) if data else {}
         except ValueError:  # /readyz and /livez answer plain text ("ok"), on a real kube-apiserver too
             return {"text": data.decode("utf-8", "replace")}
+        except RecursionError:  # kube-apiserver stores JSON nested far deeper than Python's decoder follows
+            raise errors.UnavailableError(
+                f"{method} {path}: the answer is nested deeper than this client can read",
+                hint="An object holds a pathologically nested field; find it with kubectl and correct or delete it.",
+            ) from None
 
     def _wait(self, state: tenacity.RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
