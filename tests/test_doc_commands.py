@@ -151,7 +151,8 @@ ELSEWHERE: dict[str, Elsewhere] = {
     "tests/cluster/test_node_labels.py tests/reliability/test_manifest_claims.py": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 0 tests/hub/test_site_input_rules.py tests/hub/test_site_names.py "
     "tests/hub/test_site_wedge.py tests/hub/test_report_bounds.py tests/hub/test_site_credentials_quoted.py "
-    "tests/hub/test_make_media_gone.py tests/hub/test_status_generated.py": Elsewhere(_SUITE),
+    "tests/hub/test_status_generated.py": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q tests/hub/test_make_media.py -k exits_69": Elsewhere(_SUITE),
     '.venv/bin/python -m pytest -m "not realhost"': Elsewhere(_SUITE),
     **{
         line: Elsewhere(

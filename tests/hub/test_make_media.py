@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import pathlib
 import shutil
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -14,12 +15,13 @@ import yaml
 from snoreloc_fleet.controller import operator
 from snoreloc_fleet.resource import site
 
+from snoreloc import errors
 from snoreloc.adapters import command, kube
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, ready_site, site_config, site_object, stick_site, wait_phase
+from .conftest import NS, SITES, Running, ready_site, site_config, site_object, stick_site, wait_for, wait_phase
 
 needs_mtools = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in ("mkfs.vfat", "mcopy", "mtype")), reason="needs dosfstools and mtools"
@@ -117,3 +119,43 @@ def test_the_out_dir_is_written_privately_and_never_through_a_planted_link(
     assert yaml.safe_load((out / medium.HUB_FILE).read_text())["contexts"][0]["context"]["namespace"] == NS
     written = [path for path in out.rglob("*") if path.is_file()]
     assert written and all(path.stat().st_mode & 0o777 == 0o600 for path in written)
+
+
+# --- the Site is not there (issue 30, exit codes): 69 saying so, nothing written; it was 70 ------------------
+
+
+def test_a_site_deleted_while_make_media_waits_exits_69(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    running = start_controller()
+    ready_site(admin, "store-1")
+    running.stop()  # nobody issues the credential: make-media waits
+    ref = kube.Ref(SITES, "store-1", NS)
+
+    def delete_once_asked() -> None:
+        wait_for("the request", lambda: site.MEDIA_REQUESTED in (admin.get(ref)["metadata"].get("annotations") or {}))
+        admin.delete(ref)
+
+    deleter = threading.Thread(target=delete_once_asked)
+    deleter.start()
+    try:
+        code = _make(hub, "store-1", "--out-dir", str(tmp_path / "stick"), "--timeout", "30")
+    finally:
+        deleter.join(30)
+    assert code == errors.ExitCode.UNAVAILABLE == 69
+    err = capsys.readouterr().err
+    assert "site store-1 in namespace fleet was deleted while make-media waited for its reporting credential" in err
+    assert "nothing was written" in err
+    assert not (tmp_path / "stick").exists()
+
+
+def test_make_media_for_a_site_that_does_not_exist_exits_69(
+    hub: HubSimulator, admin: kube.Client, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _make(hub, "store-404", "--out-dir", str(tmp_path / "stick")) == 69
+    assert "site store-404 in namespace fleet does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "stick").exists()

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.engine import node, paths, pipeline, runner
-from snoreloc.host import kubelet, node_dns
+from snoreloc.host import node_dns
 from snoreloc.siteconfig import loader
 from snoreloc.steps import context
 from snoreloc.steps.host import node_dns as node_dns_step
@@ -36,11 +37,7 @@ def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
 
 @pytest.fixture
 def root(tmp_path: Path) -> fs.HostFS:
-    host = fs.HostFS(tmp_path / "root")
-    host.mkdir("/etc/snoreloc", 0o700)
-    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
-    host.write_text("/etc/snoreloc/config", "SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS=192.168.127.10/24\n")
-    return host
+    return sealed_root(tmp_path, internal_ip=True)
 
 
 def _node_local(root: fs.HostFS, enabled: bool) -> None:

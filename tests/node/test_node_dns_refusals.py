@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, fs
 from snoreloc.engine import node, paths, runner
-from snoreloc.host import kubelet, node_dns
+from snoreloc.host import node_dns
 from snoreloc.steps import context
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import simulator
@@ -23,11 +24,7 @@ UNREADABLE = f"{node_dns.BASE}=factory.example.com\nunset {node_dns.BASE}\n"
 
 @pytest.fixture
 def root(tmp_path: Path) -> fs.HostFS:
-    host = fs.HostFS(tmp_path / "root")
-    host.mkdir("/etc/snoreloc", 0o700)
-    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
-    host.write_text("/etc/snoreloc/config", "SNORELOC_INTERFACE=br-ex\nSNORELOC_INTERNAL_IPS=192.168.127.10/24\n")
-    return host
+    return sealed_root(tmp_path, internal_ip=True)
 
 
 def _relocate(root: fs.HostFS, sim: simulator.Simulator) -> tuple[errors.SnorelocError, node.Services]:

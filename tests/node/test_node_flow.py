@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, kube, probe
 from snoreloc.engine import node, paths, runner
@@ -39,10 +40,7 @@ def _services(root: fs.HostFS, sim: simulator.Simulator) -> node.Services:
 
 @pytest.fixture
 def root(tmp_path: Path) -> fs.HostFS:
-    host = fs.HostFS(tmp_path / "root")
-    host.mkdir("/etc/snoreloc", 0o700)
-    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
-    return host
+    return sealed_root(tmp_path)
 
 
 @pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed

@@ -21,10 +21,10 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, command, console, fs
 from snoreloc.engine import journal, node, paths, runner, timeline, view
-from snoreloc.host import kubelet
 from snoreloc.steps import context
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import simulator
@@ -77,10 +77,7 @@ def _until(check: object, seconds: float) -> None:
 
 @pytest.fixture
 def root(tmp_path: Path) -> fs.HostFS:
-    host = fs.HostFS(tmp_path / "root")
-    host.mkdir("/etc/snoreloc", 0o700)
-    host.write_text(kubelet.SEAL_MARKER, json.dumps({"domain": "sno1.factory.example.com"}), mode=0o644)
-    return host
+    return sealed_root(tmp_path)
 
 
 def _secrets(root: fs.HostFS) -> list[str]:
