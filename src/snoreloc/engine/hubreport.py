@@ -15,7 +15,8 @@ report, signed with the site's key (`signed`), is what `snoreloc status --output
 report carried back by hand from a site without a network path to the hub can be proven and applied by
 `snoreloc fleet import-report`.
 
-The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.site`) bounds it in its schema.
+The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.resource.site`) bounds it in
+its schema.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ REPORT_FIELD = "agent"  # status.agent: written only by the node (or an imported
 SIGNATURE_PREFIX = "hmac-sha256:"
 COMMITTED_STEP = "network"  # reports start once the site network is committed
 
-# Bounds of the report (the Site's schema enforces the same: `snoreloc_fleet.site`).
+# Bounds of the report (the Site's schema enforces the same: `snoreloc_fleet.resource.site`).
 MAX_TEXT = 1024
 MAX_NAME = 128
 MAX_STEPS = 40

@@ -35,7 +35,7 @@ DIGEST_PREFIX = "sha256:"
 # A file's name on a medium: a relative path of segments made of `[-._a-zA-Z0-9]`, none of them `.` or `..` (so no
 # empty segment, no leading `/`, no NUL), at most `MAX_FILE_NAME` characters. Stricter than what the node reads
 # (`files`: not empty, no NUL, not absolute, no `..`), which it includes; the hub lays a Site's files out by these
-# names (`snoreloc_fleet.sitemedium`), so a name it refuses never reaches a path.
+# names (`snoreloc_fleet.hub.sitemedium`), so a name it refuses never reaches a path.
 MAX_FILE_NAME = 253
 FILE_SEGMENT = r"(?:[-_a-zA-Z0-9][-._a-zA-Z0-9]*|\.[-_a-zA-Z0-9][-._a-zA-Z0-9]*|\.\.[-._a-zA-Z0-9]+)"
 FILE_NAME = rf"^{FILE_SEGMENT}(?:/{FILE_SEGMENT})*$"
