@@ -118,6 +118,23 @@ def test_an_api_that_never_answers_fails_as_temporary(cluster_target: ClusterTar
     assert client.requests < 50
 
 
+@pytest.mark.simonly  # the simulator's availability windows
+def test_one_request_rides_out_an_sno_api_restart(relocation: Relocation) -> None:
+    """A kube-apiserver restart on SNO is 503s, then about a minute of refused connections, often more (origin PR
+    #26337): one request with the default policy waits it out, bounded by the policy's time and not cut short by
+    its count of attempts (twelve jittered attempts used to give up within a minute, failing a relocation step)."""
+    cluster = relocation.sim.cluster
+    wall = cluster.timeline.scaled
+    cluster.availability.outage(wall(5), "503")
+    cluster.availability.outage(wall(150), "refuse", start_in=wall(5))
+    client, clock = make_client(relocation.target)
+    started = clock.monotonic()
+    infrastructure = client.get(kube.Ref(kube.INFRASTRUCTURES, "cluster"))
+    assert infrastructure["metadata"]["name"] == "cluster"
+    assert 150 <= clock.monotonic() - started < kube.Policy().total
+    assert client.requests > 12
+
+
 def test_api_errors_are_mapped_without_retrying(relocation: Relocation) -> None:
     client = relocation.client
     requests = client.requests

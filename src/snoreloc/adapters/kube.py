@@ -259,7 +259,10 @@ class Policy:
     """How hard to try. `total` and the backoffs are seconds of the injected clock; the per-request
     connect/read timeouts are real seconds (they bound a socket, which knows no other clock)."""
 
-    attempts: int = 12
+    # `total` is the bound; `attempts` only stops a tight loop. An SNO kube-apiserver restart refuses connections
+    # for about a minute and often more (origin PR #26337; shared/research/openshift-rollouts-on-sno.md), and
+    # jittered backoffs drawn low can spend a dozen attempts in under a minute: a count that small gave up mid-restart.
+    attempts: int = 60
     total: float = 600.0
     backoff_initial: float = 0.5
     backoff_max: float = 20.0
