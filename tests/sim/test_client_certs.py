@@ -196,7 +196,7 @@ def test_kubeadmin_login_follows_its_secret(sim: simulator.Simulator) -> None:
     try:
         core = kubernetes.client.CoreV1Api(client)
         stored = core.read_namespaced_secret(admin_access.KUBEADMIN_NAME, admin_access.KUBEADMIN_NAMESPACE)
-        assert base64.b64decode(stored.data[admin_access.KUBEADMIN_KEY]).startswith(b"$2")  # a bcrypt hash
+        assert base64.b64decode(stored.data[admin_access.KUBEADMIN_KEY]).startswith(b"$2a$10$")  # Go bcrypt
         replaced = bcrypt.hashpw(b"owner-chosen-password", bcrypt.gensalt(4))
         body: dict[str, Any] = {"data": {admin_access.KUBEADMIN_KEY: base64.b64encode(replaced).decode()}}
         core.patch_namespaced_secret(admin_access.KUBEADMIN_NAME, admin_access.KUBEADMIN_NAMESPACE, body)

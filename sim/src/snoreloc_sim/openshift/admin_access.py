@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import secrets
+import threading
 from dataclasses import dataclass, field
 
 import bcrypt
@@ -49,12 +50,30 @@ class Factory:
     signer: certs.KeyPair
     client: certs.KeyPair
     kubeadmin_password: str = field(repr=False)
+    kubeadmin_hash: bytes = field(repr=False)
+
+
+_KUBEADMIN_LOCK = threading.Lock()
+_kubeadmin: tuple[str, bytes] | None = None
+
+
+def _factory_kubeadmin() -> tuple[str, bytes]:
+    """The factory's kubeadmin password and its bcrypt hash, made once per process: a hash at the installer's cost
+    takes ~0.1 s, which every simulator start would otherwise pay (the signers stay fresh per simulator)."""
+    global _kubeadmin  # noqa: PLW0603 - a per-process cache, filled once under the lock
+    with _KUBEADMIN_LOCK:
+        if _kubeadmin is None:
+            chunks = ("".join(secrets.choice(_KUBEADMIN_CHARACTERS) for _ in range(5)) for _ in range(4))
+            password = "-".join(chunks)
+            # Go's x/crypto/bcrypt writes the "$2a$" prefix
+            _kubeadmin = (password, bcrypt.hashpw(password.encode(), bcrypt.gensalt(BCRYPT_COST, prefix=b"2a")))
+        return _kubeadmin
 
 
 def mint() -> Factory:
     signer = certs.make_ca(ADMIN_SIGNER_CN)
-    password = "-".join("".join(secrets.choice(_KUBEADMIN_CHARACTERS) for _ in range(5)) for _ in range(4))
-    return Factory(signer, certs.issue(signer, [ADMIN_USER], client=True), password)
+    password, hashed = _factory_kubeadmin()
+    return Factory(signer, certs.issue(signer, [ADMIN_USER], client=True), password, hashed)
 
 
 def seed(cluster: model.Cluster, factory: Factory) -> None:
@@ -64,13 +83,12 @@ def seed(cluster: model.Cluster, factory: Factory) -> None:
         "data": {CLIENT_CA_KEY: factory.signer.cert_pem.decode()},
     }
     cluster.store.create(cluster.types[base.CONFIGMAPS], configmap)
-    hashed = bcrypt.hashpw(factory.kubeadmin_password.encode(), bcrypt.gensalt(BCRYPT_COST))
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": KUBEADMIN_NAME, "namespace": KUBEADMIN_NAMESPACE},
         "type": "Opaque",
-        "data": {KUBEADMIN_KEY: base.b64(hashed)},
+        "data": {KUBEADMIN_KEY: base.b64(factory.kubeadmin_hash)},
     }
     cluster.store.create(cluster.types[base.SECRETS], secret)
 
