@@ -23,9 +23,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from hubsim.test_hub_kubectl import KUBECTL
+from snoreloc_sim.kube import clientauth
 from snoreloc_sim.openshift import admin_access, simulator
 
-pytestmark = pytest.mark.simonly  # the simulator's own authentication and seeded admin access
+pytestmark = [
+    pytest.mark.simonly,  # the simulator's own authentication and seeded admin access
+    pytest.mark.skipif(bool(clientauth.available()), reason=f"client certificates: {clientauth.available()}"),
+]
 
 Pem = tuple[bytes, bytes]  # (certificate, private key)
 

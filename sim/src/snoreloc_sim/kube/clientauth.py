@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import datetime
 import hashlib
+import logging
 import ssl
 import threading
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 BundleProvider = Callable[[], bytes]  # the PEM CA bundle in force now
+
+LOG = logging.getLogger(__name__)
 
 _VERIFY_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_void_p)
 
@@ -52,28 +55,48 @@ def _libssl() -> ctypes.CDLL:
 
 
 _LOCK = threading.Lock()
+_PROBED: list[str] = []  # the reason client certificates cannot be requested here ("" when they can)
+
+
+def available() -> str:
+    """ "" when this Python and OpenSSL let the listener request client certificates; else why not. Probed once on a
+    throwaway context: a simulator where it fails serves bearer tokens only (warned), and the client-certificate
+    tests skip saying why, instead of the simulator failing to start."""
+    with _LOCK:
+        if not _PROBED:
+            try:
+                _set_accepting(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER))
+                _PROBED.append("")
+            except (OSError, RuntimeError, AttributeError) as exc:
+                LOG.warning("client certificates are not requested by this simulator: %s", exc)
+                _PROBED.append(str(exc))
+    return _PROBED[0]
 
 
 def request_client_certificates(context: ssl.SSLContext) -> None:
     """Make `context` (a server context) ask for a client certificate and accept whatever chain comes, so the
     handshake succeeds and `Verifier` decides per request. Connections inherit this from the listening context
     even when an SNI callback switches the certificate context (OpenSSL keeps the verify mode and callback)."""
+    with _LOCK:
+        _set_accepting(context)
+
+
+def _set_accepting(context: ssl.SSLContext) -> None:
     library = _libssl()
     library.SSL_CTX_get_verify_mode.argtypes = [ctypes.c_void_p]
     library.SSL_CTX_get_verify_mode.restype = ctypes.c_int
     library.SSL_CTX_set_verify.argtypes = [ctypes.c_void_p, ctypes.c_int, _VERIFY_CALLBACK]
     library.SSL_CTX_set_verify.restype = None
-    with _LOCK:
-        # CPython's SSLContext object holds its SSL_CTX pointer right after the object header; prove it by two
-        # distinct modes read back through OpenSSL before writing through it.
-        pointer = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
-        context.verify_mode = ssl.CERT_REQUIRED
-        required = library.SSL_CTX_get_verify_mode(pointer)
-        context.verify_mode = ssl.CERT_OPTIONAL
-        optional = library.SSL_CTX_get_verify_mode(pointer)
-        if (required, optional) != (3, 1):  # SSL_VERIFY_PEER | FAIL_IF_NO_PEER_CERT, then SSL_VERIFY_PEER
-            raise RuntimeError("cannot reach this Python's SSL_CTX: client certificates cannot be requested")
-        library.SSL_CTX_set_verify(pointer, 1, _accept_chain)
+    # CPython's SSLContext object holds its SSL_CTX pointer right after the object header; prove it by two
+    # distinct modes read back through OpenSSL before writing through it.
+    pointer = ctypes.c_void_p.from_address(id(context) + object.__basicsize__).value
+    context.verify_mode = ssl.CERT_REQUIRED
+    required = library.SSL_CTX_get_verify_mode(pointer)
+    context.verify_mode = ssl.CERT_OPTIONAL
+    optional = library.SSL_CTX_get_verify_mode(pointer)
+    if (required, optional) != (3, 1):  # SSL_VERIFY_PEER | FAIL_IF_NO_PEER_CERT, then SSL_VERIFY_PEER
+        raise RuntimeError("cannot reach this Python's SSL_CTX: client certificates cannot be requested")
+    library.SSL_CTX_set_verify(pointer, 1, _accept_chain)
 
 
 class Verifier:

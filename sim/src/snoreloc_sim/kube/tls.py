@@ -102,7 +102,7 @@ def server_context(
         connection.context = contexts.for_cert(serving.lookup(endpoint, server_name) or fallback)
 
     listening = contexts.new_context(fallback)
-    if client_certificates:
+    if client_certificates and not clientauth.available():  # "" when they can be requested
         clientauth.request_client_certificates(listening)
     listening.sni_callback = choose
     return listening
