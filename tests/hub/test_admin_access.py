@@ -14,6 +14,7 @@ import pathlib
 from collections.abc import Callable
 from typing import Any
 
+import bcrypt
 import pytest
 import yaml
 from cryptography import x509
@@ -76,7 +77,7 @@ def test_keys_made_once_backup_labelled_owned_and_rotated_only_when_asked(
     assert (owner["kind"], owner["name"], owner["uid"]) == (site.KIND, "store-a", obj["metadata"]["uid"])
     ca = x509.load_pem_x509_certificate(base64.b64decode(secret["data"][adminaccess.CA_CERT]))
     assert shown == {"state": "generated", "secret": "store-a-admin", "caFingerprint": certs.fingerprint(ca),
-                     "rotation": 0}  # fmt: skip
+                     "rotation": 0, "kubeadmin": "removed"}  # fmt: skip
     client = x509.load_pem_x509_certificate(base64.b64decode(secret["data"][adminaccess.CLIENT_CERT]))
     client.verify_directly_issued_by(ca)
     assert client.subject.rfc4514_string() == "CN=system:admin,O=system:masters"
@@ -228,3 +229,60 @@ def test_admin_kubeconfig_handed_over_once_relocated_0600_signed_by_the_medium_c
     assert [(where, form[:8]) for where, text in shown.items() for form in forms if form in text] == []
     assert all("PRIVATE KEY" not in text for text in shown.values())
     assert name in shown[f"{name}:why {name}"] and "2 sites" in shown["status:table"] and shown["log"], "real output"
+
+
+def test_a_kubeadmin_password_asked_for_travels_as_its_hash_and_reaches_only_the_owner(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    redact.forget_secrets()
+    name, domain = "store-p", "sno.store-p.example.com"
+    _api_ca, files = _api_files(admin, name, domain)
+    config = site_config(name, certificates={"api": {"certificate": {"file": "api.crt"}, "key": {"file": "api.key"}}})
+    obj = site_object(name, config, **_ask(kubeadmin=True))
+    obj["spec"]["files"].update(files)
+    admin.create(SITES, obj)
+    admin.create(SITES, site_object("store-nopw", **_ask()))
+    start_controller()
+    assert _generated(admin, name)["kubeadmin"] == "generated"
+    assert _generated(admin, "store-nopw")["kubeadmin"] == "removed"
+    secret = _secret(admin, name)
+    password = base64.b64decode(secret["data"][adminaccess.KUBEADMIN_PASSWORD])
+    hashed = base64.b64decode(secret["data"][adminaccess.KUBEADMIN_HASH])
+    assert bcrypt.checkpw(password, hashed) and hashed.startswith(b"$2b$10$")
+    assert [len(group) for group in password.split(b"-")] == [5, 5, 5, 5], "the installer's form"
+
+    tree = sitemedium.examine(admin, get_site(admin, name)).tree
+    assert yaml.safe_load(tree["site-config.yaml"])["spec"]["adminAccess"]["kubeadmin"] == {
+        "passwordHash": hashed.decode()
+    }
+    assert password not in b"".join(tree.values())
+    plain = yaml.safe_load(sitemedium.examine(admin, get_site(admin, "store-nopw")).tree["site-config.yaml"])
+    assert plain["spec"]["adminAccess"]["kubeadmin"] == "remove"
+
+    relocated = {"status": {site.STATUS_AGENT: {"runState": "done", "step": "", "source": "node"}}}
+    for who in (name, "store-nopw"):
+        admin.request(
+            "PATCH", reconcile.site_ref(NS, who).path("status"), body=relocated, content_type=kube.MERGE_PATCH
+        )
+    owner = tmp_path / "owner"
+    owner.mkdir(mode=0o700)
+    code, _, err = _verb(hub, capsys, "store-nopw", "--print", "--kubeadmin-password", str(owner / "nopw"))
+    assert code == 65 and "made no kubeadmin password" in err and not (owner / "nopw").exists()
+    code, _, err = _verb(hub, capsys, name, "-o", str(owner / "kc"), "--kubeadmin-password", str(owner / "pw"))
+    assert code == 0 and (owner / "pw").read_bytes() == password
+    assert (owner / "pw").stat().st_mode & 0o777 == 0o600 and (owner / "kc").stat().st_mode & 0o777 == 0o600
+    assert password.decode() not in err
+
+    shown = {"status": json.dumps(get_site(admin, name).get("status")), "log": caplog.text}
+    shown.update({f"event:{e['metadata']['name']}": json.dumps(e) for e in admin.list(reconcile.EVENTS, NS)})
+    capsys.readouterr()
+    main.main(["fleet", "why", name, "-n", NS, "--kubeconfig", str(hub.kubeconfig_path), "-o", "json"])
+    shown["why"] = capsys.readouterr().out
+    forms = [password.decode(), secret["data"][adminaccess.KUBEADMIN_PASSWORD], hashed.decode()]
+    assert [(where, form[:4]) for where, text in shown.items() for form in forms if form in text] == []

@@ -9,9 +9,13 @@ Issue 32 item 3. A Site that asks for it (`spec.adminAccess.generate: true`) get
   cluster-backup operator selects Secrets by (and the one the image-based install operator puts on the per-cluster
   admin kubeconfig and password Secrets it keeps on the hub: openshift/image-based-install-operator
   `internal/credentials/credentials.go`; notes in the research's frontier §2);
-- in the site's medium, only the CA's certificate: `spec.siteConfig.adminAccess.clientCA` as inline PEM, the shape
-  of the agent's `adminAccess` setting. The agent appends it to `openshift-config/admin-kubeconfig-client-ca` and
-  removes the factory's signer; no key travels.
+- when the Site asks (`spec.adminAccess.kubeadmin: true`), a new kubeadmin password in the same Secret, with its
+  bcrypt hash (cost 10, `bcrypt.DefaultCost`, as the installer hashes the kubeadmin password it makes:
+  openshift/installer `pkg/asset/password/password.go`; the password in its 4x5-character form);
+- in the site's medium, only the CA's certificate (`spec.siteConfig.adminAccess.clientCA` as inline PEM, the shape
+  of the agent's `adminAccess` setting) and the password's hash (`kubeadmin: {passwordHash: ...}`; without a
+  password asked for, `kubeadmin: remove`). The agent appends the CA to `openshift-config/admin-kubeconfig-client-ca`
+  and removes the factory's signer; no key and no password travels.
 
 Made once: a reconcile that finds the Secret reads it and writes nothing. A new CA and certificate are made only
 when asked: `spec.adminAccess.rotation` raised above the value the Secret records (or the Secret deleted). Work per
@@ -25,9 +29,12 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import bcrypt
 
 from snoreloc.siblings import certs, kube, redact
 from snoreloc_fleet.resource import site
@@ -39,6 +46,10 @@ CA_CERT = "ca.crt"
 CA_KEY = "ca.key"
 CLIENT_CERT = "tls.crt"
 CLIENT_KEY = "tls.key"
+KUBEADMIN_PASSWORD = "kubeadmin-password"  # noqa: S105 (the Secret's key, not a password)
+KUBEADMIN_HASH = "kubeadmin-password-hash"
+BCRYPT_COST = 10  # Go's bcrypt.DefaultCost, the installer's for the kubeadmin password
+PASSWORD_ALPHABET = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # noqa: S105 (installer's; no 0/O/1/l/I)
 ADMIN_USER = "system:admin"
 ADMIN_GROUP = "system:masters"
 CA_DAYS = 3650  # as `oc config new-admin-kubeconfig`'s signer (10 years)
@@ -57,6 +68,7 @@ class Request:
 
     generate: bool
     rotation: int
+    kubeadmin: bool = False  # a new kubeadmin password too
 
 
 def request_of(obj: Mapping[str, Any]) -> Request:
@@ -64,7 +76,8 @@ def request_of(obj: Mapping[str, Any]) -> Request:
     asked = spec.get("adminAccess") if isinstance(spec, Mapping) else None
     asked = asked if isinstance(asked, Mapping) else {}
     rotation = asked.get("rotation", 0)
-    return Request(asked.get("generate") is True, rotation if isinstance(rotation, int) else 0)
+    rotation = rotation if isinstance(rotation, int) and not isinstance(rotation, bool) else 0
+    return Request(asked.get("generate") is True, rotation, asked.get("kubeadmin") is True)
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,8 @@ class Keys:
     fingerprint: str
     client_cert_pem: bytes
     client_key_pem: bytes
+    kubeadmin_password: bytes | None = None
+    kubeadmin_hash: bytes | None = None
 
     def __repr__(self) -> str:
         return f"Keys(secret={self.secret!r}, rotation={self.rotation}, fingerprint={self.fingerprint!r})"
@@ -84,7 +99,7 @@ class Keys:
     def status(self) -> dict[str, Any]:
         """Status's `adminAccess`: public facts only."""
         return {"state": GENERATED, "secret": self.secret, "caFingerprint": self.fingerprint,
-                "rotation": self.rotation}  # fmt: skip
+                "rotation": self.rotation, "kubeadmin": "generated" if self.kubeadmin_hash else "removed"}  # fmt: skip
 
 
 def _field(secret: Mapping[str, Any], key: str) -> bytes | None:
@@ -111,13 +126,16 @@ def keys_of(secret: Mapping[str, Any] | None) -> Keys | None:
     ca, ca_key, cert, key = (values[k] for k in (CA_CERT, CA_KEY, CLIENT_CERT, CLIENT_KEY))
     if ca is None or ca_key is None or cert is None or key is None:
         return None
-    redact.register_secret(ca_key)
-    redact.register_secret(key)
+    password, hashed = _field(secret, KUBEADMIN_PASSWORD), _field(secret, KUBEADMIN_HASH)
+    for value in (ca_key, key, password):
+        if value:
+            redact.register_secret(value)
     try:
         fingerprint = certs.fingerprint(certs.parse_chain(ca)[0])
     except (certs.CertError, ValueError):
         return None
-    return Keys(str(secret["metadata"]["name"]), _rotation(secret), ca, fingerprint, cert, key)
+    pair = (password, hashed) if password and hashed else (None, None)
+    return Keys(str(secret["metadata"]["name"]), _rotation(secret), ca, fingerprint, cert, key, *pair)
 
 
 def read(client: kube.Client, obj: Mapping[str, Any]) -> Keys | None:
@@ -132,7 +150,20 @@ def _owner(obj: Mapping[str, Any]) -> dict[str, Any]:
             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
 
 
-def _generate(obj: Mapping[str, Any], rotation: int, now: dt.datetime) -> dict[str, Any]:
+def new_password() -> tuple[bytes, bytes]:
+    """A kubeadmin password in the installer's form (four groups of five, dash-separated) and its bcrypt hash."""
+    groups = ("".join(secrets.choice(PASSWORD_ALPHABET) for _ in range(5)) for _ in range(4))
+    password = "-".join(groups).encode()
+    redact.register_secret(password)
+    return password, bcrypt.hashpw(password, bcrypt.gensalt(rounds=BCRYPT_COST))
+
+
+def _password_data() -> dict[str, str]:
+    password, hashed = new_password()
+    return {KUBEADMIN_PASSWORD: base64.b64encode(password).decode(), KUBEADMIN_HASH: base64.b64encode(hashed).decode()}
+
+
+def _generate(obj: Mapping[str, Any], asked: Request, now: dt.datetime) -> dict[str, Any]:
     """A new Secret body: the CA, the admin client certificate and their keys."""
     meta = obj["metadata"]
     ca_pem, ca_key = certs.issue_ca(f"admin-kubeconfig-signer-{meta['name']}", days=CA_DAYS, now=now)
@@ -140,12 +171,14 @@ def _generate(obj: Mapping[str, Any], rotation: int, now: dt.datetime) -> dict[s
     fingerprint = certs.fingerprint(certs.parse_chain(ca_pem)[0])
     data = {name: base64.b64encode(value).decode() for name, value in
             ((CA_CERT, ca_pem), (CA_KEY, ca_key), (CLIENT_CERT, cert), (CLIENT_KEY, key))}  # fmt: skip
+    if asked.kubeadmin:
+        data.update(_password_data())
     return {
         "metadata": {
             "name": secret_name(meta["name"]),
             "namespace": meta["namespace"],
             "labels": {site.SITE_LABEL: meta["name"], BACKUP_LABEL: "true"},
-            "annotations": {ROTATION: str(rotation), FINGERPRINT: fingerprint},
+            "annotations": {ROTATION: str(asked.rotation), FINGERPRINT: fingerprint},
             "ownerReferences": [_owner(obj)],
         },
         "type": "Opaque",
@@ -164,8 +197,10 @@ def ensure(client: kube.Client, obj: Mapping[str, Any], now: dt.datetime) -> Key
     current = client.find(ref)
     held = keys_of(current)
     if held is not None and held.rotation >= asked.rotation:
+        if asked.kubeadmin and held.kubeadmin_hash is None:  # a password asked for later: added, keys kept
+            return keys_of(client.patch(ref, {"data": _password_data()}))
         return held
-    body = _generate(obj, asked.rotation, now)
+    body = _generate(obj, asked, now)
     if current is None:
         try:
             created = client.create(kube.SECRETS, body)
@@ -176,8 +211,12 @@ def ensure(client: kube.Client, obj: Mapping[str, Any], now: dt.datetime) -> Key
     return keys_of(replaced)
 
 
-def medium_setting(keys: Keys) -> dict[str, Any]:
+def medium_setting(keys: Keys, asked: Request) -> dict[str, Any]:
     """What the site's medium says of admin access: the agent's `spec.adminAccess`, the CA's certificate inline
-    (public; `{pem: ...}`, the site-config's way of giving a certificate inline), the factory's signer revoked and
-    kubeadmin removed (the contract's defaults, written out so the stick's reader sees them)."""
-    return {"clientCA": {"pem": keys.ca_pem.decode()}, "revokeFactory": True, "kubeadmin": "remove"}
+    (public; `{pem: ...}`, the site-config's way of giving a certificate inline), the factory's signer revoked, and
+    kubeadmin's new password hash when one was asked for, else kubeadmin removed (the contract's defaults, written
+    out so the stick's reader sees them)."""
+    kubeadmin: Any = "remove"
+    if asked.kubeadmin and keys.kubeadmin_hash:
+        kubeadmin = {"passwordHash": keys.kubeadmin_hash.decode()}
+    return {"clientCA": {"pem": keys.ca_pem.decode()}, "revokeFactory": True, "kubeadmin": kubeadmin}

@@ -224,7 +224,7 @@ def examine(client: kube.Client, obj: Mapping[str, Any]) -> Checked:
             what = f"Secret {obj['metadata']['namespace']}/{adminaccess.secret_name(obj['metadata']['name'])}"
             missing.append(errors.Problem("spec.adminAccess", f"{what} does not exist yet: {fix}"))
         else:
-            admin = adminaccess.medium_setting(keys)
+            admin = adminaccess.medium_setting(keys, adminaccess.request_of(obj))
     try:
         return check(obj, files, missing, admin)
     except (errors.SnorelocError, ValueError, RecursionError) as exc:

@@ -115,7 +115,7 @@ STATUS_CONDITIONS = "conditions"
 STATUS_VALIDATION = "validation"  # {errors: [{path, line, message}], warnings: [...], more}
 STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
-STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation}: public facts, never a key
+STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
 
 
@@ -271,6 +271,12 @@ def _spec() -> dict[str, Any]:
                 "the CA's certificate on the stick; `snoreloc fleet admin-kubeconfig` hands the kubeconfig over.",
                 "properties": {
                     "generate": {"type": "boolean", "default": False},
+                    "kubeadmin": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "true: a new kubeadmin password too (kept in the Secret; the stick carries "
+                        "only its bcrypt hash). false: the site's kubeadmin is removed.",
+                    },
                     "rotation": {
                         "type": "integer",
                         "minimum": 0,
@@ -398,6 +404,7 @@ def _status() -> dict[str, Any]:
                     "secret": _text(253),
                     "caFingerprint": _text(64),
                     "rotation": _number(1000000, integer=True),
+                    "kubeadmin": _text(32),
                 },
             },
             STATUS_AGENT: agent_schema(),

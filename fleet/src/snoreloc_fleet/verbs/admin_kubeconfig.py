@@ -11,6 +11,7 @@ of its chain). A Site that lets the node issue its own API certificate has no CA
 
 The file is written through the agent's one writer (`snoreloc.safefile`: 0600 from its first byte, replaced
 atomically, never through a link); `--print` writes the kubeconfig to standard output instead, only when asked.
+`--kubeadmin-password FILE` also writes the site's new kubeadmin password (0600), when the Site asked for one.
 Exit 75 (with a hint) while the keys are not made yet or the site has not reported a finished relocation; 69 when
 the Site does not exist; 65 when it does not ask the hub for admin access.
 """
@@ -29,7 +30,7 @@ import yaml
 from snoreloc.siblings import errors, kube
 
 HELP = "the site's own admin kubeconfig (hub-made keys), once the site has relocated: to a 0600 file or printed"
-OUTPUTS = ("output",)  # argument names of the files this verb writes (tests/reliability)
+OUTPUTS = ("output", "kubeadmin_password")  # argument names of the files this verb writes (tests/reliability)
 INPUTS = ("kubeconfig",)  # argument names of the files it reads, which no output may be
 API_PORT = 6443
 
@@ -42,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--output", "-o", type=pathlib.Path, metavar="FILE", help="write it to FILE (0600)")
     where.add_argument("--print", action="store_true", help="print it to standard output (it holds a private key)")
+    parser.add_argument(
+        "--kubeadmin-password",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="also write the site's new kubeadmin password to FILE (0600; the Site must ask for one)",
+    )
 
 
 def api_ca(client: kube.Client, obj: Mapping[str, Any]) -> bytes | None:
@@ -89,8 +96,9 @@ def kubeconfig_text(name: str, domain: str, ca_pem: bytes, cert_pem: bytes, key_
     return yaml.safe_dump(document, sort_keys=False).encode()
 
 
-def assemble(client: kube.Client, namespace: str, name: str) -> bytes:
-    """The site's admin kubeconfig, or the error saying what is missing (see the module's docstring)."""
+def assemble(client: kube.Client, namespace: str, name: str, *, password: bool = False) -> tuple[bytes, bytes | None]:
+    """The site's admin kubeconfig and, when `password`, its new kubeadmin password; or the error saying what is
+    missing (see the module's docstring)."""
     from snoreloc_fleet.controller import reconcile  # noqa: PLC0415
     from snoreloc_fleet.hub import adminaccess  # noqa: PLC0415
     from snoreloc_fleet.resource import site  # noqa: PLC0415
@@ -115,6 +123,12 @@ def assemble(client: kube.Client, namespace: str, name: str) -> bytes:
             f"site {name}: the hub has not made its admin keys yet (Secret {adminaccess.secret_name(name)})",
             hint="Is the hub's controller running (`snoreloc fleet controller`)? Run this again in a moment.",
         )
+    if password and keys.kubeadmin_password is None:
+        raise errors.ConfigError(
+            f"site {name}: the hub made no kubeadmin password for it; nothing was written",
+            problems=[errors.Problem("spec.adminAccess.kubeadmin", "is not true: its kubeadmin is removed")],
+            hint="Drop --kubeadmin-password, or set spec.adminAccess.kubeadmin: true and make its medium again.",
+        )
     agent = site.view(obj).status.get(site.STATUS_AGENT)
     state = agent.get("runState") if isinstance(agent, Mapping) else None
     if state not in site.RUN_DONE:
@@ -133,7 +147,8 @@ def assemble(client: kube.Client, namespace: str, name: str) -> bytes:
             "or take the CA from the site (`oc get cm -n openshift-config-managed kube-root-ca.crt`).",
         )
     domain = str(site.view(obj).site_config.get("domain") or "")
-    return kubeconfig_text(name, domain, ca, keys.client_cert_pem, keys.client_key_pem)
+    text = kubeconfig_text(name, domain, ca, keys.client_cert_pem, keys.client_key_pem)
+    return text, keys.kubeadmin_password if password else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,13 +156,19 @@ def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet.hub import hubaccess  # noqa: PLC0415
 
     inputs = [path for name in INPUTS if (path := getattr(args, name, None))]
-    if args.output is not None:
-        safefile.check(args.output, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)  # before reading the hub
+    outputs = [path for path in (args.output, args.kubeadmin_password) if path is not None]
+    if len(outputs) == 2 and outputs[0].absolute() == outputs[1].absolute():
+        raise errors.UsageError("--output and --kubeadmin-password name the same file: give two")
+    for path in outputs:
+        safefile.check(path, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)  # before reading the hub
     client = hubaccess.client(args)
     try:
-        text = assemble(client, args.namespace, args.site)
+        text, password = assemble(client, args.namespace, args.site, password=args.kubeadmin_password is not None)
     finally:
         client.close()
+    if password is not None:
+        safefile.write(args.kubeadmin_password, password, mode=0o600, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
+        sys.stderr.write(f"wrote {args.kubeadmin_password} (0600): site {args.site}'s kubeadmin password\n")
     if args.print:
         sys.stdout.write(text.decode())
         return int(errors.ExitCode.OK)
