@@ -286,3 +286,7 @@ def test_a_kubeadmin_password_asked_for_travels_as_its_hash_and_reaches_only_the
     shown["why"] = capsys.readouterr().out
     forms = [password.decode(), secret["data"][adminaccess.KUBEADMIN_PASSWORD], hashed.decode()]
     assert [(where, form[:4]) for where, text in shown.items() for form in forms if form in text] == []
+
+    admin.patch(reconcile.site_ref(NS, name), {"spec": {"adminAccess": {"rotation": 1, "kubeadmin": False}}})
+    assert _generated(admin, name, rotation=1)["kubeadmin"] == "removed"
+    assert adminaccess.KUBEADMIN_PASSWORD not in _secret(admin, name)["data"], "new keys drop the old password"

@@ -207,7 +207,10 @@ def ensure(client: kube.Client, obj: Mapping[str, Any], now: dt.datetime) -> Key
         except kube.Conflict:  # made meanwhile (another worker): those keys stand
             return keys_of(client.get(ref))
         return keys_of(created)
-    replaced = client.patch(ref, {"metadata": body["metadata"], "data": body["data"]})
+    data: dict[str, str | None] = dict(body["data"])
+    if not asked.kubeadmin:  # new keys without a password: an earlier one goes (the medium says kubeadmin: remove)
+        data.update(dict.fromkeys((KUBEADMIN_PASSWORD, KUBEADMIN_HASH)))
+    replaced = client.patch(ref, {"metadata": body["metadata"], "data": data})
     return keys_of(replaced)
 
 
