@@ -9,7 +9,10 @@ without a cluster (`base.PlansOffline`) and the ones `rollback` undoes on the no
 Why this order (issues 4, 12, 14): changes of one kind together, settles after them. The node's CSRs come first:
 while the node is NotReady no rollout can happen; preflight and settle keep approving while they wait. The routes
 need only openshift-apiserver's rollout, so they run before the settle, overlapping the kube-apiserver revision; the
-settle still waits for everything. The node's labels go on once the cluster has settled, before the site's extra
+settle still waits for everything. The owner's admin access (`admin-access`) is the last write before that settle:
+every step before it may fail and leave the factory's technician the access they need to look, so the factory's
+ways in are revoked only once the relocation's own writes are done (it rolls nothing out, so it adds no wait).
+The node's labels go on once the cluster has settled, before the site's extra
 manifests (whose workloads may select the node by them). The extra manifests follow once the cluster carries its
 new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the final settle rides that
 out): written back to back they land in one pool update (the MCO renders after a 5 s pause) and one reboot.
@@ -25,6 +28,7 @@ from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import setting
 from snoreloc.steps import base
 from snoreloc.steps.cluster import (
+    admin_access,
     catalogs,
     certificates,
     cluster_config,
@@ -65,6 +69,7 @@ def cluster_steps() -> list[base.Step]:
             catalogs.STEP,
             domain.Domain(),
             routes.Routes(),
+            admin_access.STEP,
             settle.Settle("settle"),
             node_labels.STEP,
             manifests.STEP,
