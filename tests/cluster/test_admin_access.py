@@ -21,6 +21,7 @@ import pytest
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
+from snoreloc.factory import seal
 from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 from snoreloc.siteconfig.settings import admin_access
@@ -153,3 +154,53 @@ def test_rollback_gives_the_factory_its_access_back_and_says_so(relocation: Relo
     assert relocation.get(step.CLIENT_CA)["data"] == before_cm
     assert relocation.get(step.KUBEADMIN)["data"] == before_secret
     assert str(step.KUBEADMIN) in outcome.recreated + outcome.restored
+
+
+def _ways(notes: tuple[str, ...]) -> dict[str, str]:
+    """The plan's factory-way-in notes, by what each way is."""
+    found = [note.removeprefix("factory way in: ") for note in notes if note.startswith("factory way in: ")]
+    return {line.split(": ", 1)[0]: line.split(": ", 1)[1] for line in found}
+
+
+def test_plan_lists_every_factory_way_in_and_what_the_site_config_does(relocation: Relocation, factory: str) -> None:
+    (without,) = [p for p in relocation.run(site_config(), dry_run=True).plans if p.step == "admin-access"]
+    assert without.changes == ()
+    ways = _ways(without.notes)
+    assert list(ways) == [
+        "SSH keys of core",
+        "the factory's admin client signer (its admin kubeconfig)",
+        "the kubeadmin login",
+        "the node-local kubeconfigs' signer",
+        "the factory's pull-secret entries",
+    ]
+    assert ways["the factory's admin client signer (its admin kubeconfig)"].endswith(
+        "KEPT: this site-config gives no spec.adminAccess.clientCA"
+    )
+    assert ways["the kubeadmin login"].endswith("KEPT: this site-config keeps kubeadmin")
+    assert ways["SSH keys of core"].endswith("KEPT: this site-config has no spec.sshAuthorizedKeys")
+    assert "revoked: spec.pullSecret replaces them" in ways["the factory's pull-secret entries"]
+
+    access, _ = owner()
+    (given,) = [p for p in relocation.run(with_access(access), dry_run=True).plans if p.step == "admin-access"]
+    ways = _ways(given.notes)
+    assert ways["the factory's admin client signer (its admin kubeconfig)"].endswith(
+        "revoked: spec.adminAccess.clientCA replaces the factory's with the owner's"
+    )
+    assert ways["the kubeadmin login"].endswith("revoked: spec.adminAccess.kubeadmin removes the Secret")
+    shown = plan_mod.render([without, given])
+    pull = relocation.get(kube.Ref(kube.SECRETS, "pull-secret", "openshift-config"))["data"][".dockerconfigjson"]
+    for auth in json.loads(base64.b64decode(pull))["auths"].values():
+        assert auth.get("auth", "-") not in shown  # registry names only, never their credentials
+
+
+def test_seal_lists_the_factory_ways_in_and_what_a_site_config_can_do(relocation: Relocation, factory: str) -> None:
+    lines = seal.KubeClusterFacts(relocation.client).factory_ways_in()
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        "SSH keys of core",
+        "the factory's admin client signer (its admin kubeconfig)",
+        "the kubeadmin login",
+        "the node-local kubeconfigs' signer",
+        "the factory's pull-secret entries",
+    ]
+    assert "a site-config's spec.adminAccess.clientCA revokes them" in lines[1]
+    assert "Secret kube-system/kubeadmin present" in lines[2]

@@ -36,9 +36,13 @@ class FakeFacts:
     unhealthy: list[str] = field(default_factory=list)
     pool: list[str] = field(default_factory=list)
     clashes: list[str] = field(default_factory=list)
+    ways_in: list[str] = field(default_factory=list)
 
     def name_clashes(self) -> list[str]:
         return self.clashes
+
+    def factory_ways_in(self) -> list[str]:
+        return self.ways_in
 
     def unhealthy_operators(self) -> list[str]:
         return self.unhealthy

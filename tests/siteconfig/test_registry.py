@@ -27,8 +27,8 @@ RUN_ORDER = [
     "catalogs",
     "domain",
     "routes",
-    "admin-access",  # issue 32: the last write before the settle (the factory's access revoked last)
     "settle",
+    "admin-access",  # issue 32: once the cluster has settled under its new names (docstring of engine.order)
     "node-labels",
     "manifests",
     "proxy",

@@ -8,8 +8,10 @@ machine, made by `snoreloc admin-access init`), whether the factory's signers ar
 `kubeadmin` (removed, or its password replaced by a bcrypt hash: never a password in clear on the medium).
 
 The mechanism is OpenShift's own: the kube-apiserver operator folds `admin-kubeconfig-client-ca` into the API
-server's client CA bundle (cluster-kube-apiserver-operator `pkg/operator/resourcesynccontroller`, which syncs
-`openshift-config/admin-kubeconfig-client-ca` into `openshift-kube-apiserver/client-ca`), so adding a CA there lets
+server's client CA bundle (openshift/cluster-kube-apiserver-operator
+`pkg/operator/targetconfigcontroller/targetconfigcontroller.go`, `ManageClientCABundle`: `CombineCABundleConfigMaps`
+of `openshift-config/admin-kubeconfig-client-ca` and the operator's own client CAs into
+`openshift-kube-apiserver/client-ca`), so adding a CA there lets
 its client certificates in and removing one revokes them; `oc config new-admin-kubeconfig` appends a CA there the
 same way (openshift/oc `pkg/cli/config/adminkubeconfig`), and CRC replaces the bundle at each start
 (`pkg/crc/cluster/cluster.go`, `EnsureGeneratedClientCAPresentInTheCluster`). Removing the `kubeadmin` Secret turns

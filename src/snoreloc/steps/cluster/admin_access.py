@@ -4,8 +4,9 @@ Two objects, both OpenShift's own:
 
 - ConfigMap `openshift-config/admin-kubeconfig-client-ca`, key `ca-bundle.crt`: the CAs whose client certificates
   the API server accepts for administrators. The kube-apiserver operator folds it into the API server's client CA
-  bundle (cluster-kube-apiserver-operator `pkg/operator/resourcesynccontroller`: `admin-kubeconfig-client-ca` from
-  `openshift-config` into `openshift-kube-apiserver/client-ca`); the API server reloads that bundle live, with no
+  bundle (openshift/cluster-kube-apiserver-operator `pkg/operator/targetconfigcontroller/targetconfigcontroller.go`,
+  `ManageClientCABundle`, "this is from the installer and contains the value to verify the admin.kubeconfig user",
+  combined into `openshift-kube-apiserver/client-ca`); the API server reloads that bundle live, with no
   new revision (a field report for 4.21; we model it so and say so in docs/access.md). The owner's CA is added;
   with `revokeFactory` the factory's are removed. "The factory's" is what the bundle held before the first run:
   the step records those certificates' SHA-256 fingerprints in an annotation of the ConfigMap
@@ -19,12 +20,12 @@ runs), so `snoreloc rollback` restores the factory's access and says so (the set
 itself never needs either: it talks to the API with the node's own kubeconfig, whose client certificate is signed
 by the node-system-admin signer, not by a CA in this bundle, so revoking the factory's signer never cuts it off.
 
-Where it runs: after the certificates, cluster-config, SSH keys, domain and routes steps, as the last write before
-the first settle. Everything before it may fail and leave the factory's technician with the access they need to
-look; revoking that access last among the relocation's writes means a half-done run is still reachable by the
-factory, and the settle that follows confirms the cluster is healthy with the owner's access in place (the
-change rolls nothing out, so it adds no wait). The SSH keys (`ssh-keys`) are the other factory way in a
-site-config replaces; `factory_access` lists them all for `plan` and `seal`.
+Where it runs: right after the first settle, before the node's labels. The factory's ways in are revoked only once
+the relocated cluster has proved healthy under its new names, so a run that fails earlier leaves the factory's
+technician the access they need to look; and not while the domain step's kube-apiserver revision takes the API away
+on a single node (the settle waits that out). The change rolls nothing out, so it needs no settle of its own (the
+final settle still follows). The SSH keys (`ssh-keys`) are the other factory way in a site-config replaces;
+`steps.openshift.factory_access` lists them all for `plan` and `seal`.
 
 Only public material is written or shown: certificates, and the password's hash (masked in plans like any Secret).
 """
@@ -44,6 +45,7 @@ from snoreloc.adapters import kube
 from snoreloc.pki import certs
 from snoreloc.siteconfig.settings import admin_access as admin_setting
 from snoreloc.steps import base, context
+from snoreloc.steps.openshift import factory_access
 
 CLIENT_CA = kube.Ref(kube.CONFIGMAPS, admin_setting.CLIENT_CA_CONFIGMAP, admin_setting.CLIENT_CA_NAMESPACE)
 KUBEADMIN = kube.Ref(kube.SECRETS, admin_setting.KUBEADMIN_SECRET, admin_setting.KUBEADMIN_NAMESPACE)
@@ -247,12 +249,15 @@ class AdminAccessStep(base.ObjectStep):
         return tuple(notes)
 
     def plan(self, ctx: context.Context) -> base.Plan:
+        """The changes, and in the notes every factory way in with what this site-config does about it (always:
+        a site-config without `adminAccess` is told what the factory keeps)."""
         changes = tuple(self.changes(ctx))
         site = ctx.site.get(self.setting)
         data: dict[str, Any] = {}
         if site is not None and changes:
             data = {"revoked": revoked(ctx, site), "kept": users_cas(ctx, site)}
-        return base.Plan(self.name, changes, self.notes(ctx, changes), data)
+        ways = tuple(f"factory way in: {way.line()}" for way in factory_access.ways_in(ctx.kube, ctx.site))
+        return base.Plan(self.name, changes, self.notes(ctx, changes) + ways, data)
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         outcome = base.apply_changes(ctx, plan)
