@@ -16,7 +16,8 @@ takes the API away on a single node (the settle waits that out); it rolls nothin
 client CAs live), so it needs no settle of its own. The node's labels go on once the cluster has settled, before
 the site's extra manifests (whose workloads may select the node by them). The extra manifests follow once the
 cluster carries its new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the
-final settle rides that out): written back to back they land in one pool update (the MCO renders after a 5 s pause) and one reboot.
+final settle rides that out): written back to back they land in one pool update (the MCO renders after a 5 s
+pause) and one reboot.
 """
 
 from __future__ import annotations

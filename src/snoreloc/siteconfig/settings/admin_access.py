@@ -33,8 +33,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography import x509
-
 from snoreloc import redact
 from snoreloc.pki import certs
 from snoreloc.siteconfig import checks, claims, findings, fragments, setting
@@ -178,7 +176,7 @@ def _private_key(run: checks.Run, where: findings.Path, bundle: bytes) -> bool:
     return True
 
 
-def _ca_problems(cert: x509.Certificate, position: int, now: dt.datetime) -> list[str]:
+def _ca_problems(cert: certs.Certificate, position: int, now: dt.datetime) -> list[str]:
     info = certs.info(cert)
     what = f"certificate {position}" + (f" (CN {info.subject_cn})" if info.subject_cn else "")
     problems = []
@@ -196,7 +194,7 @@ def _ca_problems(cert: x509.Certificate, position: int, now: dt.datetime) -> lis
     return problems
 
 
-def _chain(run: checks.Run, line: findings.Path, bundle: bytes) -> list[x509.Certificate] | None:
+def _chain(run: checks.Run, line: findings.Path, bundle: bytes) -> list[certs.Certificate] | None:
     """The owner's CA certificates, or None after reporting why they cannot be used."""
     if _private_key(run, line, bundle):
         return None

@@ -38,8 +38,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography import x509
-
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
@@ -59,13 +57,13 @@ KEEP = context.Keep(rollback=admin_setting.SETTING.rollback)
 class Bundle:
     """The client CA bundle sorted by whose each certificate is (each list of (fingerprint, certificate))."""
 
-    factory: tuple[tuple[str, x509.Certificate], ...]  # the factory's, still in the bundle
-    earlier: tuple[tuple[str, x509.Certificate], ...]  # an earlier run's owner CA that is not this one's
-    users: tuple[tuple[str, x509.Certificate], ...]  # neither the factory's nor ours: kept
+    factory: tuple[tuple[str, certs.Certificate], ...]  # the factory's, still in the bundle
+    earlier: tuple[tuple[str, certs.Certificate], ...]  # an earlier run's owner CA that is not this one's
+    users: tuple[tuple[str, certs.Certificate], ...]  # neither the factory's nor ours: kept
     factory_fingerprints: tuple[str, ...]  # everything the factory had (recorded on the first run)
 
 
-def _certificates(text: str) -> list[tuple[str, x509.Certificate]]:
+def _certificates(text: str) -> list[tuple[str, certs.Certificate]]:
     if not text.strip():
         return []
     try:
@@ -106,12 +104,12 @@ def _metadata(ref: kube.Ref) -> dict[str, Any]:
     return {"name": ref.name, "namespace": ref.namespace}
 
 
-def _name(cert: x509.Certificate, fp: str) -> str:
+def _name(cert: certs.Certificate, fp: str) -> str:
     cn = certs.info(cert).subject_cn
     return f"{'CN ' + cn if cn else 'a CA'} (sha256 {fp[:16]})"
 
 
-def desired_bundle(site: admin_setting.AdminAccess, bundle: Bundle) -> list[x509.Certificate]:
+def desired_bundle(site: admin_setting.AdminAccess, bundle: Bundle) -> list[certs.Certificate]:
     """What `ca-bundle.crt` must hold: the factory's unless revoked, a user's always, the owner's."""
     keep = list(bundle.users)
     if not site.revoke_factory:
