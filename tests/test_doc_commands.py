@@ -117,6 +117,10 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     "snoreloc admin-access kubeconfig --dir ~/store-042-admin --server https://api.store-042.example.com:6443 "
     "--api-ca api-ca.crt --output store-042.kubeconfig": Elsewhere("after a run against the simulator", _OWNER),
+    "snoreloc admin-access init --dir DIR": Elsewhere("the owner's credentials", _OWNER),
+    "snoreloc admin-access kubeconfig --dir DIR --server URL --api-ca FILE --output FILE": Elsewhere(
+        "after a run against the simulator", _OWNER
+    ),
     "oc config new-admin-kubeconfig": Elsewhere("OpenShift's own command, named for what it does, not run here"),
     "make demo": Elsewhere(
         "`snoreloc demo` in a fresh .venv", "tests/node/test_node_flow.py::test_demo_command_runs_end_to_end"
