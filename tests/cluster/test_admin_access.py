@@ -151,6 +151,8 @@ def test_rollback_gives_the_factory_its_access_back_and_says_so(relocation: Relo
     relocation.run(with_access(access))
     outcome = pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
     assert admin_access.SETTING.rollback.why in outcome.forecast.reasons
+    # a recreated kubeadmin Secret is not honoured by the OAuth server (library-go): the rollback says so
+    assert step.KUBEADMIN_GONE.why in outcome.forecast.reasons
     assert relocation.get(step.CLIENT_CA)["data"] == before_cm
     assert relocation.get(step.KUBEADMIN)["data"] == before_secret
     assert str(step.KUBEADMIN) in outcome.recreated + outcome.restored
@@ -204,3 +206,20 @@ def test_seal_lists_the_factory_ways_in_and_what_a_site_config_can_do(relocation
     ]
     assert "a site-config's spec.adminAccess.clientCA revokes them" in lines[1]
     assert "Secret kube-system/kubeadmin present" in lines[2]
+
+
+def test_a_hash_for_a_cluster_without_kubeadmin_is_not_written_and_the_run_says_why(
+    relocation: Relocation, factory: str
+) -> None:
+    secret = relocation.get(step.KUBEADMIN)
+    relocation.client.delete(step.KUBEADMIN)  # removed at the factory
+    relocation.undo.append(lambda: relocation.client.create(kube.SECRETS, {**secret, "metadata": {
+        "name": step.KUBEADMIN.name, "namespace": step.KUBEADMIN.namespace}}))  # fmt: skip
+    access, _ = owner(kubeadmin=admin_access.Kubeadmin.REPLACE, password_hash=NEW_HASH)
+    (planned,) = [p for p in relocation.run(with_access(access), dry_run=True).plans if p.step == "admin-access"]
+    assert str(step.KUBEADMIN) not in [str(c.ref) for c in planned.changes]
+    assert step.KUBEADMIN_ABSENT in planned.notes
+    relocation.run(with_access(access))
+    assert relocation.client.find(step.KUBEADMIN) is None  # a new Secret would not be honoured: none is made
+    assert step.KUBEADMIN_ABSENT in relocation.report()["warnings"]
+    assert not [line for line in relocation.report()["revoked"] if "kubeadmin" in line]

@@ -68,6 +68,10 @@ def test_the_owners_keys_and_the_hash_stay_where_they_belong(
         outputs[f"{label}:stdout"], outputs[f"{label}:stderr"] = result.stdout.encode(), result.stderr.encode()
         assert result.code in codes, (label, result.code, result.stderr[-3000:])
 
+    factory_hash = base64.b64encode(("$2a$10$" + "F" * 22 + "h" * 31).encode()).decode()
+    kubeadmin = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeadmin", "namespace": "kube-system"}}
+    if sim.cluster.store.find(sim.cluster.types["secrets"], "kubeadmin", "kube-system") is None:
+        sim.cluster.store.create(sim.cluster.types["secrets"], {**kubeadmin, "data": {"kubeadmin": factory_hash}})
     owner = tmp_path / "owner"
     command("init", harness.snoreloc("admin-access", "init", "--dir", str(owner), "--name", "edge9"), (0,))
     assert {p.name: _mode(p) for p in owner.iterdir()} == {

@@ -15,8 +15,10 @@ of `openshift-config/admin-kubeconfig-client-ca` and the operator's own client C
 its client certificates in and removing one revokes them; `oc config new-admin-kubeconfig` appends a CA there the
 same way (openshift/oc `pkg/cli/config/adminkubeconfig`), and CRC replaces the bundle at each start
 (`pkg/crc/cluster/cluster.go`, `EnsureGeneratedClientCAPresentInTheCluster`). Removing the `kubeadmin` Secret turns
-that login off (the OAuth server's bootstrap identity provider reads it: openshift/oauth-server
-`pkg/authenticator/password/bootstrap`), which recert also does for an empty `kubeadmin_password_hash`.
+that login off (the OAuth server's bootstrap authenticator reads it and compares the password with bcrypt:
+openshift/library-go `pkg/authentication/bootstrapauthenticator/bootstrap.go`), which recert also does for an empty
+`kubeadmin_password_hash`. That authenticator refuses a Secret created over an hour after `kube-system`, so a new
+hash only ever replaces the one in the installer's Secret (the step says when there is none).
 
 Checks: a private key where a certificate belongs is refused at its line and never quoted (and its text is masked
 everywhere from then on); each certificate must be a CA (basic constraints `CA:TRUE`) within its validity; the

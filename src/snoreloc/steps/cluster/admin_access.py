@@ -7,7 +7,9 @@ Two objects, both OpenShift's own:
   bundle (openshift/cluster-kube-apiserver-operator `pkg/operator/targetconfigcontroller/targetconfigcontroller.go`,
   `ManageClientCABundle`, "this is from the installer and contains the value to verify the admin.kubeconfig user",
   combined into `openshift-kube-apiserver/client-ca`); the API server reloads that bundle live, with no
-  new revision (a field report for 4.21; we model it so and say so in docs/access.md). The owner's CA is added;
+  new revision (a field report for 4.21; we model it so and say so in docs/access.md). Nothing but the installer
+  writes the ConfigMap (the operator's resource graph marks it "Static", from the installer:
+  `pkg/cmd/resourcegraph/resourcegraph.go`), so nothing puts a revoked signer back. The owner's CA is added;
   with `revokeFactory` the factory's are removed. "The factory's" is what the bundle held before the first run:
   the step records those certificates' SHA-256 fingerprints in an annotation of the ConfigMap
   (`FACTORY_ANNOTATION`) with the owner's (`SITE_ANNOTATION`), so a later run (a resume, a re-relocation) still
@@ -41,6 +43,7 @@ from typing import Any
 from snoreloc import errors, redact
 from snoreloc.adapters import kube
 from snoreloc.pki import certs
+from snoreloc.siteconfig import setting as setting_mod
 from snoreloc.siteconfig.settings import admin_access as admin_setting
 from snoreloc.steps import base, context
 from snoreloc.steps.openshift import factory_access
@@ -51,6 +54,19 @@ CA_KEY = admin_setting.CLIENT_CA_KEY
 FACTORY_ANNOTATION = "snoreloc.io/factory-admin-client-cas"  # fingerprints of the factory's CAs (first run)
 SITE_ANNOTATION = "snoreloc.io/site-admin-client-cas"  # fingerprints of the owner's CAs snoreloc added
 KEEP = context.Keep(rollback=admin_setting.SETTING.rollback)
+# The OAuth server refuses a kubeadmin Secret created over an hour after kube-system ("kubeadmin secret cannot be
+# recreated": openshift/library-go `pkg/authentication/bootstrapauthenticator/bootstrap.go`,
+# `getBootstrapUserSecret`). So a new hash is written into the Secret the installer made, never into a new one, and
+# a rollback that recreates a removed Secret does not bring the login back: it says so before it starts.
+KUBEADMIN_GONE = setting_mod.Rollback(
+    why="the kubeadmin Secret is recreated, but the OAuth server does not honour a kubeadmin Secret created after "
+    "installation (library-go bootstrapauthenticator): the kubeadmin login stays off; the factory's admin "
+    "kubeconfig works again"
+)
+KUBEADMIN_ABSENT = (
+    "kubeadmin: the cluster has no kube-system/kubeadmin Secret (removed at the factory), and the OAuth server does "
+    "not honour one created after installation: the login stays off and the passwordHash is not written"
+)
 
 
 @dataclass(frozen=True)
@@ -167,15 +183,15 @@ def kubeadmin_change(ctx: context.Context, site: admin_setting.AdminAccess) -> b
     current = ctx.kube.find(KUBEADMIN)
     _password_hash(current)
     if site.kubeadmin is admin_setting.Kubeadmin.REMOVE:
-        return None if current is None else base.delete(KUBEADMIN, current, why="the kubeadmin login", keep=KEEP)
+        if current is None:
+            return None
+        return base.delete(KUBEADMIN, current, why="the kubeadmin login", keep=context.Keep(rollback=KUBEADMIN_GONE))
     assert site.password_hash is not None
     redact.register_secret(site.password_hash)
     encoded = base64.b64encode(site.password_hash.encode()).decode()
     redact.register_secret(encoded)
     if current is None:
-        secret = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _metadata(KUBEADMIN)}
-        secret["data"] = {admin_setting.KUBEADMIN_KEY: encoded}
-        return base.create(KUBEADMIN, secret, why="kubeadmin's new password hash", keep=KEEP)
+        return None  # a new Secret would not be honoured (KUBEADMIN_ABSENT, in the plan's notes and the run's warnings)
 
     def mutate(obj: kube.Obj) -> kube.Obj:
         obj["data"] = {**(obj.get("data") or {}), admin_setting.KUBEADMIN_KEY: encoded}
@@ -194,8 +210,8 @@ def revoked(ctx: context.Context, site: admin_setting.AdminAccess) -> list[str]:
     if site.kubeadmin is admin_setting.Kubeadmin.REMOVE and ctx.kube.find(KUBEADMIN) is not None:
         out.append("the kubeadmin login (Secret kube-system/kubeadmin removed)")
     if site.kubeadmin is admin_setting.Kubeadmin.REPLACE:
-        current = _password_hash(ctx.kube.find(KUBEADMIN))
-        if current != site.password_hash:
+        secret = ctx.kube.find(KUBEADMIN)
+        if secret is not None and _password_hash(secret) != site.password_hash:
             out.append("the factory's kubeadmin password (replaced by the site-config's hash)")
     return out
 
@@ -254,11 +270,15 @@ class AdminAccessStep(base.ObjectStep):
         data: dict[str, Any] = {}
         if site is not None and changes:
             data = {"revoked": revoked(ctx, site), "kept": users_cas(ctx, site)}
+        warnings: tuple[str, ...] = ()
+        if site is not None and site.kubeadmin is admin_setting.Kubeadmin.REPLACE and ctx.kube.find(KUBEADMIN) is None:
+            warnings = (KUBEADMIN_ABSENT,)
+            data = {**data, "warnings": warnings}
         ways = tuple(f"factory way in: {way.line()}" for way in factory_access.ways_in(ctx.kube, ctx.site))
-        return base.Plan(self.name, changes, self.notes(ctx, changes) + ways, data)
+        return base.Plan(self.name, changes, self.notes(ctx, changes) + warnings + ways, data)
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
-        outcome = base.apply_changes(ctx, plan)
+        outcome = base.apply_changes(ctx, plan, warnings=tuple(plan.data.get("warnings", ())))
         details = {"revoked": list(plan.data.get("revoked", ())), "kept": list(plan.data.get("kept", ()))}
         return base.StepOutcome(outcome.changed, outcome.rollouts, outcome.warnings, details)
 
@@ -276,7 +296,10 @@ class AdminAccessStep(base.ObjectStep):
         secret = ctx.kube.find(KUBEADMIN)
         if site.kubeadmin is admin_setting.Kubeadmin.REMOVE and secret is not None:
             raise errors.TemporaryError(f"admin-access: {KUBEADMIN} still exists")
-        if site.kubeadmin is admin_setting.Kubeadmin.REPLACE and _password_hash(secret) != site.password_hash:
+        replaced = (
+            secret is None or _password_hash(secret) == site.password_hash
+        )  # none: KUBEADMIN_ABSENT, said in the plan
+        if site.kubeadmin is admin_setting.Kubeadmin.REPLACE and not replaced:
             raise errors.TemporaryError(f"admin-access: {KUBEADMIN} does not hold the site-config's password hash")
 
 
