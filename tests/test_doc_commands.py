@@ -313,6 +313,18 @@ ELSEWHERE: dict[str, Elsewhere] = {
         )
     },
     "snoreloc fleet why SITE": Elsewhere("a hub's Site", _OPS + "test_fleet_hub.py::test_why_reads_one_site"),
+    **{
+        line: Elsewhere(
+            "a relocated hub Site's handover",
+            "tests/hub/test_admin_access.py::"
+            "test_admin_kubeconfig_handed_over_once_relocated_0600_signed_by_the_medium_ca_and_no_key_anywhere",
+        )
+        for line in (
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet --output ./store-042.kubeconfig",
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet --print",
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet -o ./kc --kubeadmin-password ./pw",
+        )
+    },
     "snoreloc fleet report --html FILE": Elsewhere(
         "a hub's Sites", _OPS + "test_fleet_hub.py::test_report_writes_the_page_from_the_hub"
     ),

@@ -6,8 +6,9 @@ revokes without showing a hash, the report lists what was revoked, a re-run writ
 factory's access back and says so. The factory's objects are made here when the cluster lacks them (today's
 simulator seeds neither; a real cluster has both), and removed afterwards.
 
-Not here yet: that the factory's admin kubeconfig gets 401 and the owner's is let in. That needs the simulator to
-verify client certificates against this bundle (the simulator's half of issue 32).
+On the simulator, which verifies client certificates against this bundle as kube-apiserver does (live), the
+factory's admin kubeconfig gets 401 after the run and the owner's certificate is let in; after `rollback` the
+factory's works again (`test_the_factorys_admin_kubeconfig_gets_401_and_the_owners_is_let_in`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from pathlib import Path
 
+import kubernetes
 import pytest
+import yaml
 
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
@@ -223,3 +227,50 @@ def test_a_hash_for_a_cluster_without_kubeadmin_is_not_written_and_the_run_says_
     assert relocation.client.find(step.KUBEADMIN) is None  # a new Secret would not be honoured: none is made
     assert step.KUBEADMIN_ABSENT in relocation.report()["warnings"]
     assert not [line for line in relocation.report()["revoked"] if "kubeadmin" in line]
+
+
+def _status(kubeconfig: Path) -> int:
+    """The HTTP status of listing namespaces with the official client (200 when it works)."""
+    client = kubernetes.config.new_client_from_config(str(kubeconfig))
+    try:
+        kubernetes.client.CoreV1Api(client).list_namespace(limit=1)
+    except kubernetes.client.ApiException as error:
+        return int(error.status)
+    finally:
+        client.close()
+    return 200
+
+
+def _owners_kubeconfig(factory_kubeconfig: Path, ca: tuple[bytes, bytes], path: Path) -> Path:
+    """The owner's admin kubeconfig: the factory's cluster entry (server, CA) with a client certificate the owner's
+    CA signed, made here as `snoreloc admin-access init` makes it on the owner's machine."""
+    cert, key = certs.issue_client(ca[0], ca[1], "system:admin", ("system:masters",), now=_now())
+    config = yaml.safe_load(factory_kubeconfig.read_text())
+    user = {
+        "client-certificate-data": base64.b64encode(cert).decode(),
+        "client-key-data": base64.b64encode(key).decode(),
+    }
+    config["users"] = [{"name": "owner", "user": user}]
+    config["contexts"][0]["context"]["user"] = "owner"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+@pytest.mark.simonly  # the simulator's factory admin kubeconfig; on a real cluster use the factory's own
+def test_the_factorys_admin_kubeconfig_gets_401_and_the_owners_is_let_in(
+    relocation: Relocation, factory: str, tmp_path: Path
+) -> None:
+    factory_kubeconfig = Path(relocation.sim.factory_admin_kubeconfig)
+    ca = certs.issue_ca("owner admin CA", now=_now())
+    owners = _owners_kubeconfig(factory_kubeconfig, ca, tmp_path / "owner.kubeconfig")
+    assert (_status(factory_kubeconfig), _status(owners)) == (200, 401)  # before: only the factory is let in
+    access = admin_access.AdminAccess(
+        client_ca=ca[0].decode(), revoke_factory=True, kubeadmin=admin_access.Kubeadmin.REMOVE
+    )
+    relocation.run(with_access(access))
+    assert (_status(factory_kubeconfig), _status(owners)) == (401, 200)
+    assert not relocation.sim.kubeadmin_login(relocation.sim.kubeadmin_password)  # its Secret is gone
+    pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
+    assert _status(factory_kubeconfig) == 200  # the factory's admin signer is back in the bundle
+    assert _status(owners) == 401
