@@ -18,10 +18,10 @@ import datetime as dt
 import json
 from pathlib import Path
 
-import kubernetes
 import pytest
 import yaml
 
+from sim.test_client_certs import status
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
 from snoreloc.engine import plan as plan_mod
@@ -229,18 +229,6 @@ def test_a_hash_for_a_cluster_without_kubeadmin_is_not_written_and_the_run_says_
     assert not [line for line in relocation.report()["revoked"] if "kubeadmin" in line]
 
 
-def _status(kubeconfig: Path) -> int:
-    """The HTTP status of listing namespaces with the official client (200 when it works)."""
-    client = kubernetes.config.new_client_from_config(str(kubeconfig))
-    try:
-        kubernetes.client.CoreV1Api(client).list_namespace(limit=1)
-    except kubernetes.client.ApiException as error:
-        return int(error.status)
-    finally:
-        client.close()
-    return 200
-
-
 def _owners_kubeconfig(factory_kubeconfig: Path, ca: tuple[bytes, bytes], path: Path) -> Path:
     """The owner's admin kubeconfig: the factory's cluster entry (server, CA) with a client certificate the owner's
     CA signed, made here as `snoreloc admin-access init` makes it on the owner's machine."""
@@ -264,13 +252,13 @@ def test_the_factorys_admin_kubeconfig_gets_401_and_the_owners_is_let_in(
     factory_kubeconfig = Path(relocation.sim.factory_admin_kubeconfig)
     ca = certs.issue_ca("owner admin CA", now=_now())
     owners = _owners_kubeconfig(factory_kubeconfig, ca, tmp_path / "owner.kubeconfig")
-    assert (_status(factory_kubeconfig), _status(owners)) == (200, 401)  # before: only the factory is let in
+    assert (status(factory_kubeconfig), status(owners)) == (200, 401)  # before: only the factory is let in
     access = admin_access.AdminAccess(
         client_ca=ca[0].decode(), revoke_factory=True, kubeadmin=admin_access.Kubeadmin.REMOVE
     )
     relocation.run(with_access(access))
-    assert (_status(factory_kubeconfig), _status(owners)) == (401, 200)
+    assert (status(factory_kubeconfig), status(owners)) == (401, 200)
     assert not relocation.sim.kubeadmin_login(relocation.sim.kubeadmin_password)  # its Secret is gone
     pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
-    assert _status(factory_kubeconfig) == 200  # the factory's admin signer is back in the bundle
-    assert _status(owners) == 401
+    assert status(factory_kubeconfig) == 200  # the factory's admin signer is back in the bundle
+    assert status(owners) == 401
