@@ -15,11 +15,10 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import certs, errors, kube
-from snoreloc_fleet.hub import adminaccess, sitemedium
+from snoreloc_fleet.hub import adminaccess, hubaccess, sitemedium
 from snoreloc_fleet.resource import site
 
 API_PORT = 6443
-SITES = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, True)
 
 
 def api_ca(client: kube.Client, obj: Mapping[str, Any]) -> bytes | None:
@@ -66,7 +65,7 @@ def kubeconfig_text(name: str, domain: str, ca_pem: bytes, cert_pem: bytes, key_
 def assemble(client: kube.Client, namespace: str, name: str, *, password: bool = False) -> tuple[bytes, bytes | None]:
     """The site's admin kubeconfig and, when `password`, its new kubeadmin password; or the error saying what is
     missing (see the module's docstring)."""
-    obj = client.find(kube.Ref(SITES, name, namespace))
+    obj = client.find(kube.Ref(hubaccess.sites(), name, namespace))
     if obj is None:
         raise errors.UnavailableError(
             f"site {name} in namespace {namespace} does not exist; nothing was written",
