@@ -110,7 +110,18 @@ _NODE = "tests/node/test_node_flow.py::test_node_flow_relocates_and_disarms"
 _KUBECONFIG = (
     "tests/cluster/test_kubeconfig.py::test_the_kubeconfig_names_the_new_api_and_trusts_the_signer_of_its_certificate"
 )
+_OWNER = "tests/reliability/test_owner_secrets.py::test_the_owners_keys_and_the_hash_stay_where_they_belong"
 ELSEWHERE: dict[str, Elsewhere] = {
+    "snoreloc admin-access init --dir ~/store-042-admin --name store-042": Elsewhere(
+        "the owner's credentials, then the run and the secret scans", _OWNER
+    ),
+    "snoreloc admin-access kubeconfig --dir ~/store-042-admin --server https://api.store-042.example.com:6443 "
+    "--api-ca api-ca.crt --output store-042.kubeconfig": Elsewhere("after a run against the simulator", _OWNER),
+    "snoreloc admin-access init --dir DIR": Elsewhere("the owner's credentials", _OWNER),
+    "snoreloc admin-access kubeconfig --dir DIR --server URL --api-ca FILE --output FILE": Elsewhere(
+        "after a run against the simulator", _OWNER
+    ),
+    "oc config new-admin-kubeconfig": Elsewhere("OpenShift's own command, named for what it does, not run here"),
     "make demo": Elsewhere(
         "`snoreloc demo` in a fresh .venv", "tests/node/test_node_flow.py::test_demo_command_runs_end_to_end"
     ),
@@ -302,6 +313,18 @@ ELSEWHERE: dict[str, Elsewhere] = {
         )
     },
     "snoreloc fleet why SITE": Elsewhere("a hub's Site", _OPS + "test_fleet_hub.py::test_why_reads_one_site"),
+    **{
+        line: Elsewhere(
+            "a relocated hub Site's handover",
+            "tests/hub/test_admin_access.py::"
+            "test_admin_kubeconfig_handed_over_once_relocated_0600_signed_by_the_medium_ca_and_no_key_anywhere",
+        )
+        for line in (
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet --output ./store-042.kubeconfig",
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet --print",
+            "snoreloc fleet admin-kubeconfig store-042 -n fleet -o ./kc --kubeadmin-password ./pw",
+        )
+    },
     "snoreloc fleet report --html FILE": Elsewhere(
         "a hub's Sites", _OPS + "test_fleet_hub.py::test_report_writes_the_page_from_the_hub"
     ),

@@ -121,7 +121,7 @@ def check_report(r: Relocation) -> None:
     assert table[("openshift-console", "console")]["result"] == "moved by componentRoutes"
     assert [s["step"] for s in rep["steps"]] == [
         "csr", "preflight", "certificates", "cluster-config", "ssh-keys", "catalogs", "domain", "routes", "settle",
-        "node-labels", "manifests", "proxy", "ntp", "final-settle",
+        "admin-access", "node-labels", "manifests", "proxy", "ntp", "final-settle",
     ]  # fmt: skip
     assert all(isinstance(s["seconds"], float) for s in rep["steps"])
 

@@ -244,6 +244,25 @@ WRITERS = (
         ("sites.csv", "template/base.yaml"),
     ),
     Writer("report --html", lambda ws: ["report", "--kubeconfig", ws / "kubeconfig", "--html"], False, ("kubeconfig",)),
+    Writer(
+        "admin-kubeconfig --output",
+        lambda ws: ["admin-kubeconfig", "store-1", "--kubeconfig", ws / "kubeconfig", "--output"],
+        False,
+        ("kubeconfig",),
+    ),
+    Writer(
+        "admin-kubeconfig --kubeadmin-password",
+        lambda ws: [
+            "admin-kubeconfig",
+            "store-1",
+            "--kubeconfig",
+            ws / "kubeconfig",
+            "--print",
+            "--kubeadmin-password",
+        ],
+        False,
+        ("kubeconfig",),
+    ),
 )
 
 

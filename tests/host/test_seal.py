@@ -36,9 +36,13 @@ class FakeFacts:
     unhealthy: list[str] = field(default_factory=list)
     pool: list[str] = field(default_factory=list)
     clashes: list[str] = field(default_factory=list)
+    ways_in: list[str] = field(default_factory=list)
 
     def name_clashes(self) -> list[str]:
         return self.clashes
+
+    def factory_ways_in(self) -> list[str]:
+        return self.ways_in
 
     def unhealthy_operators(self) -> list[str]:
         return self.unhealthy
@@ -257,3 +261,12 @@ def test_a_node_without_node_local_dns_seals_with_a_warning(node: seal.Node) -> 
 
     assert [w.check for w in sealed.warnings] == ["node-dns"]
     assert "render the factory MachineConfig with --node-dns" in sealed.warnings[0].message
+
+
+def test_the_factorys_ways_in_are_listed_as_warnings_never_a_refusal(node: seal.Node) -> None:
+    """What the cluster says travels with the node (the lines come from `steps.openshift.factory_access`, shown
+    over HTTPS in tests/cluster/test_admin_access.py) is a warning each: the site-config, not seal, revokes them."""
+    ways = ["the kubeadmin login: Secret kube-system/kubeadmin present; a site-config's spec.adminAccess.kubeadmin ..."]
+    sealed = seal.seal(node, FakeFacts(ways_in=ways))
+    assert [(w.check, w.message, w.fatal) for w in sealed.warnings] == [("factory-access", ways[0], False)]
+    assert node.host.exists(kubelet.SEAL_MARKER)

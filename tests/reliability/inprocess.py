@@ -19,9 +19,9 @@ from snoreloc_sim.openshift import simulator
 
 Hook = Callable[[str, str], None]
 # The fault matrix's steps, in the engine's own order: every cluster step but those this site gives no work to (the
-# harness site sets no SSH keys, catalog sources, node labels, extra manifests, proxy or NTP, so those steps only
-# read; the steps before them already prove faults during reads).
-UNCONFIGURED = ("ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp")
+# harness site sets no SSH keys, catalog sources, admin access, node labels, extra manifests, proxy or NTP, so those
+# steps only read; the steps before them already prove faults during reads).
+UNCONFIGURED = ("ssh-keys", "catalogs", "admin-access", "node-labels", "manifests", "proxy", "ntp")
 STEPS = tuple(step.name for step in order.cluster_steps() if step.name not in UNCONFIGURED)
 FINISHED = (journal.RunState.DONE, journal.RunState.DONE_WITH_WARNINGS)
 

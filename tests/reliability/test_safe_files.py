@@ -24,6 +24,7 @@ without a new test:
 from __future__ import annotations
 
 import ast
+import datetime as dt
 import json
 import os
 import pathlib
@@ -39,7 +40,7 @@ import pytest
 from snoreloc import errors, safefile
 from snoreloc.adapters import clock, command, fs
 from snoreloc.cli import main
-from snoreloc.engine import admin_kubeconfig, backups, bundle, journal, report, view
+from snoreloc.engine import admin_kubeconfig, backups, bundle, journal, owner_access, report, view
 from snoreloc.siteconfig import files, loader
 
 from . import harness
@@ -242,6 +243,7 @@ def workspace(tmp_path: pathlib.Path) -> pathlib.Path:
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
     (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
     (tmp_path / "out").mkdir(mode=0o700)
+    owner_access.init(tmp_path / "owner", name="store-042", now=dt.datetime.now(dt.UTC))  # the owner's admin files
     return tmp_path
 
 
@@ -263,6 +265,15 @@ VERB_ARGS: dict[str, list[str]] = {
         "127.0.0.1:9",
     ],
     "make-media": ["{ws}/site-config.yaml"],
+    "admin-access": [
+        "kubeconfig",
+        "--dir",
+        "{ws}/owner",
+        "--server",
+        "https://api.store-042.example.com:6443",
+        "--api-ca",
+        "{ws}/owner/admin-ca.crt",
+    ],
 }
 
 

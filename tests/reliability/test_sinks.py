@@ -232,6 +232,7 @@ VERB_ARGV: dict[str, list[str]] = {
     "validate": ["site-config.yaml"],
     "make-media": ["site-config.yaml"],
     "render-machineconfig": ["--host-install", "--no-internal-ip"],
+    "admin-access": ["init", "--dir", "owner"],
 }
 
 

@@ -28,6 +28,7 @@ RUN_ORDER = [
     "domain",
     "routes",
     "settle",
+    "admin-access",  # issue 32: once the cluster has settled under its new names (docstring of engine.order)
     "node-labels",
     "manifests",
     "proxy",
@@ -43,6 +44,7 @@ APPLIED = {
     "ntp": "ntp",
     "node-dns": "dns",
     "node-labels": "nodeLabels",
+    "admin-access": "adminAccess",
 }
 
 
@@ -70,7 +72,11 @@ def test_the_schema_carries_every_fragment_under_its_key() -> None:
 
 def test_the_secret_list_holds_every_x_secret_of_the_settings() -> None:
     found = registry.secret_paths()
-    assert found == (("spec", "proxy", "httpProxy"), ("spec", "proxy", "httpsProxy"))
+    assert found == (
+        ("spec", "proxy", "httpProxy"),
+        ("spec", "proxy", "httpsProxy"),
+        ("spec", "adminAccess", "kubeadmin", "passwordHash"),  # under a `oneOf` (remove | keep | {passwordHash})
+    )
     assert set(found) <= set(schema.SECRET_PATHS)
     core = {("spec", "certificates", which, "key", "pem") for which in ("api", "ingress")}
     core |= {("spec", "pullSecret", "inline"), ("spec", "pullSecret", "json")}
@@ -96,7 +102,7 @@ def test_the_loader_places_a_value_of_a_setting_without_a_field_in_settings() ->
 
 def test_costs_name_each_settings_step() -> None:
     costs = order.costs()
-    assert set(costs) == {"ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp"}
+    assert set(costs) == {"ssh-keys", "catalogs", "node-labels", "manifests", "proxy", "ntp", "admin-access"}
     assert costs["ntp"].reboot == "yes" and costs["ssh-keys"].reboot == "no"
 
 

@@ -93,6 +93,23 @@ def _ca_file(case: pathlib.Path, signer: tuple[bytes, bytes]) -> None:
     (case / "ca.crt").write_bytes(signer[0])
 
 
+def _admin_ca_with_key(case: pathlib.Path, signer: tuple[bytes, bytes]) -> None:
+    cert, key = certs.issue_ca("owner admin CA", now=_now())
+    (case / "owner-admin-ca.crt").write_bytes(cert + key)  # the key pasted beside the certificate
+
+
+def _admin_ca_not_a_ca(case: pathlib.Path, signer: tuple[bytes, bytes]) -> None:
+    chain, _ = certs.issue_serving(*signer, [API], now=_now())
+    (case / "owner-admin-ca.crt").write_bytes(
+        chain.split(b"-----END CERTIFICATE-----")[0] + b"-----END CERTIFICATE-----\n"
+    )
+
+
+def _admin_ca_expired(case: pathlib.Path, signer: tuple[bytes, bytes]) -> None:
+    cert, _ = certs.issue_ca("owner admin CA", days=2, now=_now() - dt.timedelta(days=20))
+    (case / "owner-admin-ca.crt").write_bytes(cert)
+
+
 SETUPS: dict[str, Callable[[pathlib.Path, tuple[bytes, bytes]], None]] = {
     "api-expired": _api_expired,
     "api-wrong-names": _api_wrong_names,
@@ -104,6 +121,9 @@ SETUPS: dict[str, Callable[[pathlib.Path, tuple[bytes, bytes]], None]] = {
     "big-file": _big_file,
     "fifo": _fifo,
     "ca-file": _ca_file,
+    "admin-ca-with-key": _admin_ca_with_key,
+    "admin-ca-not-a-ca": _admin_ca_not_a_ca,
+    "admin-ca-expired": _admin_ca_expired,
 }
 
 

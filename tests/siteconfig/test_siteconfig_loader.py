@@ -82,7 +82,8 @@ class TestUserCertificates:
         )
         path = _write(tmp_path, body, api__crt=api_pair[0], api__key=api_pair[1], ingress__crt=ingress_pair[0])
         report = loader.validate(str(path))
-        assert report.problems == () and report.warnings == ()
+        assert report.problems == ()
+        assert [w.path for w in report.warnings] == ["spec"]  # only: the factory keeps admin access (no adminAccess)
         assert report.config is not None
         assert report.config.certificates.api == model.CertKeyPair(api_pair[0], api_pair[1])
         ingress = report.config.certificates.ingress

@@ -20,6 +20,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("controller", "snoreloc_fleet.verbs.controller"),
     ("make-media", "snoreloc_fleet.verbs.make_media"),
     ("import-report", "snoreloc_fleet.verbs.import_report"),
+    ("admin-kubeconfig", "snoreloc_fleet.verbs.admin_kubeconfig"),
     ("render", "snoreloc_fleet.verbs.render"),
     ("validate", "snoreloc_fleet.verbs.validate"),
     ("status", "snoreloc_fleet.verbs.status"),

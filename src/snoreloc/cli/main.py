@@ -32,6 +32,7 @@ BUILTIN_COMMANDS: tuple[tuple[str, str], ...] = (
     ("analyze", "snoreloc.cli.analyze"),
     ("rollback", "snoreloc.cli.rollback"),
     ("kubeconfig", "snoreloc.cli.kubeconfig"),
+    ("admin-access", "snoreloc.cli.admin_access"),
     ("validate", "snoreloc.cli.validate"),
     ("schema", "snoreloc.cli.schema"),
     ("render-machineconfig", "snoreloc.cli.render_machineconfig"),

@@ -9,10 +9,15 @@ without a cluster (`base.PlansOffline`) and the ones `rollback` undoes on the no
 Why this order (issues 4, 12, 14): changes of one kind together, settles after them. The node's CSRs come first:
 while the node is NotReady no rollout can happen; preflight and settle keep approving while they wait. The routes
 need only openshift-apiserver's rollout, so they run before the settle, overlapping the kube-apiserver revision; the
-settle still waits for everything. The node's labels go on once the cluster has settled, before the site's extra
-manifests (whose workloads may select the node by them). The extra manifests follow once the cluster carries its
-new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the final settle rides that
-out): written back to back they land in one pool update (the MCO renders after a 5 s pause) and one reboot.
+settle still waits for everything. The owner's admin access (`admin-access`) comes right after that settle: the
+factory's ways in are revoked only once the relocated cluster has proved healthy (a run that fails before leaves
+the factory's technician the access they need to look), and not while the domain step's kube-apiserver revision
+takes the API away on a single node (the settle waits that out); it rolls nothing out (the API server reloads its
+client CAs live), so it needs no settle of its own. The node's labels go on once the cluster has settled, before
+the site's extra manifests (whose workloads may select the node by them). The extra manifests follow once the
+cluster carries its new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the
+final settle rides that out): written back to back they land in one pool update (the MCO renders after a 5 s
+pause) and one reboot.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import setting
 from snoreloc.steps import base
 from snoreloc.steps.cluster import (
+    admin_access,
     catalogs,
     certificates,
     cluster_config,
@@ -66,6 +72,7 @@ def cluster_steps() -> list[base.Step]:
             domain.Domain(),
             routes.Routes(),
             settle.Settle("settle"),
+            admin_access.STEP,
             node_labels.STEP,
             manifests.STEP,
             proxy.STEP,

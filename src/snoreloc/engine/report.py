@@ -64,6 +64,9 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
         "kept": [
             item for rec in records for item in rec.details.get("kept") or []
         ],  # users' settings left as they were
+        "revoked": [
+            item for rec in records for item in rec.details.get("revoked") or []
+        ],  # the factory's ways in this site-config closed (spec.adminAccess)
         "steps": [row.as_json() for row in journal.timings(doc)],
         "warnings": sorted(set(warnings), key=warnings.index),
         "error": None if doc.error is None else doc.error.to_storage(),
@@ -108,5 +111,6 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(f"routes ({len(rep['routes'])}{': ' + counts if counts else ''}):")
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
     lines += [f"kept: {k}" for k in rep.get("kept") or []]
+    lines += [f"revoked: {r}" for r in rep.get("revoked") or []]
     lines += [f"warning: {w}" for w in rep["warnings"]]
     return redact.redact("\n".join(lines) + "\n")

@@ -6,7 +6,9 @@ internal IP is on its interface; the dispatcher script and the kubelet/CRI-O dro
 the SNO dnsmasq configuration that lets it answer for its new names at the site (a warning when not); in container
 mode the agent image is on the node (the site has no registry for it); the kubelet client certificate outlives the
 stated shelf time (expiring on the shelf is a warning, since the agent approves the node's renewal CSRs at the
-site; `strict` makes it a refusal; already expired or unreadable is always a refusal).
+site; `strict` makes it a refusal; already expired or unreadable is always a refusal). It also lists, as warnings,
+the factory's ways in that travel with the node (SSH keys, the admin client signer, kubeadmin, the node-local
+kubeconfigs' signer, pull-secret entries) and what a site-config can do about each (issue 32).
 
 Then, in this order: the seal marker `/etc/snoreloc/sealed` (it arms snoreloc.service), kubelet disabled and
 stopped (a MachineConfig cannot do this without taking the factory node down), every pod sandbox stopped and
@@ -59,6 +61,10 @@ class ClusterFacts(Protocol):
 
     def name_clashes(self) -> list[str]:
         """Users' objects under the names snoreloc creates (`steps.name_clashes`), each with its fix."""
+
+    def factory_ways_in(self) -> list[str]:
+        """The factory's ways in that travel with the node and what a site-config can do about each
+        (`steps.openshift.factory_access`): said at the seal, never a refusal."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,7 @@ def check_node_dns(node: Node) -> list[Finding]:
 def check_cluster(facts: ClusterFacts, options: Options) -> list[Finding]:
     findings = [Finding("cluster", f"ClusterOperator {entry}") for entry in facts.unhealthy_operators()]
     findings += [Finding("names", text) for text in facts.name_clashes()]  # found here, not after the site's network
+    findings += [Finding("factory-access", text, fatal=False) for text in facts.factory_ways_in()]
     return findings + [
         Finding("machineconfig", text) for text in facts.pool_problems(options.pool, options.machineconfig)
     ]
@@ -353,6 +360,11 @@ class KubeClusterFacts:
 
         owned = name_clashes.owned_by_settings()
         return [name_clashes.fix(ref) for ref in name_clashes.found(self.client, extra=owned)]
+
+    def factory_ways_in(self) -> list[str]:
+        from snoreloc.steps.openshift import factory_access  # noqa: PLC0415 (lazy, as name_clashes)
+
+        return [way.line() for way in factory_access.ways_in(self.client, None)]
 
     def node_name(self) -> str:
         nodes = self.client.list(kube.NODES)

@@ -472,3 +472,36 @@ def issue_serving(
     new_key = _new_key(key)
     cert = _serving_builder(ca_chain[0], new_key.public_key(), names, days, now).sign(ca_key, hashes.SHA256())
     return _pem(cert) + pem_bundle(ca_chain), _private_pem(new_key)
+
+
+def issue_client(
+    ca_cert_pem: bytes,
+    ca_key_pem: bytes,
+    common_name: str,
+    organizations: Sequence[str] = (),
+    *,
+    days: int = 3650,
+    key: str = "ec-p256",
+    now: dt.datetime,
+) -> tuple[bytes, bytes]:
+    """A client certificate signed by the CA: (leaf PEM, PKCS#8 key PEM). The kube-apiserver takes the user from the
+    CN and the groups from O (kubernetes.io/docs/reference/access-authn-authz/authentication/#x509-client-certificates),
+    so `oc config new-admin-kubeconfig`'s admin is CN `system:admin`, O `system:masters`. EKU clientAuth only, valid
+    from an hour before `now` for `days`, never past the CA's own expiry."""
+    ca = parse_chain(ca_cert_pem)[0]
+    ca_key = load_key(ca_key_pem)
+    new_key = _new_key(key)
+    public = new_key.public_key()
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
+    subject = x509.Name([*attributes, x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    not_after = min(now + dt.timedelta(days=days), ca.not_valid_after_utc)
+    usage = _key_usage(digital_signature=True, key_encipherment=isinstance(public, rsa.RSAPublicKey))
+    cert = (
+        _builder(subject, ca.subject, public, now, not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(usage, critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(_authority_key_id(ca), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return _pem(cert), _private_pem(new_key)

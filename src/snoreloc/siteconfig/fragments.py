@@ -88,6 +88,6 @@ def marked(keyword: str, node: Any, path: findings.Path = ()) -> tuple[findings.
     found: tuple[findings.Path, ...] = ()
     for name, child in (node.get("properties") or {}).items():
         found += marked(keyword, child, (*path, name))
-    for child in node.get("allOf") or ():
-        found += marked(keyword, child, path)
+    for child in (*(node.get("allOf") or ()), *(node.get("oneOf") or ()), *(node.get("anyOf") or ())):
+        found += marked(keyword, child, path)  # a value that takes one of several shapes (`kubeadmin`)
     return found

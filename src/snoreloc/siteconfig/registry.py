@@ -15,6 +15,7 @@ from typing import Any
 
 from snoreloc.siteconfig import checks, claims, findings, setting
 from snoreloc.siteconfig.settings import (
+    admin_access,
     catalog_sources,
     dns,
     extra_manifests,
@@ -46,6 +47,7 @@ SETTINGS: tuple[setting.Setting[Any], ...] = (
     progress_page.SETTING,
     dns.SETTING,
     node_labels.SETTING,
+    admin_access.SETTING,
 )
 
 

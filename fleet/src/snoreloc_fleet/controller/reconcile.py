@@ -1,5 +1,5 @@
-"""One Site's reconcile: read it afresh, check it, issue its credential once a stick is asked for, write its status
-only when it changes.
+"""One Site's reconcile: read it afresh, make its admin keys when it asks (`hub.adminaccess`), check it, issue its
+credential once a stick is asked for, write its status only when it changes.
 
 Level-triggered and idempotent: whatever event woke it (a change of the Site, a node's report, a restart's
 listing, the periodic sweep), it reads the Site as it is now and converges on what it should be, so running it twice
@@ -27,12 +27,12 @@ from typing import Any
 
 from snoreloc.siblings import kube
 from snoreloc_fleet.controller import status as status_mod
-from snoreloc_fleet.hub import credentials, sitemedium
+from snoreloc_fleet.hub import adminaccess, credentials, hubaccess, sitemedium
 from snoreloc_fleet.resource import site
 
 LOG = logging.getLogger(__name__)
 
-SITES = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, True)
+SITES = hubaccess.sites()  # the name the controller, its tests and benchmarks use
 EVENTS = kube.Resource("", "v1", "events", "Event", True)
 OWN_KEYS = (
     site.STATUS_OBSERVED,
@@ -42,6 +42,7 @@ OWN_KEYS = (
     site.STATUS_VALIDATION,
     site.STATUS_MEDIA,
     site.STATUS_CREDENTIAL,
+    site.STATUS_ADMIN_ACCESS,
 )
 COMPONENT = "snoreloc-fleet-controller"
 WARNING_PHASES = (site.Phase.INVALID, site.Phase.FAILED, site.Phase.STALE)
@@ -108,7 +109,10 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
     current = obj.get("status") or {}
     checked = None
     credential = None
+    admin = None
     if not spec.get("suspend"):
+        keys = adminaccess.ensure(client, obj, now)  # before the medium, which carries its CA
+        admin = keys.status() if keys is not None else None
         checked = sitemedium.examine(client, obj)
         if checked.valid:
             credential = _credential(client, obj, config, now)
@@ -122,6 +126,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         previous=current.get(site.STATUS_CONDITIONS) or [],
         now=now,
         stale_after=config.stale_after,
+        admin_access=admin,
     )
     return status_mod.derive(inputs)
 

@@ -48,6 +48,7 @@ class Inputs:
     now: dt.datetime
     stale_after: float = 900.0
     requested: bool = True  # a stick was asked for (the media-requested annotation): only then is a credential issued
+    admin_access: Mapping[str, Any] | None = None  # `adminaccess.Keys.status()`: public facts; None: not asked for
 
 
 def iso(moment: dt.datetime) -> str:
@@ -249,5 +250,6 @@ def derive(inputs: Inputs) -> dict[str, Any]:
         site.STATUS_VALIDATION: validation(checked),
         site.STATUS_MEDIA: {"digest": checked.digest, "files": list(checked.files)} if validated[0] else {},
         site.STATUS_CREDENTIAL: dict(inputs.credential or {}),
+        site.STATUS_ADMIN_ACCESS: dict(inputs.admin_access or {}),
     }
     return status

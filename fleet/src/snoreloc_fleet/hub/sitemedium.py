@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import errors, findings, kube, loader, medium, redact, safefile, schema
+from snoreloc_fleet.hub import adminaccess
 from snoreloc_fleet.resource import site, siteinput
 
 SITE_CONFIG_API_VERSION = "snoreloc.io/v1alpha1"
@@ -50,19 +51,23 @@ class Checked:
         return not (self.problems or self.missing or self.inline or self.refused)
 
 
-def site_config_document(obj: Mapping[str, Any]) -> dict[str, Any]:
+def site_config_document(obj: Mapping[str, Any], admin: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The site-config of a Site; `admin`: the hub-generated `adminAccess` setting (`hub.adminaccess`), added."""
     spec = obj.get("spec") or {}
+    site_config = spec.get("siteConfig") or {}
+    if admin is not None:
+        site_config = {**site_config, "adminAccess": dict(admin)}
     return {
         "apiVersion": SITE_CONFIG_API_VERSION,
         "kind": SITE_CONFIG_KIND,
         "metadata": {"name": obj["metadata"]["name"]},
-        "spec": spec.get("siteConfig") or {},
+        "spec": site_config,
     }
 
 
-def site_config_text(obj: Mapping[str, Any]) -> bytes:
+def site_config_text(obj: Mapping[str, Any], admin: Mapping[str, Any] | None = None) -> bytes:
     """The site-config file the stick carries for this Site."""
-    return yaml.safe_dump(site_config_document(obj), sort_keys=False).encode()
+    return yaml.safe_dump(site_config_document(obj, admin), sort_keys=False).encode()
 
 
 def _decoded(holder: Mapping[str, Any] | None, key: str, *, base64_data: bool) -> bytes | None:
@@ -146,7 +151,12 @@ def inline_secrets(document: Mapping[str, Any]) -> list[errors.Problem]:
     return found
 
 
-def lay_out(directory: pathlib.Path, obj: Mapping[str, Any], files: Mapping[str, bytes]) -> pathlib.Path:
+def lay_out(
+    directory: pathlib.Path,
+    obj: Mapping[str, Any],
+    files: Mapping[str, bytes],
+    admin: Mapping[str, Any] | None = None,
+) -> pathlib.Path:
     """Write the Site's site-config and files into `directory` (0600 files); the site-config's path."""
     for name, data in files.items():
         target = directory / name
@@ -155,7 +165,7 @@ def lay_out(directory: pathlib.Path, obj: Mapping[str, Any], files: Mapping[str,
         # A private directory of this check (TemporaryDirectory, 0700), removed after: no fsync per file.
         safefile.write(target, data, mode=0o600, make_parents=True, sync=False)
     path = directory / medium.SITE_CONFIG_NAME
-    safefile.write(path, site_config_text(obj), mode=0o600, sync=False)
+    safefile.write(path, site_config_text(obj, admin), mode=0o600, sync=False)
     return path
 
 
@@ -167,11 +177,18 @@ def _site_config_problem(problem: errors.Problem) -> errors.Problem:
     return errors.Problem(path, problem.message, problem.line, problem.column, problem.severity)
 
 
-def check(obj: Mapping[str, Any], files: Mapping[str, bytes], missing: list[errors.Problem] | None = None) -> Checked:
-    """Check a Site's medium with the agent's rules, and compute its digest and file list."""
+def check(
+    obj: Mapping[str, Any],
+    files: Mapping[str, bytes],
+    missing: list[errors.Problem] | None = None,
+    admin: Mapping[str, Any] | None = None,
+) -> Checked:
+    """Check a Site's medium with the agent's rules, and compute its digest and file list. `admin`: the hub's
+    generated `adminAccess` setting, laid out in the site-config (it is the hub's, not the Site's: the inline-secret
+    rule judges what the Site wrote)."""
     inline = inline_secrets(site_config_document(obj))
     with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-site.") as tmp:
-        path = lay_out(pathlib.Path(tmp), obj, files)
+        path = lay_out(pathlib.Path(tmp), obj, files, admin)
         report = loader.validate(str(path))
         tree = medium.contents(path)
     return Checked(
@@ -193,8 +210,23 @@ def examine(client: kube.Client, obj: Mapping[str, Any]) -> Checked:
     if refused:
         return Checked(problems=(), refused=tuple(refused))
     files, missing = resolve_files(client, obj)
+    admin = None
+    if adminaccess.request_of(obj).generate:
+        if "adminAccess" in (site.view(obj).site_config or {}):
+            message = (
+                "spec.adminAccess.generate asks the hub to make this site's admin access, and spec.siteConfig "
+                "gives its own: keep one (remove spec.siteConfig.adminAccess, or spec.adminAccess)"
+            )
+            return Checked(problems=(), refused=(errors.Problem("spec.siteConfig.adminAccess", message),))
+        keys = adminaccess.read(client, obj)
+        if keys is None:
+            fix = "the controller makes it (is `snoreloc fleet controller` running?)"
+            what = f"Secret {obj['metadata']['namespace']}/{adminaccess.secret_name(obj['metadata']['name'])}"
+            missing.append(errors.Problem("spec.adminAccess", f"{what} does not exist yet: {fix}"))
+        else:
+            admin = adminaccess.medium_setting(keys, adminaccess.request_of(obj))
     try:
-        return check(obj, files, missing)
+        return check(obj, files, missing, admin)
     except (errors.SnorelocError, ValueError, RecursionError) as exc:
         message = f"the medium cannot be built from this Site: {redact.redact(str(exc))}"
         return Checked(problems=(), refused=(errors.Problem("spec", message),))

@@ -115,6 +115,7 @@ STATUS_CONDITIONS = "conditions"
 STATUS_VALIDATION = "validation"  # {errors: [{path, line, message}], warnings: [...], more}
 STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
+STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
 
 
@@ -263,6 +264,29 @@ def _spec() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "true: the controller leaves this Site alone."},
+            "adminAccess": {
+                "type": "object",
+                "description": "The site's own admin keys, made by the hub (issue 32): the controller generates an "
+                "admin client CA and client certificate into the Secret NAME-admin (backup-labelled) and puts only "
+                "the CA's certificate on the stick; `snoreloc fleet admin-kubeconfig` hands the kubeconfig over.",
+                "properties": {
+                    "generate": {"type": "boolean", "default": False},
+                    "kubeadmin": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": "true: a new kubeadmin password too (kept in the Secret; the stick carries "
+                        "only its bcrypt hash). false: the site's kubeadmin is removed.",
+                    },
+                    "rotation": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": 1000000,
+                        "default": 0,
+                        "description": "Raise it to have new keys made (the Secret records the value its keys "
+                        "answer); the site takes them with its next medium.",
+                    },
+                },
+            },
         },
     }
 
@@ -371,6 +395,16 @@ def _status() -> dict[str, Any]:
                     "secret": _text(253),
                     "issuedAt": {"type": "string", "format": "date-time"},
                     "expiresAt": {"type": "string", "format": "date-time"},
+                },
+            },
+            STATUS_ADMIN_ACCESS: {
+                "type": "object",
+                "properties": {
+                    "state": _text(32),
+                    "secret": _text(253),
+                    "caFingerprint": _text(64),
+                    "rotation": _number(1000000, integer=True),
+                    "kubeadmin": _text(32),
                 },
             },
             STATUS_AGENT: agent_schema(),

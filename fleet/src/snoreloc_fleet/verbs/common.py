@@ -47,9 +47,10 @@ def read_rows(args: argparse.Namespace, *, steps: bool = True) -> tuple[list[fle
     """Every selected Site as a row (with its steps or not: `fleetstate.row`), read page by page; (rows, pages
     read)."""
     from snoreloc.siblings import clock, kube  # noqa: PLC0415
+    from snoreloc_fleet.hub import hubaccess  # noqa: PLC0415
     from snoreloc_fleet.resource import site  # noqa: PLC0415
 
-    resource = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, namespaced=True)
+    resource = hubaccess.sites()
     namespace = None if args.all_namespaces else args.namespace
     policy = kube.Policy(list_page=max(1, args.chunk_size))
     path = str(pathlib.Path(args.kubeconfig).expanduser())

@@ -52,9 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _get(args: argparse.Namespace) -> dict[str, Any]:
     from snoreloc.siblings import kube  # noqa: PLC0415
     from snoreloc_fleet.hub import hubaccess  # noqa: PLC0415
-    from snoreloc_fleet.resource import site  # noqa: PLC0415
 
-    resource = kube.Resource(site.GROUP, site.VERSION, site.PLURAL, site.KIND, namespaced=True)
+    resource = hubaccess.sites()
     client = hubaccess.client(args)
     try:
         found = client.find(kube.Ref(resource, args.site, args.namespace))

@@ -27,9 +27,10 @@ class Request:
     user_agent: str = ""
     accept: str = ""
     impersonate_user: str = ""
+    client_cert: bytes = field(default=b"", repr=False)  # the TLS client certificate (DER), judged by `Front`
 
     @staticmethod
-    def parse(method: str, target: str, headers: dict[str, str], body: bytes) -> Request:
+    def parse(method: str, target: str, headers: dict[str, str], body: bytes, client_cert: bytes = b"") -> Request:
         split = urllib.parse.urlsplit(target)
         query = dict(urllib.parse.parse_qsl(split.query, keep_blank_values=True))
         return Request(
@@ -42,6 +43,7 @@ class Request:
             user_agent=headers.get("user-agent", ""),
             accept=headers.get("accept", ""),
             impersonate_user=headers.get("impersonate-user", ""),
+            client_cert=client_cert,
         )
 
 

@@ -1,5 +1,6 @@
 """What every simulated API server shares: a start/stop lifecycle as a context manager, a private working directory,
-and the admin kubeconfig written there (CA inline, bearer token, 0600).
+and the admin kubeconfig written there (CA inline, bearer token, 0600; a client-certificate one beside it where the
+server authenticates certificates).
 
 The OpenShift simulator (`openshift.simulator`) and the plain hub (`hub.simulator`) are both `Served`, so tests,
 the demo and `snoreloc sim serve` start and stop either the same way.
@@ -34,6 +35,15 @@ def kubeconfig(server_url: str, ca_pem: bytes, token: str) -> dict[str, Any]:
         "contexts": [{"name": CONTEXT_NAME, "context": {"cluster": CONTEXT_NAME, "user": CONTEXT_NAME}}],
         "current-context": CONTEXT_NAME,
     }
+
+
+def client_cert_kubeconfig(server_url: str, ca_pem: bytes, cert_pem: bytes, key_pem: bytes) -> dict[str, Any]:
+    """A kubeconfig with the CA inline and a client certificate and key (inline), context `sim`."""
+    config = kubeconfig(server_url, ca_pem, "")
+    user = {"client-certificate-data": base64.b64encode(cert_pem).decode()}
+    user["client-key-data"] = base64.b64encode(key_pem).decode()
+    config["users"] = [{"name": CONTEXT_NAME, "user": user}]
+    return config
 
 
 def write_private(path: Path, text: str) -> None:

@@ -8,7 +8,8 @@ with reason, details and causes, list envelopes with a resourceVersion, label an
 
 Three layers, outermost first:
 - `_Handler`/`_HttpServer`: HTTP/1.1 over TLS on 127.0.0.1; drops connections when told to (outage, faults).
-- `Front`: availability (scripted outages), bearer-token auth, injected faults (see `faults`).
+- `Front`: availability (scripted outages), authentication (the bearer token, or a client certificate judged
+  per request against a live CA bundle: `clientauth`), injected faults (see `faults`).
 - `api.Api`: the resource semantics over `model.Store`, with admission hooks and schema validation before a write
   (one module per concern under `kube.api`); the values passed between the layers are in `messages`.
 
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, Protocol
 
-from snoreloc_sim.kube import faults, model
+from snoreloc_sim.kube import clientauth, faults, model
 from snoreloc_sim.kube.api import Api
 from snoreloc_sim.kube.messages import Request, Response, dry_run, error_response, status_body
 
@@ -54,8 +55,10 @@ MAX_HEADERS = 100
 
 
 class Front:
-    """What stands before the resource semantics: outages, the bearer token, injected faults.
+    """What stands before the resource semantics: outages, authentication, injected faults.
 
+    A request is authenticated by the bearer token or, when `client_cas` is given, by a client certificate that
+    `client_cas` verifies at that moment; either is enough, as kube-apiserver's union of authenticators.
     `serve` returns None when the connection must be dropped without a response (an outage in "refuse" mode, a
     reset or a hang fault).
     """
@@ -67,9 +70,12 @@ class Front:
         availability: model.Availability,
         recorder: model.Recorder,
         injector: faults.Injector | None = None,
+        *,
+        client_cas: clientauth.Verifier | None = None,
     ) -> None:
         self.api = api
         self._token = token
+        self._client_cas = client_cas
         self.availability = availability
         self.recorder = recorder
         self.injector = injector
@@ -92,7 +98,9 @@ class Front:
 
     def _authorized(self, request: Request) -> bool:
         scheme, _, token = request.authorization.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self._token.encode())
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self._token.encode()):
+            return True
+        return self._client_cas is not None and self._client_cas.user(request.client_cert) is not None
 
     def _decide(self, request: Request, public: bool) -> faults.Decision | None:
         injector = self.injector
@@ -273,7 +281,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _serve(self) -> None:
         length = int(self.fields.get("content-length") or 0)
         body = self.rfile.read(length) if length > 0 else b""
-        reply = self.server.service.serve(Request.parse(self.command, self.path, self.fields, body))
+        client_cert = self.connection.getpeercert(binary_form=True) or b""
+        reply = self.server.service.serve(Request.parse(self.command, self.path, self.fields, body, client_cert))
         if reply is None:
             self.close_connection = True
             _reset(self.connection)

@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from snoreloc_sim.kube import certs, model
+from snoreloc_sim.kube import certs, clientauth, model
 
 LOCAL_NAMES = ("localhost", "127.0.0.1")
 
@@ -87,14 +87,22 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 def server_context(
-    serving: model.ServingCerts, endpoint: str, fallback: model.ServedCert, contexts: Contexts
+    serving: model.ServingCerts,
+    endpoint: str,
+    fallback: model.ServedCert,
+    contexts: Contexts,
+    *,
+    client_certificates: bool = False,
 ) -> ssl.SSLContext:
     """The listening context of `endpoint` ("api" or "router"): each handshake switches to the certificate
-    `serving` holds for the client's SNI name, or `fallback` when it holds none."""
+    `serving` holds for the client's SNI name, or `fallback` when it holds none. `client_certificates` asks each
+    client for a certificate, judged per request (`clientauth`)."""
 
     def choose(connection: ssl.SSLObject, server_name: str | None, _context: ssl.SSLContext) -> None:
         connection.context = contexts.for_cert(serving.lookup(endpoint, server_name) or fallback)
 
     listening = contexts.new_context(fallback)
+    if client_certificates and not clientauth.available():  # "" when they can be requested
+        clientauth.request_client_certificates(listening)
     listening.sni_callback = choose
     return listening

@@ -18,10 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from snoreloc_sim.kube import api as kube_api
-from snoreloc_sim.kube import faults, model, registry, server, tls, validation
-from snoreloc_sim.kube.served import Served
-from snoreloc_sim.openshift import crds, dns, operators, seeds
+from snoreloc_sim.kube import clientauth, faults, model, registry, server, tls, validation
+from snoreloc_sim.kube.served import Served, client_cert_kubeconfig, write_private
+from snoreloc_sim.openshift import admin_access, crds, dns, operators, seeds
 
 LOG = logging.getLogger(__name__)
 
@@ -60,6 +62,11 @@ class Simulator(Served):
     `site_dns` is what the site's DNS answers (default: every name, pointing at the node); `node_dns` says whether
     the factory node has the SNO dnsmasq configuration; `host_root` is the node's root directory, where the
     node's dnsmasq reads its overrides file on `restart_dnsmasq()`.
+
+    Besides `kubeconfig_path` (a bearer token: what the agent's node kubeconfig stands for, valid whatever the
+    admin client CA holds), `factory_admin_kubeconfig` is the factory's admin kubeconfig: a client certificate
+    signed by the admin client CA seeded in `openshift-config/admin-kubeconfig-client-ca` (`admin_access`).
+    `kubeadmin_password` is the seeded kubeadmin password; `kubeadmin_login` checks one against the Secret.
     """
 
     def __init__(
@@ -93,6 +100,7 @@ class Simulator(Served):
         self.startup_seconds = 0.0
         self._site_dns, self._node_dns, self.host_root = site_dns, node_dns, host_root
         self.dns: dns.Resolution | None = None
+        self.factory_access: admin_access.Factory | None = None
 
     # lifecycle
 
@@ -121,6 +129,8 @@ class Simulator(Served):
             cluster, version=self.seed, routes=self.routes, expired_kubelet_cert=self.expired_kubelet_cert
         )
         self.dns = self._resolution(facts)
+        self.factory_access = admin_access.mint()
+        admin_access.seed(cluster, self.factory_access)
         operators.start(cluster, self.dns)
         return facts
 
@@ -177,8 +187,26 @@ class Simulator(Served):
     def ca_pem(self) -> bytes:
         return self.running.authority.ca_pem
 
+    @property
+    def factory_admin_kubeconfig(self) -> Path:
+        return self.workdir / "factory-admin.kubeconfig"
+
+    @property
+    def kubeadmin_password(self) -> str:
+        if self.factory_access is None:
+            raise RuntimeError("the simulator is not running: call start()")
+        return self.factory_access.kubeadmin_password
+
+    def kubeadmin_login(self, password: str) -> bool:
+        """Whether kubeadmin can log in with `password` now (the Secret exists and its hash matches)."""
+        return admin_access.kubeadmin_login(self.cluster, password)
+
     def _write_kubeconfig(self) -> None:
         self.publish_kubeconfig(self.api_url, self.ca_pem, self.token)
+        assert self.factory_access is not None
+        client = self.factory_access.client
+        config = client_cert_kubeconfig(self.api_url, self.ca_pem, client.cert_pem, client.key_pem)
+        write_private(self.factory_admin_kubeconfig, yaml.safe_dump(config, sort_keys=False))
 
 
 class _Running:
@@ -193,14 +221,17 @@ class _Running:
         self.injector = faults.Injector(owner.fault_spec) if owner.fault_spec is not None else None
         version = version_info(owner.seed)
         self.handler = kube_api.Api(cluster, served, validation.Validator(owner._crd_dir or crds.DIR), version)
-        self.front = server.Front(self.handler, owner.token, cluster.availability, cluster.recorder, self.injector)
+        verifier = clientauth.Verifier(admin_access.client_ca_bundle(cluster, authority.ca_pem))
+        self.front = server.Front(
+            self.handler, owner.token, cluster.availability, cluster.recorder, self.injector, client_cas=verifier
+        )
         self.api: server.Listener
         self.router: server.Listener
 
     def start(self, ports: tuple[int, int]) -> None:
         fallback, serving = self.authority.served(), self.cluster.serving
         refuse = self._refusing
-        api_context = tls.server_context(serving, "api", fallback, self.contexts)
+        api_context = tls.server_context(serving, "api", fallback, self.contexts, client_certificates=True)
         self.api = server.Listener(self.front, api_context, port=ports[0], refuse=refuse)
         router_context = tls.server_context(serving, "router", fallback, self.contexts)
         self.router = server.Listener(server.RouterService(), router_context, port=ports[1])

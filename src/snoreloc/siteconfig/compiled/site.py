@@ -3,7 +3,7 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "b253e90dcfe87837f5400121bb43fee6d9341b13a83fa1a74a6d9ef443ea1985"
+SCHEMA_DIGEST = "c260e9ec89587ecbe84872e1f5012bd8eac7a660188595623d57254d8dbb34ec"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
@@ -1571,6 +1571,100 @@ def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_
                                         raise JsonSchemaValueException()
                                     if not REGEX_PATTERNS['^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'].search(data__spec__nodeLabels_value):
                                         raise JsonSchemaValueException()
+                if 'adminAccess' in data__spec_keys:
+                    data__spec_keys.remove('adminAccess')
+                    data__spec__adminAccess = data__spec['adminAccess']
+                    if not isinstance(data__spec__adminAccess, dict):
+                        raise JsonSchemaValueException()
+                    data__spec__adminAccess_is_dict = isinstance(data__spec__adminAccess, dict)
+                    if data__spec__adminAccess_is_dict:
+                        data__spec__adminAccess_len = len(data__spec__adminAccess)
+                        if data__spec__adminAccess_len < 1:
+                            raise JsonSchemaValueException()
+                        data__spec__adminAccess_keys = set(data__spec__adminAccess.keys())
+                        if 'clientCA' in data__spec__adminAccess_keys:
+                            data__spec__adminAccess_keys.remove('clientCA')
+                            data__spec__adminAccess__clientCA = data__spec__adminAccess['clientCA']
+                            if not isinstance(data__spec__adminAccess__clientCA, dict):
+                                raise JsonSchemaValueException()
+                            data__spec__adminAccess__clientCA_is_dict = isinstance(data__spec__adminAccess__clientCA, dict)
+                            if data__spec__adminAccess__clientCA_is_dict:
+                                data__spec__adminAccess__clientCA_len = len(data__spec__adminAccess__clientCA)
+                                if data__spec__adminAccess__clientCA_len < 1:
+                                    raise JsonSchemaValueException()
+                                if data__spec__adminAccess__clientCA_len > 1:
+                                    raise JsonSchemaValueException()
+                                data__spec__adminAccess__clientCA_keys = set(data__spec__adminAccess__clientCA.keys())
+                                if 'file' in data__spec__adminAccess__clientCA_keys:
+                                    data__spec__adminAccess__clientCA_keys.remove('file')
+                                    data__spec__adminAccess__clientCA__file = data__spec__adminAccess__clientCA['file']
+                                    if not isinstance(data__spec__adminAccess__clientCA__file, str):
+                                        raise JsonSchemaValueException()
+                                    if isinstance(data__spec__adminAccess__clientCA__file, str):
+                                        data__spec__adminAccess__clientCA__file_len = len(data__spec__adminAccess__clientCA__file)
+                                        if data__spec__adminAccess__clientCA__file_len < 1:
+                                            raise JsonSchemaValueException()
+                                        if data__spec__adminAccess__clientCA__file_len > 4096:
+                                            raise JsonSchemaValueException()
+                                if 'pem' in data__spec__adminAccess__clientCA_keys:
+                                    data__spec__adminAccess__clientCA_keys.remove('pem')
+                                    data__spec__adminAccess__clientCA__pem = data__spec__adminAccess__clientCA['pem']
+                                    if not isinstance(data__spec__adminAccess__clientCA__pem, str):
+                                        raise JsonSchemaValueException()
+                                    if isinstance(data__spec__adminAccess__clientCA__pem, str):
+                                        data__spec__adminAccess__clientCA__pem_len = len(data__spec__adminAccess__clientCA__pem)
+                                        if data__spec__adminAccess__clientCA__pem_len < 1:
+                                            raise JsonSchemaValueException()
+                                if data__spec__adminAccess__clientCA_keys:
+                                    raise JsonSchemaValueException()
+                        if 'revokeFactory' in data__spec__adminAccess_keys:
+                            data__spec__adminAccess_keys.remove('revokeFactory')
+                            data__spec__adminAccess__revokeFactory = data__spec__adminAccess['revokeFactory']
+                            if not isinstance(data__spec__adminAccess__revokeFactory, bool):
+                                raise JsonSchemaValueException()
+                        if 'kubeadmin' in data__spec__adminAccess_keys:
+                            data__spec__adminAccess_keys.remove('kubeadmin')
+                            data__spec__adminAccess__kubeadmin = data__spec__adminAccess['kubeadmin']
+                            data__spec__adminAccess__kubeadmin_one_of_count3 = 0
+                            if data__spec__adminAccess__kubeadmin_one_of_count3 < 2:
+                                try:
+                                    if not isinstance(data__spec__adminAccess__kubeadmin, str):
+                                        raise JsonSchemaValueException()
+                                    if not (isinstance(data__spec__adminAccess__kubeadmin, str) and data__spec__adminAccess__kubeadmin == 'remove' or (isinstance(data__spec__adminAccess__kubeadmin, str) and data__spec__adminAccess__kubeadmin == 'keep')):
+                                        raise JsonSchemaValueException()
+                                    data__spec__adminAccess__kubeadmin_one_of_count3 += 1
+                                except (JsonSchemaValueException, JsonSchemaValuesException):
+                                    pass
+                            if data__spec__adminAccess__kubeadmin_one_of_count3 < 2:
+                                try:
+                                    if not isinstance(data__spec__adminAccess__kubeadmin, dict):
+                                        raise JsonSchemaValueException()
+                                    data__spec__adminAccess__kubeadmin_is_dict = isinstance(data__spec__adminAccess__kubeadmin, dict)
+                                    if data__spec__adminAccess__kubeadmin_is_dict:
+                                        data__spec__adminAccess__kubeadmin__missing_keys = set(['passwordHash']) - data__spec__adminAccess__kubeadmin.keys()
+                                        if data__spec__adminAccess__kubeadmin__missing_keys:
+                                            raise JsonSchemaValueException()
+                                        data__spec__adminAccess__kubeadmin_keys = set(data__spec__adminAccess__kubeadmin.keys())
+                                        if 'passwordHash' in data__spec__adminAccess__kubeadmin_keys:
+                                            data__spec__adminAccess__kubeadmin_keys.remove('passwordHash')
+                                            data__spec__adminAccess__kubeadmin__passwordHash = data__spec__adminAccess__kubeadmin['passwordHash']
+                                            if not isinstance(data__spec__adminAccess__kubeadmin__passwordHash, str):
+                                                raise JsonSchemaValueException()
+                                            if isinstance(data__spec__adminAccess__kubeadmin__passwordHash, str):
+                                                data__spec__adminAccess__kubeadmin__passwordHash_len = len(data__spec__adminAccess__kubeadmin__passwordHash)
+                                                if data__spec__adminAccess__kubeadmin__passwordHash_len < 1:
+                                                    raise JsonSchemaValueException()
+                                                if data__spec__adminAccess__kubeadmin__passwordHash_len > 128:
+                                                    raise JsonSchemaValueException()
+                                        if data__spec__adminAccess__kubeadmin_keys:
+                                            raise JsonSchemaValueException()
+                                    data__spec__adminAccess__kubeadmin_one_of_count3 += 1
+                                except (JsonSchemaValueException, JsonSchemaValuesException):
+                                    pass
+                            if data__spec__adminAccess__kubeadmin_one_of_count3 != 1:
+                                raise JsonSchemaValueException()
+                        if data__spec__adminAccess_keys:
+                            raise JsonSchemaValueException()
                 if data__spec_keys:
                     raise JsonSchemaValueException()
         if data_keys:
