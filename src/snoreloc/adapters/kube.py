@@ -562,14 +562,21 @@ class Client:
             return None
 
     def pages(
-        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> Iterator[list[Obj]]:
         """The objects of a kind, one page (`limit`, `continue`) at a time: no response holds thousands of them, and
         a caller that keeps only what it needs never holds the whole list. `ListExpired` when the server forgot
         the listing between two pages (after etcd compaction); the pages already yielded are then incomplete."""
         token: str | None = None
         while True:
-            items, token = self.page(resource, token, namespace, label_selector=label_selector)
+            items, token = self.page(
+                resource, token, namespace, label_selector=label_selector, field_selector=field_selector
+            )
             yield items
             if not token:
                 return
@@ -581,6 +588,7 @@ class Client:
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         retry: bool = True,
     ) -> tuple[list[Obj], str | None]:
         """One page of a list (see `pages`): its objects and the `continue` token of the next page (None: the
@@ -588,6 +596,8 @@ class Client:
         query = {"limit": str(self.policy.list_page)}
         if label_selector:
             query["labelSelector"] = label_selector
+        if field_selector:  # the type's selectable fields only (e.g. a Secret's `type`), else the server answers 400
+            query["fieldSelector"] = field_selector
         if token:
             query["continue"] = token
         try:

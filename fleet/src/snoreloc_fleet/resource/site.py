@@ -357,6 +357,7 @@ def agent_schema() -> dict[str, Any]:
                 **nullable_object,
                 "properties": {"step": name, "message": _text(), "hint": _text()},
             },
+            "apiCA": _string(hubreport.MAX_API_CA, pattern=hubreport.PEM_TEXT, nullable=True),
         },
     }
 
