@@ -238,6 +238,15 @@ WRITERS = (
         ("sites.csv",),
     ),
     Writer(
+        "render --git",
+        lambda ws: [
+            "render", "--template", ws / "template/base.yaml", "--inventory", ws / "sites.csv",
+            "--secret-store", "vault", "--git",
+        ],
+        True,
+        ("sites.csv",),
+    ),  # fmt: skip
+    Writer(
         "validate --junit",
         lambda ws: ["validate", ws / "sites.csv", "--template", ws / "template/base.yaml", "--jobs", 1, "--junit"],
         False,

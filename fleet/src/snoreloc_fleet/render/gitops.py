@@ -202,11 +202,17 @@ def _remove_gone(out_dir: pathlib.Path, keep: set[str]) -> list[str]:
     return gone
 
 
-def write(out_dir: pathlib.Path, built: Tree, inputs: Sequence[pathlib.Path]) -> list[str]:
-    """Write the tree into `out_dir` (checked first, as `--out`); the site directories removed as gone."""
+def prepare(out_dir: pathlib.Path, names: Sequence[str], inputs: Sequence[pathlib.Path]) -> None:
+    """Check `out_dir` as `--out` is checked, and every directory the tree will replace, before anything is sealed
+    or written (refusals: 64, 77)."""
     tree.prepare_out(out_dir, inputs)
     safefile.check(out_dir / KUSTOMIZATION, inputs=tuple(inputs), shared_dir=safefile.NAMED_OUTPUT)
-    _check_targets(out_dir, built.directories)
+    _check_targets(out_dir, [SHARED_DIR, *names])
+
+
+def write(out_dir: pathlib.Path, built: Tree, inputs: Sequence[pathlib.Path]) -> list[str]:
+    """Write the tree into `out_dir` (checked again); the site directories removed as gone."""
+    prepare(out_dir, built.directories, inputs)
     # The root first: it marks the directory as a tree of ours, should writing stop half way.
     safefile.write(out_dir / KUSTOMIZATION, built.files[KUSTOMIZATION], mode=0o644, shared_dir=safefile.NAMED_OUTPUT)
     for name in built.directories:

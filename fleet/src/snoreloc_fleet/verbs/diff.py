@@ -22,6 +22,8 @@ from typing import Any
 from snoreloc.siblings import errors, sanitize
 
 HELP = "what a change to the fleet tree in Git does: sticks to remake, sites added and removed, runs it would touch"
+OUTPUTS: tuple[str, ...] = ()  # it writes no file (tests/reliability)
+INPUTS = ("base", "head", "identity")
 EXIT_IN_FLIGHT = errors.ExitCode.TEMPORARY  # 75: a change touches a Site in progress; merge it after the run
 
 

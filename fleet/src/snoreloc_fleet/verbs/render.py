@@ -119,12 +119,14 @@ def _write_sites(args: argparse.Namespace, sites: list[template.Rendered]) -> in
 def _write_git(args: argparse.Namespace, sites: list[template.Rendered]) -> int:
     from snoreloc_fleet.render import gitops, sealing  # noqa: PLC0415 (only with --git)
 
+    inputs = (args.template, args.inventory)
+    gitops.prepare(args.git, [s.row.name for s in sites], inputs)  # before any secret is sealed
     recipients = list(args.age_recipient)
     if args.secret_store is not None:
         built = gitops.build(sites, args.namespace, args.shared_secret, store=args.secret_store)
     else:
         built = gitops.build(sites, args.namespace, args.shared_secret, seal=lambda t: sealing.seal(t, recipients))
-    gone = gitops.write(args.git, built, (args.template, args.inventory))
+    gone = gitops.write(args.git, built, inputs)
     how = f"ExternalSecrets of {args.secret_store}" if args.secret_store else "secrets sealed with age"
     removed = f"; removed {len(gone)} gone: {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}" if gone else ""
     sys.stdout.write(
