@@ -240,12 +240,18 @@ WRITERS = (
     Writer(
         "render --git",
         lambda ws: [
-            "render", "--template", ws / "template/base.yaml", "--inventory", ws / "sites.csv",
-            "--secret-store", "vault", "--git",
+            "render",
+            "--template",
+            ws / "template/base.yaml",
+            "--inventory",
+            ws / "sites.csv",
+            "--secret-store",
+            "vault",
+            "--git",
         ],
         True,
         ("sites.csv",),
-    ),  # fmt: skip
+    ),
     Writer(
         "validate --junit",
         lambda ws: ["validate", ws / "sites.csv", "--template", ws / "template/base.yaml", "--jobs", 1, "--junit"],

@@ -115,9 +115,8 @@ def test_each_site_records_the_digest_the_controller_computes(
         s["metadata"]["name"]: {k: base64.b64decode(v) for k, v in s["data"].items()}
         for s in yaml.safe_load_all((tmp_path / "hub/secrets.yaml").read_text())
     }
-    files = {
-        name: held[ref["secretKeyRef"]["name"]][ref["secretKeyRef"]["key"]] for name, ref in obj["spec"]["files"].items()
-    }
+    refs = {name: ref["secretKeyRef"] for name, ref in obj["spec"]["files"].items()}
+    files = {name: held[ref["name"]][ref["key"]] for name, ref in refs.items()}
     checked = sitemedium.check(obj, files)
     assert checked.valid, checked.problems
     assert obj["metadata"]["annotations"][gitops.DIGEST_ANNOTATION] == checked.digest
@@ -141,19 +140,28 @@ def test_the_argocd_plugin_builds_exactly_what_render_sites_makes(
     bindir.mkdir()
     (bindir / "kubectl").symlink_to(str(KUBECTL))
     env = {"PATH": f"{bindir}:{os.environ['PATH']}", "SNORELOC_AGE_IDENTITY": str(identity), "HOME": str(tmp_path)}
-    discover = subprocess.run(plugin["spec"]["discover"]["find"]["command"], cwd=tmp_path / "tree", env=env)
+    discover = subprocess.run(
+        plugin["spec"]["discover"]["find"]["command"], check=False, cwd=tmp_path / "tree", env=env
+    )
     assert discover.returncode == 0
     generate = plugin["spec"]["generate"]
     built = subprocess.run(
-        [*generate["command"], *generate["args"]], cwd=tmp_path / "tree", env=env, capture_output=True, text=True
+        [*generate["command"], *generate["args"]],
+        check=False,
+        cwd=tmp_path / "tree",
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert built.returncode == 0, built.stderr
     objects = [o for o in yaml.safe_load_all(built.stdout) if o]
     by_kind: dict[str, dict[str, Any]] = {}
     for obj in objects:
         by_kind.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
-    rendered_sites = {s["metadata"]["name"]: s for s in yaml.safe_load_all((tmp_path / "hub/sites.yaml").read_text())}
-    rendered_secrets = {s["metadata"]["name"]: s for s in yaml.safe_load_all((tmp_path / "hub/secrets.yaml").read_text())}
+    rendered_sites = {s["metadata"]["name"]: s for s in yaml.safe_load_all((tmp_path / "hub/sites.yaml").read_bytes())}
+    rendered_secrets = {
+        s["metadata"]["name"]: s for s in yaml.safe_load_all((tmp_path / "hub/secrets.yaml").read_bytes())
+    }
     assert by_kind["Secret"] == rendered_secrets
     for obj in by_kind["Site"].values():
         obj["metadata"].pop("annotations")
