@@ -188,6 +188,28 @@ def test_render_git_removes_a_gone_site_and_refuses_a_directory_it_did_not_write
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
 
 
+@NEEDS_AGE
+@pytest.mark.allow_subprocess
+def test_a_new_recipient_seals_every_secret_again_for_both_keys(
+    tmp_path: pathlib.Path, fleet_inputs: Callable[[Sequence[str]], list[str]]
+) -> None:
+    first_key, first = _keygen(tmp_path)
+    second_dir = tmp_path / "second"
+    second_dir.mkdir()
+    second_key, second = _keygen(second_dir)
+    tree, argv = tmp_path / "tree", fleet_inputs(_rows(1))
+    assert cli.main([*argv, "--git", str(tree), "--age-recipient", first]) == 0
+    before = (tree / "store-0001/secrets.yaml.age").read_text()
+    assert cli.main([*argv, "--git", str(tree), "--age-recipient", first]) == 0
+    assert (tree / "store-0001/secrets.yaml.age").read_text() == before  # nothing changed: kept as it was
+    assert cli.main([*argv, "--git", str(tree), "--age-recipient", first, "--age-recipient", second]) == 0
+    after = (tree / "store-0001/secrets.yaml.age").read_text()
+    assert after != before
+    for key in (first_key, second_key):
+        opened = subprocess.run(["age", "-d", "-i", str(key)], input=after, capture_output=True, text=True, check=True)
+        assert yaml.safe_load(opened.stdout)["metadata"]["name"] == "store-0001-files"
+
+
 @pytest.mark.parametrize(
     ("given", "problem"),
     [
@@ -247,7 +269,7 @@ def two_commits(
     tmp_path: pathlib.Path, fleet_inputs: Callable[[Sequence[str]], list[str]]
 ) -> tuple[pathlib.Path, pathlib.Path]:
     """A repository whose tree `sites/emea` holds stores 1, 2, 3 at HEAD~1, and at HEAD: store 2's gateway changed,
-    store 3 removed, store 4 added, store 1 untouched (but re-rendered: its sealed files are sealed anew)."""
+    store 3 removed, store 4 added, store 1 untouched (but rendered again)."""
     identity, recipient = _keygen(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -284,6 +306,11 @@ def test_fleet_diff_names_the_sticks_to_remake_and_the_sites_added_and_removed(
     assert "medium   fleet-emea/store-0002" in out and "remake its stick" in out
     assert "store-0001" not in out.split("not checked against the hub")[0]
     assert "not checked against the hub (no --kubeconfig)" in out
+    # Rendering again kept the sealed files whose Secret did not change: the commit shows only what changed.
+    committed = _git(repo, "diff", "--no-renames", "--name-only", "HEAD~1", "HEAD").split()
+    gone_and_new = [f"sites/emea/{s}/{f}" for s in ("store-0003", "store-0004") for f in ("kustomization.yaml",
+                    "secrets.yaml.age", "site.yaml")]  # fmt: skip
+    assert sorted(committed) == ["sites/emea/kustomization.yaml", "sites/emea/store-0002/site.yaml", *gone_and_new]
 
     # With the hub's key, each medium is computed from the sealed files: the same verdict, and the digests agree.
     monkeypatch.chdir(repo / "sites" / "emea")

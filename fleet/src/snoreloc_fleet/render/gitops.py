@@ -26,6 +26,7 @@ render whose row is gone is removed, so the commit shows the site removed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import shutil
@@ -53,7 +54,36 @@ DIGEST_ANNOTATION = f"{site.GROUP}/medium-digest"
 EXTERNAL_SECRETS_API = "external-secrets.io/v1beta1"
 _NOTE = "# Render again rather than editing by hand; secrets are sealed for the hub (docs/fleet.md).\n"
 
-Sealer = Callable[[str], str]  # plaintext YAML -> armored age text
+SEALED_MARK = "# sealed: "
+_EARLIER_KIND = safefile.Kind("sealed file of an earlier render", 64 * 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class Sealing:
+    """How the tree's Secrets are sealed: `seal` (plaintext YAML -> armored age text) for `recipients`, and what an
+    earlier render left in the tree (directory -> (mark, sealed text)). age is randomised, so sealing the same
+    Secret twice gives two different files; a Secret whose plaintext and recipients are those of the earlier render
+    (its mark: sha256 over both, kept as a comment in the directory's kustomization, no more revealing than the
+    medium digest, which also hashes the files) keeps its sealed file, and the commit shows only what changed."""
+
+    seal: Callable[[str], str]
+    recipients: tuple[str, ...]
+    earlier: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def mark(self, plaintext: str) -> str:
+        hasher = hashlib.sha256()
+        for recipient in sorted(self.recipients):
+            hasher.update(f"{recipient}\0".encode())
+        hasher.update(plaintext.encode())
+        return "sha256:" + hasher.hexdigest()
+
+    def sealed(self, directory: str, plaintext: str) -> tuple[str, str]:
+        """(mark, sealed text) for a directory's Secret: the earlier sealed file when its mark is the same."""
+        mark = self.mark(plaintext)
+        before = self.earlier.get(directory)
+        if before is not None and before[0] == mark:
+            return mark, before[1]
+        return mark, self.seal(plaintext)
 
 
 @dataclass(frozen=True)
@@ -68,9 +98,10 @@ def _yaml(document: Any) -> str:
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
 
 
-def _kustomization(resources: Sequence[str]) -> str:
+def _kustomization(resources: Sequence[str], mark: str | None = None) -> str:
     body = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": list(resources)}
-    return f"{HEADER}.\n{_NOTE}{_yaml(body)}"
+    sealed = f"{SEALED_MARK}{mark}\n" if mark else ""
+    return f"{HEADER}.\n{_NOTE}{sealed}{_yaml(body)}"
 
 
 def _external(secret: Mapping[str, Any], store: str) -> dict[str, Any]:
@@ -92,15 +123,17 @@ def _external(secret: Mapping[str, Any], store: str) -> dict[str, Any]:
 
 
 def _secret_files(
-    directory: str, secret: Mapping[str, Any] | None, seal: Sealer | None, store: str | None
-) -> dict[str, str]:
-    """The files holding one directory's Secret: sealed, or an ExternalSecret; never the Secret itself."""
+    directory: str, secret: Mapping[str, Any] | None, sealing: Sealing | None, store: str | None
+) -> tuple[dict[str, str], str | None]:
+    """The files holding one directory's Secret (sealed, or an ExternalSecret; never the Secret itself), and the
+    sealed file's mark."""
     if secret is None:
-        return {}
+        return {}, None
     if store is not None:
-        return {f"{directory}/{EXTERNAL}": _yaml(_external(secret, store))}
-    assert seal is not None  # build() requires one of the two
-    return {f"{directory}/{SEALED}": seal(_yaml(secret))}
+        return {f"{directory}/{EXTERNAL}": _yaml(_external(secret, store))}, None
+    assert sealing is not None  # build() requires one of the two
+    mark, text = sealing.sealed(directory, _yaml(secret))
+    return {f"{directory}/{SEALED}": text}, mark
 
 
 def _medium_files(rendered: template.Rendered) -> dict[str, bytes]:
@@ -112,31 +145,32 @@ def build(
     namespace: str,
     shared: str,
     *,
-    seal: Sealer | None = None,
+    sealing: Sealing | None = None,
     store: str | None = None,
 ) -> Tree:
-    """The tree for rendered sites, in memory; every secret sealed with `seal` or referenced in `store`."""
-    if (seal is None) == (store is None):
+    """The tree for rendered sites, in memory; every secret sealed (`sealing`) or referenced in `store`."""
+    if (sealing is None) == (store is None):
         raise errors.UsageError("the tree's secrets are either sealed (age) or referenced (--secret-store): one")
     site_objects, secrets = hub_objects.objects(sites, namespace, shared)
     by_name = {s["metadata"]["name"]: s for s in secrets}
     files: dict[str, str] = {}
     directories: list[str] = []
     root: list[str] = []
-    shared_files = _secret_files(SHARED_DIR, by_name.get(shared), seal, store)
+    shared_files, shared_mark = _secret_files(SHARED_DIR, by_name.get(shared), sealing, store)
     if shared_files:  # its kustomization marks it as ours (and lists the ExternalSecret, if any)
         files.update(shared_files)
-        files[f"{SHARED_DIR}/{KUSTOMIZATION}"] = _kustomization([EXTERNAL] if store is not None else [])
+        files[f"{SHARED_DIR}/{KUSTOMIZATION}"] = _kustomization([EXTERNAL] if store is not None else [], shared_mark)
         directories.append(SHARED_DIR)
         root.append(SHARED_DIR)
     for rendered, obj in zip(sites, site_objects, strict=True):
         name = rendered.row.name
         digest = sitemedium.digest(obj, _medium_files(rendered))
         obj["metadata"]["annotations"] = {DIGEST_ANNOTATION: digest}
-        own = _secret_files(name, by_name.get(f"{name}-files"), seal, store)
+        own, mark = _secret_files(name, by_name.get(f"{name}-files"), sealing, store)
         files.update(own)
         files[f"{name}/{SITE_FILE}"] = _yaml(obj)
-        files[f"{name}/{KUSTOMIZATION}"] = _kustomization([SITE_FILE, *(EXTERNAL for p in own if p.endswith(EXTERNAL))])
+        resources = [SITE_FILE, *(EXTERNAL for p in own if p.endswith(EXTERNAL))]
+        files[f"{name}/{KUSTOMIZATION}"] = _kustomization(resources, mark)
         directories.append(name)
         root.append(name)
     files[KUSTOMIZATION] = _kustomization(root)
@@ -200,6 +234,25 @@ def _remove_gone(out_dir: pathlib.Path, keep: set[str]) -> list[str]:
         shutil.rmtree(aside)
         gone.append(entry)
     return gone
+
+
+def earlier_sealed(out_dir: pathlib.Path, names: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """What an earlier render sealed in `out_dir`, by directory: (mark, sealed text); directories that are not ours,
+    or carry no mark, are left out (their Secrets are sealed anew)."""
+    found = {}
+    for name in [SHARED_DIR, *names]:
+        directory = out_dir / name
+        if not ours(directory):
+            continue
+        try:
+            text = safefile.read(directory / KUSTOMIZATION, _EARLIER_KIND).decode("utf-8", "replace")
+            sealed = safefile.read(directory / SEALED, _EARLIER_KIND).decode("ascii")
+        except (OSError, safefile.Unfit, UnicodeDecodeError):
+            continue
+        marks = [line[len(SEALED_MARK) :].strip() for line in text.splitlines() if line.startswith(SEALED_MARK)]
+        if marks:
+            found[name] = (marks[0], sealed)
+    return found
 
 
 def prepare(out_dir: pathlib.Path, names: Sequence[str], inputs: Sequence[pathlib.Path]) -> None:

@@ -125,7 +125,10 @@ def _write_git(args: argparse.Namespace, sites: list[template.Rendered]) -> int:
     if args.secret_store is not None:
         built = gitops.build(sites, args.namespace, args.shared_secret, store=args.secret_store)
     else:
-        built = gitops.build(sites, args.namespace, args.shared_secret, seal=lambda t: sealing.seal(t, recipients))
+        names = [s.row.name for s in sites]
+        earlier = gitops.earlier_sealed(args.git, names)
+        how_to_seal = gitops.Sealing(lambda t: sealing.seal(t, recipients), tuple(recipients), earlier)
+        built = gitops.build(sites, args.namespace, args.shared_secret, sealing=how_to_seal)
     gone = gitops.write(args.git, built, inputs)
     how = f"ExternalSecrets of {args.secret_store}" if args.secret_store else "secrets sealed with age"
     removed = f"; removed {len(gone)} gone: {', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}" if gone else ""
