@@ -87,13 +87,14 @@ CASES = [
 
 @pytest.mark.parametrize(("what", "obj", "phase", "health", "word"), CASES, ids=[c[0] for c in CASES])
 def test_the_health_of_a_site_in_each_phase(what: str, obj: dict[str, Any], phase: str, health: str, word: str) -> None:
-    assert obj["status"]["phase"] == phase, what  # the controller's own verdict for these inputs
+    assert site.view(obj).status[site.STATUS_PHASE] == phase, what  # the controller's own verdict for these inputs
     found, message = _health(obj)
     assert (found, word in message) == (health, True), message
 
 
 def test_every_phase_the_status_can_show_is_covered() -> None:
     assert {c[2] for c in CASES} == {p.value for p in site.Phase}
+    assert {site.view(c[1]).status[site.STATUS_PHASE] for c in CASES} == {p.value for p in site.Phase}
 
 
 def test_a_site_the_controller_has_not_seen_is_progressing() -> None:
