@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim -e ./fleet
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim -e './fleet[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)

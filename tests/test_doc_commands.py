@@ -387,6 +387,42 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python bench/fleet_status.py --sites 10000 --repetitions 3": Elsewhere(
         "a benchmark run (10,000 Sites); tests/bench smoke-tests it small"
     ),
+    **{
+        line: Elsewhere(
+            "the fleet in Git",
+            _OPS + "test_fleet_git.py::test_the_tree_has_a_kustomization_per_site_and_no_plain_text_secret",
+        )
+        for line in (
+            "snoreloc fleet render --git DIR",
+            "snoreloc fleet render --template base.yaml --inventory sites.csv --git sites/emea -n fleet-emea "
+            "--age-recipient RECIPIENT",
+        )
+    },
+    **{
+        line: Elsewhere(
+            "Argo CD's plugin: its generate command runs `kubectl kustomize .` in the tree",
+            _OPS + "test_fleet_git.py::test_the_argocd_plugin_builds_exactly_what_render_sites_makes",
+        )
+        for line in ("kubectl kustomize .", "kubectl kustomize")
+    },
+    **{
+        line: Elsewhere(
+            "installing Argo CD's plugin on a hub that runs Argo CD; the plugin itself is run in",
+            _OPS + "test_fleet_git.py::test_the_argocd_plugin_builds_exactly_what_render_sites_makes",
+        )
+        for line in (
+            "kubectl -n argocd create secret generic snoreloc-fleet-age-key --from-file=hub.key",
+            "kubectl -n argocd apply -f fleet/src/snoreloc_fleet/deploy/argocd/cmp-plugin.yaml",
+        )
+    },
+    "snoreloc fleet diff BASE HEAD": Elsewhere(
+        "two revisions of a repository the test makes",
+        _OPS + "test_fleet_git.py::test_fleet_diff_names_the_sticks_to_remake_and_the_sites_added_and_removed",
+    ),
+    "snoreloc fleet diff origin/main HEAD --tree sites/emea --kubeconfig hub.kubeconfig": Elsewhere(
+        "a pull request's revisions against a hub",
+        "tests/hub/test_fleet_diff_hub.py::test_a_change_to_a_site_in_progress_exits_75_and_one_to_a_ready_site_passes",
+    ),
     "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
     "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
 }
@@ -411,6 +447,7 @@ def test_the_tests_named_for_commands_exist() -> None:
 PROSE = {
     "snoreloc fleet validate",
     "snoreloc fleet render",
+    "snoreloc fleet render --git DIR",
     "snoreloc fleet import-report",
     "snoreloc analyze --svg",
     "snoreloc render-machineconfig --node-dns <factory cluster domain>",

@@ -169,6 +169,14 @@ def lay_out(
     return path
 
 
+def digest(obj: Mapping[str, Any], files: Mapping[str, bytes]) -> str:
+    """The digest of the medium a Site and its files make, as `check` computes it (laid out, then the agent's
+    `medium.digest` over what the site-config references), without validating: `fleet render --git` records it and
+    `fleet diff` compares it."""
+    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-digest.") as tmp:
+        return medium.digest(medium.contents(lay_out(pathlib.Path(tmp), obj, files)))
+
+
 def _site_config_problem(problem: errors.Problem) -> errors.Problem:
     """A finding of the site-config file, named as the Site's field (`spec.siteConfig.` + the file's path)."""
     path = problem.path

@@ -40,6 +40,22 @@ SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
 # `fleet make-media` asks for the site's reporting credential by setting this annotation (an RFC 3339 time) on the
 # Site; the controller issues credentials only to valid Sites that carry it
 MEDIA_REQUESTED = f"{GROUP}/media-requested"
+# Argo CD's per-resource sync options (argo-cd docs/user-guide/sync-options.md: "No Prune Resources", "No Resource
+# Deletion"): the controller sets them on a Site once it is Relocated, so neither removing its line from Git (prune)
+# nor deleting the Application (delete) deletes the Site of a store that now runs at its site.
+ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+KEEP_OPTIONS = ("Prune=false", "Delete=false")
+
+
+def kept_options(current: object) -> str | None:
+    """The sync-options annotation's value with `KEEP_OPTIONS` in it, the Site's other options kept (None: it has them
+    already). Argo CD reads the value as comma-separated `Name=value` options."""
+    given = [o.strip() for o in str(current or "").split(",") if o.strip()]
+    if all(o in given for o in KEEP_OPTIONS):
+        return None
+    names = {o.split("=", 1)[0] for o in KEEP_OPTIONS}
+    return ",".join([*(o for o in given if o.split("=", 1)[0] not in names), *KEEP_OPTIONS])
+
 
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
