@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import hubreport
-from snoreloc_fleet.resource import siteinput
+from snoreloc_fleet.resource import delivery, siteinput
 
 GROUP = hubreport.GROUP
 VERSION = hubreport.VERSION
@@ -280,6 +280,7 @@ def _spec() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "true: the controller leaves this Site alone."},
+            "delivery": delivery.spec_schema(),
             "adminAccess": {
                 "type": "object",
                 "description": "The site's own admin keys, made by the hub (issue 32): the controller generates an "
