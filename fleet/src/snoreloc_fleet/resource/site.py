@@ -40,6 +40,10 @@ SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
 # `fleet make-media` asks for the site's reporting credential by setting this annotation (an RFC 3339 time) on the
 # Site; the controller issues credentials only to valid Sites that carry it
 MEDIA_REQUESTED = f"{GROUP}/media-requested"
+# `fleet render` records on each Site where its inventory-filled fields came from (JSON: field path -> `sites.csv
+# line 13, column domain`), so `fleet report` can name the cell to fix beside a validation error
+INVENTORY_CELLS = f"{GROUP}/inventory-cells"
+MAX_INVENTORY_CELLS = 64 * 1024  # characters of that annotation (kube allows 256 KiB for all of them)
 
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
