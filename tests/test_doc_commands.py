@@ -78,6 +78,8 @@ RUN_HERE_OFFLINE = {  # run below, in-process, against files in a temporary dire
     "snoreloc schema > docs/site-config.schema.json": 0,
     "snoreloc status --output json > store-0412.json": 1,  # the report a site carries back by hand (nothing ran)
     "snoreloc validate examples/site-config.yaml": 0,
+    ".venv/bin/snoreloc validate examples/site-config.yaml": 0,
+    ".venv/bin/snoreloc --help": 0,
     "snoreloc validate site-config.yaml": 0,
     "snoreloc validate --annotate FILE": 0,
     "snoreloc validate FILE [--annotate] [--output json]": 0,
@@ -158,6 +160,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 0 tests/sim/test_seeds.py": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/siteconfig tests/engine/test_rollback_record.py "
     "tests/cluster/test_node_labels.py tests/reliability/test_manifest_claims.py": Elsewhere(_SUITE),

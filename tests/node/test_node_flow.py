@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import yaml
 from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, kube, probe
+from snoreloc.cli import main
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet
 from snoreloc.steps import context
@@ -145,6 +147,30 @@ def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_pa
     report = json.loads(capsys.readouterr().out)
     assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
     assert "rollout: kube-apiserver" in (tmp_path / "t.svg").read_text(), "the demo draws its timeline"
+
+
+def test_the_demos_last_lines_say_what_remains_and_point_only_at_what_exists(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    args = argparse.Namespace(
+        speed=100.0, seed="4.14", routes=0, keep=str(kept), output="text", page_port=0, svg=str(tmp_path / "t.svg")
+    )  # 100x: the run's one-hour deadline is 36 s of wall time, a margin on a loaded machine
+    assert demo.run(args) == 0
+    err = capsys.readouterr().err
+    ending = err[err.index("console banner") :]
+    assert not re.search(r"(?<![\w/])/var/lib", ending) and "Progress page:" not in ending, ending
+    assert f"{kept}/root/var/lib/snoreloc/snoreloc-logs.tar.gz" in ending, "the bundle hint names the kept state"
+    last = ending[ending.index("snoreloc demo: what remains") :]
+    assert "the simulated cluster and the progress page stopped with the demo" in last
+    commands = [line.strip().split() for line in last.splitlines() if line.startswith("  snoreloc ")]
+    assert [c[1] for c in commands] == ["status", "analyze", "collect-logs"]
+    for command in commands[:2]:
+        assert main.main(command[1:]) in (0, 2), command  # what the demo says to run works on what it kept
+    assert (kept / "root" / "var" / "lib" / "snoreloc" / "status.json").exists() and (tmp_path / "t.svg").exists()
+
+    gone = demo.remains(argparse.Namespace(keep=None, svg="/tmp/t.svg"), tmp_path / "gone", kept)
+    assert "now removed" in gone and "--keep DIR" in gone and not re.search(r"(?<![\w/])/var/lib", gone)
 
 
 @pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
