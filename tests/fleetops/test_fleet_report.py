@@ -160,7 +160,11 @@ def test_an_invalid_rendered_site_names_the_inventory_cell_to_fix(
     rendered["status"] = {
         site.STATUS_PHASE: site.Phase.INVALID.value,
         site.STATUS_REASON: site.Reason.INVALID_SITE_CONFIG.value,
-        site.STATUS_VALIDATION: {"errors": [{"path": "spec.domain", "line": 3, "message": "has an empty label"}]},
+        site.STATUS_VALIDATION: {
+            "errors": [
+                {"path": "spec.siteConfig.domain", "line": 3, "message": "has an empty label"}
+            ]  # the controller names the Site's field
+        },
     }
     needs = _section(page.render([fleetstate.row(rendered)], NOW, title="x"), "needs")
     assert "sites.csv line 3, column domain" in needs and "has an empty label" in needs

@@ -423,7 +423,11 @@ def _cells(annotation: Any) -> Mapping[str, Any]:
 
 def cell_of(path: str, cells: Mapping[str, Any]) -> Any:
     """The inventory cell behind the field `path`: its own, else the nearest enclosing field's (`spec.network` for
-    `spec.network.interfaces[0]`), else the first of the fields inside it; None when the inventory filled none."""
+    `spec.network.interfaces[0]`), else the first of the fields inside it; None when the inventory filled none.
+    The controller names a field of the Site (`spec.siteConfig.domain`), render one of the site-config
+    (`spec.domain`)."""
+    in_site = "spec.siteConfig."
+    path = "spec." + path.removeprefix(in_site) if path.startswith(in_site) else path
     if path in cells:
         return cells[path]
     enclosing = [k for k in cells if path.startswith((f"{k}.", f"{k}["))]
