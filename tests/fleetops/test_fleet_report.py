@@ -124,6 +124,7 @@ def test_the_page_opens_with_what_needs_the_owner() -> None:
     assert "Warnings (1)" in needs and "no ImageDigestMirrorSet factory-mirrors" in needs
     assert "Reporting tokens expiring within 14 days" in needs and "store-0012" in needs and "in 3d0h" in needs
     assert "store-0002" not in needs, "a clean relocation needs nobody"
+    assert "wall-clock time at a site" in html and "simulated seconds" in html, "the durations say whose clock"
 
 
 def test_a_calm_fleet_says_nothing_needs_the_owner() -> None:

@@ -157,7 +157,10 @@ def test_the_demos_last_lines_say_what_remains_and_point_only_at_what_exists(
         speed=100.0, seed="4.14", routes=0, keep=str(kept), output="text", page_port=0, svg=str(tmp_path / "t.svg")
     )  # 100x: the run's one-hour deadline is 36 s of wall time, a margin on a loaded machine
     assert demo.run(args) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
+    assert "of wall time (the steps below count the simulated cluster's seconds, 100x faster)" in err
+    assert "steps (simulated seconds (the cluster ran 100x: 1/100 of that in wall time)):" in captured.out
     ending = err[err.index("console banner") :]
     assert not re.search(r"(?<![\w/])/var/lib", ending) and "Progress page:" not in ending, ending
     assert f"{kept}/root/var/lib/snoreloc/snoreloc-logs.tar.gz" in ending, "the bundle hint names the kept state"

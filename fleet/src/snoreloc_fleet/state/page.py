@@ -52,6 +52,10 @@ window.addEventListener('hashchange',openTarget);window.addEventListener('load',
 _e = sanitize.html  # every text of the page and its pictures, as element text or a quoted attribute
 SHOWN_IMPLAUSIBLE = 20  # sites named in the note on implausible reports
 TOKEN_SOON = 14 * 86400.0  # a site's reporting token expiring within this is before the owner (a stick to remake)
+CLOCK_NOTE = (  # the page's durations, minutes and step seconds, labelled (issue 35: times mixed without labels)
+    "Durations and step seconds are as each node's clock counted them: wall-clock time at a site; a node of the demo "
+    "or the tests runs against a simulated cluster and counts its simulated seconds (its run's report says which)."
+)
 FOLD_AT = 5  # more uneventful sites alike than this are folded into one line of the sites table
 SHOWN_PER_NEED = 50  # sites listed under each heading of "Needs you" (the rest counted)
 
@@ -420,6 +424,7 @@ def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, time
 <table>{counts}</table>
 <h2 id="durations">Relocation durations</h2>
 <p>{len(durations)} relocations finished; {over} over the {fleetstate.BUDGET_SECONDS // 60}-minute budget.</p>
+<p class="muted">{CLOCK_NOTE}</p>
 {histogram(durations)}
 <h2 id="steps">Slowest steps across the fleet</h2>
 {steps_table}

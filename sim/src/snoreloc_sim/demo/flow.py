@@ -250,7 +250,8 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
         write_site(host, sim)
         started = time.monotonic()
         req, _result = relocate(host, sim, page_port=args.page_port)
-        say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
+        say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time (the steps below count the "
+            f"simulated cluster's seconds, {args.speed:g}x faster)\n\n")  # fmt: skip
         _write_svg(req, Path(args.svg))
         report_text = safefile.read_text(req.paths.report, safefile.STATE)
         sys.stdout.write(report_text if args.output == "json" else node.summary(req))
