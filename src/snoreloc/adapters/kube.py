@@ -392,11 +392,17 @@ _KUBECONFIG_HINT = "Pass --kubeconfig with a readable, well-formed kubeconfig fi
 
 
 def _refuse_special(path: str) -> None:
-    """A FIFO or device as the kubeconfig would block the loader or feed it endless bytes: refuse it unopened."""
+    """A FIFO or device as the kubeconfig would block the loader or feed it endless bytes: refuse it unopened. A
+    missing file is named as missing: the loader would call it "Invalid kube-config file"."""
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        raise errors.UnavailableError(
+            f"cannot load kubeconfig {path}: no such file",
+            hint=f"Check the path; {_KUBECONFIG_HINT[0].lower()}{_KUBECONFIG_HINT[1:]}",
+        ) from None
     except OSError:
-        return  # the loader reports a missing or unreadable file itself
+        return  # the loader reports an unreadable file itself
     if not stat.S_ISREG(info.st_mode):
         raise errors.UnavailableError(f"cannot load kubeconfig {path}: not a regular file", hint=_KUBECONFIG_HINT)
 

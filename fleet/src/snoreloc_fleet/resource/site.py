@@ -57,6 +57,11 @@ def kept_options(current: object) -> str | None:
     return ",".join([*(o for o in given if o.split("=", 1)[0] not in names), *KEEP_OPTIONS])
 
 
+# `fleet render` records on each Site where its inventory-filled fields came from (JSON: field path -> `sites.csv
+# line 13, column domain`), so `fleet report` can name the cell to fix beside a validation error
+INVENTORY_CELLS = f"{GROUP}/inventory-cells"
+MAX_INVENTORY_CELLS = 64 * 1024  # characters of that annotation (kube allows 256 KiB for all of them)
+
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
 MAX_FINDING_PATH = 256
