@@ -165,7 +165,7 @@ def build(
     for rendered, obj in zip(sites, site_objects, strict=True):
         name = rendered.row.name
         digest = sitemedium.digest(obj, _medium_files(rendered))
-        obj["metadata"]["annotations"] = {DIGEST_ANNOTATION: digest}
+        obj["metadata"].setdefault("annotations", {})[DIGEST_ANNOTATION] = digest  # beside the inventory cells
         own, mark = _secret_files(name, by_name.get(f"{name}-files"), sealing, store)
         files.update(own)
         files[f"{name}/{SITE_FILE}"] = _yaml(obj)
