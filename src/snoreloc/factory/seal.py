@@ -261,9 +261,10 @@ def kubelet_cert_expiry(pem: bytes) -> datetime:
     return certs.not_after(block.group(0))
 
 
-def read_horizon(node: Node, facts: ClusterFacts) -> tuple[shelf.Horizon, list[str]]:
-    """Every watched certificate's expiry (the cluster's Secrets, the kubelet's files) and the names not read."""
-    found = facts.certificates()
+def read_horizon(node: Node, secrets: dict[str, datetime | None]) -> tuple[shelf.Horizon, list[str]]:
+    """Every watched certificate's expiry (the cluster's Secrets as `ClusterFacts.certificates` read them, the
+    kubelet's files) and the names not read."""
+    found = dict(secrets)
     for watched in shelf.WATCHED:
         if watched.path:
             found[watched.name] = _file_not_after(node, watched.path)
@@ -315,7 +316,7 @@ def seal(node: Node, facts: ClusterFacts | None, options: Options = Options()) -
         if facts is None:
             raise errors.InternalError("seal needs the cluster's facts for a first seal")
         findings += check_cluster(facts, options)
-        horizon, unread = read_horizon(node, facts)
+        horizon, unread = read_horizon(node, facts.certificates())
         findings += check_horizon(horizon, unread, options)
     fatal = [finding for finding in findings if finding.fatal]
     if fatal:

@@ -133,6 +133,7 @@ class SeedFacts:
     router_ca_pem: bytes
     shelved_days: int = 0  # days between the seal and this start (`operators.shelf`)
     kubelet_pki: tuple[tuple[str, bytes], ...] = ()  # the kubelet's certificate files on the node: (path, PEM)
+    sealed_secrets: tuple[Obj, ...] = ()  # the aged Secrets as the seal found them, before any regeneration
 
 
 @dataclass(frozen=True)
@@ -173,8 +174,10 @@ def load(
     facts = _with_cas(facts, pki)
     seed = _Seeder(cluster, facts)
     seed.all(pki)
-    files = shelf.age(cluster, days=shelved_days, node=facts.node_name)
-    facts = dataclasses.replace(facts, shelved_days=shelved_days, kubelet_pki=tuple(sorted(files.items())))
+    files, sealed = shelf.age(cluster, days=shelved_days, node=facts.node_name)
+    facts = dataclasses.replace(
+        facts, shelved_days=shelved_days, kubelet_pki=tuple(sorted(files.items())), sealed_secrets=tuple(sealed)
+    )
     _serve(cluster, facts, pki)
     if expired:
         kubelet.shelve(cluster, facts.node_name, [facts.internal_ip])

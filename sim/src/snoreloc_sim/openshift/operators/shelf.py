@@ -139,12 +139,13 @@ def _secret(cert: Cert, pair: certs.KeyPair, issuer: str) -> Obj:
     return body
 
 
-def age(cluster: model.Cluster, *, days: int, node: str) -> dict[str, bytes]:
+def age(cluster: model.Cluster, *, days: int, node: str) -> tuple[dict[str, bytes], list[Obj]]:
     """Write every Secret of the model as a node sealed `days` ago has it; the kubelet's files (path -> PEM,
-    certificate then key) for the node's root."""
+    certificate then key) for the node's root, and the Secrets as written (what `seal` read at the factory)."""
     start = installed_at(days)
     pairs: dict[str, certs.KeyPair] = {}
     files: dict[str, bytes] = {}
+    written: list[Obj] = []
     secrets_type = base.rtype(cluster, base.SECRETS)
     for cert in CERTS:  # signers come before what they sign
         issuer = pairs.get(cert.signer)
@@ -152,8 +153,8 @@ def age(cluster: model.Cluster, *, days: int, node: str) -> dict[str, bytes]:
         if cert.path:
             files[cert.path] = pair.cert_pem + pair.key_pem
             continue
-        cluster.store.create(secrets_type, _secret(cert, pair, cert.signer or cert.name))
-    return files
+        written.append(cluster.store.create(secrets_type, _secret(cert, pair, cert.signer or cert.name)))
+    return files, written
 
 
 def not_after(cluster: model.Cluster, cert: Cert) -> datetime.datetime | None:
