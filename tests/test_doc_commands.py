@@ -429,6 +429,13 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
     "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
+    "oc annotate -n openshift-kube-apiserver-operator secret kube-apiserver-to-kubelet-signer "
+    "auth.openshift.io/certificate-not-after-": Elsewhere(
+        "OpenShift's documented renewal of the kubelet CA (docs 'node certificates'), against a real cluster"
+    ),
+    "snoreloc sim serve --shelved-days 200": Elsewhere(
+        "serves until stopped; the same option through the sim fixture in tests/node/test_shelf_life.py"
+    ),
 }
 
 

@@ -175,12 +175,16 @@ def write_site(host: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
 
 def factory_node(host: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = True) -> None:
     """The factory node's own files the simulator reads: with `dnsmasq`, the SNO dnsmasq configuration's script
-    (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO."""
+    (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO; the
+    kubelet's certificate files, as old as the simulator's time on the shelf makes them."""
     sim.attach_host_root(host.path("/"))
     facts = sim.seed_facts
     if dnsmasq and not host.exists(dns.SCRIPT):
         install = dns.Install(facts.cluster_name, facts.base_domain, facts.internal_ip)
         host.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
+    for path, pem in facts.kubelet_pki:  # the kubelet's certificates as the shelf left them (`operators.shelf`)
+        if not host.exists(path):
+            host.write_bytes(path, pem, mode=0o600)
 
 
 def site_dns(domain: str = SITE_DOMAIN, address: str = SITE_ADDRESS) -> dns.SiteDns:
