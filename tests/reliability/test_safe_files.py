@@ -85,7 +85,7 @@ QUALIFIED_CALLS = frozenset(
     {"os.replace", "os.rename", "shutil.copy", "shutil.move", "os.link", "os.symlink", "ET.parse", "ElementTree.parse"}
 )
 # Receivers whose file methods are safe by construction: the safe module itself, and HostFS (built on it).
-SAFE_RECEIVERS = frozenset({"safefile", "host", "self.host", "node.host"})
+SAFE_RECEIVERS = frozenset({"safefile", "host", "self.host", "node.host", "self.host.fs"})  # HostFS reads via safefile
 
 # (module, called name) -> why it may touch a file without safefile.
 ALLOWED: dict[tuple[str, str], str] = {
