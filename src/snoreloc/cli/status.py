@@ -103,11 +103,24 @@ def _guide(doc: journal.Document, interrupted: bool, args: argparse.Namespace) -
     return {"now": view.todo_of(view.facts(doc), state), "page": page}
 
 
+def _run_error(doc: journal.Document) -> list[str]:
+    """The run's error when no step carries it (a refusal before the first step, where the site-config asks what
+    this cluster cannot do; a rollback that failed), so it is said, and no step is blamed for it."""
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
+
+    failed = any(doc.record(name).state is journal.StepState.FAILED for name in doc.step_names())
+    if doc.error is None or failed:
+        return []
+    lines = [f"  error: {doc.error.message}"]
+    return lines + ([f"  hint: {doc.error.hint}"] if doc.error.hint else [])
+
+
 def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[str, str]) -> str:
     from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
 
     lines = [_headline(doc, interrupted), *(f"{key}: {value}" for key, value in guide.items() if value)]
     lines += _waiting_line(doc)
+    lines += _run_error(doc)
     for name in doc.step_names():
         record = doc.record(name)
         if long or record.state is not journal.StepState.DONE:

@@ -16,6 +16,7 @@ from snoreloc.engine import backups, journal, lock, order, paths, report, restor
 from snoreloc.siteconfig import model
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
+from snoreloc.steps.openshift import mirrors
 
 LOG = logging.getLogger(__name__)
 
@@ -44,6 +45,12 @@ def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour
     )
 
 
+def admit(ctx: context.Context) -> None:
+    """What this cluster cannot express of the site-config, refused before any step writes (the runner journals it
+    as the run's error): tag mirrors on a cluster without ImageTagMirrorSet."""
+    mirrors.require_mirror_support(ctx.site, base.cluster_version(ctx))
+
+
 def execute(
     request: Request,
     client: kube.Client,
@@ -53,16 +60,17 @@ def execute(
     progress: runner.Progress | None = None,
 ) -> runner.Result:
     """Run (or with dry_run, plan) the cluster steps. Holds the run lock unless dry-running."""
+    steps = steps or order.cluster_steps()
     if request.options.dry_run:
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
-        return runner.Runner(steps or order.cluster_steps(), ctx, jour, request.options, progress).run()
+        return runner.Runner(steps, ctx, jour, request.options, progress, admit=admit).run()
     request.paths.ensure()
     with lock.RunLock(request.paths.lock):
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
         try:
-            return runner.Runner(steps or order.cluster_steps(), ctx, jour, request.options, progress).run()
+            return runner.Runner(steps, ctx, jour, request.options, progress, admit=admit).run()
         finally:
             report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
 

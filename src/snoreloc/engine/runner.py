@@ -48,6 +48,7 @@ class Result:
 
 
 Progress = Callable[[str, str], None]
+Admit = Callable[[context.Context], None]  # raises what the cluster cannot take of the site-config, before any step
 
 
 def _selected(steps: Sequence[base.Step], options: Options) -> list[base.Step]:
@@ -72,6 +73,8 @@ class Runner:
         journal_: journal.Journal,
         options: Options = Options(),
         progress: Progress | None = None,
+        *,
+        admit: Admit | None = None,
     ) -> None:
         names = [s.name for s in steps]
         if len(set(names)) != len(names):
@@ -81,6 +84,7 @@ class Runner:
         self.journal = journal_
         self.options = options
         self._progress = progress or (lambda step, what: None)
+        self._admit = admit or (lambda ctx: None)
 
     def _check_deadline(self, step: str) -> None:
         remaining = self.ctx.remaining()
@@ -141,8 +145,19 @@ class Runner:
         finally:
             unsubscribe()
 
+    def _admitted(self) -> None:
+        """Refuse, before any step, a site-config this cluster cannot take: the run's error, no step's (a step
+        blamed for it would send the technician to the wrong place: issue 35)."""
+        try:
+            self._admit(self.ctx)
+        except errors.SnorelocError as exc:
+            if not self.options.dry_run:
+                self.journal.end_run(journal.RunState.FAILED, exc)
+            raise
+
     def _run_selected(self, selected: list[base.Step]) -> Result:
         result = Result()
+        self._admitted()
         for step in selected:
             try:
                 self._run_step(step, result)
