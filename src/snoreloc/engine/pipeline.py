@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import backups, journal, lock, order, paths, report, restore, runner
+from snoreloc.engine import backups, journal, lock, order, paths, report, restore, runner, view
 from snoreloc.siteconfig import model
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
@@ -46,9 +46,15 @@ def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour
 
 
 def admit(ctx: context.Context) -> None:
-    """What this cluster cannot express of the site-config, refused before any step writes (the runner journals it
-    as the run's error): tag mirrors on a cluster without ImageTagMirrorSet."""
+    """What this cluster cannot express of the site-config, refused before the first cluster step writes (the
+    runner journals it as the run's error): tag mirrors on a cluster without ImageTagMirrorSet."""
     mirrors.require_mirror_support(ctx.site, base.cluster_version(ctx))
+
+
+def admission() -> runner.Admission:
+    """`admit`, before the first cluster step, named as the site-config's check (`view.SITE_CONFIG_STEP`)."""
+    names = frozenset(step.name for step in order.cluster_steps())
+    return runner.Admission(admit, names, view.SITE_CONFIG_STEP)
 
 
 def execute(
@@ -64,13 +70,13 @@ def execute(
     if request.options.dry_run:
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
-        return runner.Runner(steps, ctx, jour, request.options, progress, admit=admit).run()
+        return runner.Runner(steps, ctx, jour, request.options, progress, admission=admission()).run()
     request.paths.ensure()
     with lock.RunLock(request.paths.lock):
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
         try:
-            return runner.Runner(steps, ctx, jour, request.options, progress, admit=admit).run()
+            return runner.Runner(steps, ctx, jour, request.options, progress, admission=admission()).run()
         finally:
             report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
 
