@@ -87,8 +87,9 @@ def test_a_to_b_and_back_moves_every_route_each_time(relocation: Relocation) -> 
     planned = plan_mod.render(relocation.run(site_b, dry_run=True).plans)
     # issue 35: the console operator's console-custom route carries the componentRoute's certificate (for A) and
     # follows the componentRoutes: it is no user's route with "its own certificate"; shop and payments are
-    warned = sorted(line.split()[2] for line in planned.splitlines() if "has its own certificate" in line)
-    assert warned == ["edge-app/payments", "edge-app/shop"], planned
+    warned = {line.split()[2] for line in planned.splitlines() if "has its own certificate" in line}
+    assert {"edge-app/payments", "edge-app/shop"} <= warned, planned
+    assert not {name for name in warned if name.startswith("openshift-console/")}, planned
     assert f"on apps.{A}, an earlier site's apps domain: moved like the factory's" in planned
     assert f"shop.apps.{A} -> shop.apps.{B}" in planned
     relocation.run(site_b)
