@@ -9,6 +9,7 @@ Two simulators run: the OpenShift one (the node's cluster, sped up) and the plai
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import pathlib
 import urllib.parse
@@ -18,11 +19,13 @@ import pytest
 import yaml
 from snoreloc_fleet.hub import adminaccess, credentials
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.state import fleetstate, page
 
 from hubsim.test_hub_kubectl import KUBECTL
 from sim.test_client_certs import status as http_status
 from snoreloc.adapters import fs, kube
 from snoreloc.cli import main
+from snoreloc.engine import timeline
 from snoreloc.siteconfig import medium
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
@@ -67,6 +70,11 @@ def test_sites_applied_on_the_hub_relocate_and_report_back(
     assert agent["runState"] in ("done", "done-with-warnings") and agent["source"] == "node"
     assert agent["siteConfigDigest"] == obj["status"]["media"]["digest"]
     assert agent["stepsDone"] == agent["stepsTotal"] == len(agent["steps"]) > 10
+    assert agent["rollouts"] and all(r["endSeconds"] >= r["startSeconds"] for r in agent["rollouts"])
+    assert agent["waits"] and all(w["what"] for w in agent["waits"])
+    drawn = page.render([fleetstate.row(obj)], dt.datetime.now(dt.UTC), title="fleet", timelines=5)
+    assert "rollout: kube-apiserver" in drawn, "the fleet report draws the node's rollouts"
+    assert timeline.COLOURS["critical"] in drawn and timeline.WAIT_FILL in drawn, "the critical chain and waits"
     conditions = {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
     assert conditions["Relocated"] == ("True", "Done") and conditions["Reporting"] == ("True", "Reported")
     assert get_site(admin, "store-043")["status"]["phase"] == "Ready"

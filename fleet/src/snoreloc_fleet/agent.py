@@ -7,6 +7,7 @@ means a refactor of the agent's packages (issue 21 moves modules around) changes
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -123,18 +124,34 @@ def resolve_reference(base: str, ref: str) -> str:
         raise Refused(str(exc)) from None
 
 
-def timeline_svg(title: str, steps: list[tuple[str, float, bool]], *, finished: bool, wait: str | None = None) -> str:
+def timeline_svg(
+    title: str,
+    steps: list[tuple[str, float, bool]],
+    *,
+    finished: bool,
+    wait: str | None = None,
+    rollouts: Sequence[tuple[str, float, float | None]] = (),
+    waits: Sequence[tuple[str, str, float, float | None]] = (),
+) -> str:
     """The agent's timeline picture (`snoreloc analyze --svg`'s drawer) of steps laid end to end.
 
-    `steps`: (name, seconds, failed) in run order; `wait`: what the last step is waiting for, drawn hatched over it.
+    `steps`: (name, seconds, failed) in run order; `rollouts`: (operator, start, end or None) and `waits`: (step,
+    what, start, end or None) in seconds after the run started, drawn as the node draws them (the rollouts the run
+    waited for in the critical chain's colour, waits hatched); without reported waits, `wait` (what the last step is
+    waiting for) is drawn hatched over it.
     """
-    from snoreloc.siblings import timeline  # noqa: PLC0415 (only `fleet report` draws)
+    from snoreloc.siblings import timeline, view  # noqa: PLC0415 (only `fleet report` draws)
 
-    bars, waits, start = [], [], 0.0
+    bars, marks, start = [], [], 0.0
     for name, seconds, failed in steps:
         bars.append(timeline.Bar(name, start, start + seconds, failed=failed))
         start += seconds
-    if wait and bars:
-        last = bars[-1]
-        waits.append(timeline.WaitMark(last.label, wait, last.start, last.end))
-    return timeline.svg(timeline.Timeline(title, tuple(bars), tuple(waits), end=start if finished else None))
+    now = max([start, *(s for _, s, _ in rollouts), *(e for _, _, e in rollouts if e is not None)])
+    drawn = [timeline.Bar(f"rollout: {n}", s, now if e is None else e, timeline.Kind.ROLLOUT) for n, s, e in rollouts]
+    chain = view.critical_chain(drawn, now)
+    bars += [timeline.Bar(b.label, b.start, b.end, b.kind, critical=i in chain) for i, b in enumerate(drawn)]
+    marks = [timeline.WaitMark(step, what, s, now if e is None else e) for step, what, s, e in waits]
+    if wait and not marks and steps:
+        last = bars[len(steps) - 1]
+        marks.append(timeline.WaitMark(last.label, wait, last.start, last.end))
+    return timeline.svg(timeline.Timeline(title, tuple(bars), tuple(marks), end=now if finished else None))

@@ -30,7 +30,7 @@ import logging
 import pathlib
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -63,6 +63,7 @@ MAX_TEXT = 1024
 MAX_NAME = 128
 MAX_STEPS = 40
 MAX_WARNINGS = 20
+MAX_INTERVALS = 24  # rollouts, and waits, each: what the fleet report's timelines draw
 MAX_KUBECONFIG_BYTES = 64 * 1024
 MAX_API_CA = 16 * 1024  # the public CA bundle that verifies the site's API (a few certificates)
 PEM_TEXT = r"^[-A-Za-z0-9+/= \n]*$"  # what a bundle of PEM certificates is made of, and nothing else
@@ -221,8 +222,31 @@ def snapshot(
         "failure": _failure(run),
         "exitCode": run.exit_code,  # None (null) removes an earlier run's from the Site: a merge patch
         "apiCA": _api_ca(doc),
+        "rollouts": _intervals(run.rollouts, run.started),
+        "waits": _intervals(run.waits, run.started, what=True),
     }
     return report
+
+
+def _offset(moment: datetime | None, origin: datetime) -> float | None:
+    return None if moment is None else round(max(0.0, (moment - origin).total_seconds()), 1)
+
+
+def _intervals(found: Sequence[view.Interval], origin: datetime | None, *, what: bool = False) -> list[dict[str, Any]]:
+    """The run's rollouts (or waits) as seconds after the run started (`endSeconds` null while one goes on), so the
+    hub draws the timeline the node would: bounded, redacted."""
+    if origin is None:
+        return []
+    kept = [i for i in found if i.started >= origin][:MAX_INTERVALS]
+    return [
+        {
+            "name": _text(i.name, MAX_NAME),
+            "startSeconds": _offset(i.started, origin),
+            "endSeconds": _offset(i.finished, origin),
+            **({"what": _text(i.what)} if what else {}),
+        }
+        for i in kept
+    ]
 
 
 def _api_ca(doc: journal.Document) -> str | None:

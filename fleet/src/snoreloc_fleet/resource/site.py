@@ -380,7 +380,19 @@ def agent_schema() -> dict[str, Any]:
                 "properties": {"step": name, "message": _text(), "hint": _text()},
             },
             "apiCA": _string(hubreport.MAX_API_CA, pattern=hubreport.PEM_TEXT, nullable=True),
+            "rollouts": _intervals(name, seconds),
+            "waits": _intervals(name, seconds, what=True),
         },
+    }
+
+
+def _intervals(name: dict[str, Any], seconds: dict[str, Any], *, what: bool = False) -> dict[str, Any]:
+    """The run's rollouts or waits: seconds after the run started (`hubreport._intervals`)."""
+    properties = {"name": name, "startSeconds": seconds, "endSeconds": _number(MAX_SECONDS, nullable=True)}
+    return {
+        "type": "array",
+        "maxItems": hubreport.MAX_INTERVALS,
+        "items": {"type": "object", "properties": {**properties, **({"what": _text()} if what else {})}},
     }
 
 

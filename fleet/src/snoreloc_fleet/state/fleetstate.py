@@ -53,6 +53,16 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Interval:
+    """A rollout or a wait the node reported, in seconds after its run started (`end` None: still going)."""
+
+    name: str
+    start: float
+    end: float | None
+    what: str = ""
+
+
+@dataclass(frozen=True)
 class Waiting:
     """The wait in progress the node reported; a number it gave implausibly is None."""
 
@@ -93,6 +103,8 @@ class Report:
     steps_total: int | None = None
     todo: str = ""
     steps: tuple[Step, ...] = ()
+    rollouts: tuple[Interval, ...] = ()
+    waits: tuple[Interval, ...] = ()
     warnings: tuple[str, ...] = ()
     waiting: Waiting | None = None
     failure: Failure | None = None
@@ -115,6 +127,8 @@ class Row:
     failure: str = ""  # the failure reason (see the module's docstring); "" when the phase needs nobody
     steps: tuple[Step, ...] = field(default=(), repr=False)
     waiting: Waiting | None = field(default=None, repr=False)
+    rollouts: tuple[Interval, ...] = field(default=(), repr=False)  # what the report's timeline draws
+    waits: tuple[Interval, ...] = field(default=(), repr=False)
     implausible: tuple[str, ...] = ()  # the report's fields read as unknown (see the module's docstring)
     # what `fleet report` puts before the owner (`owner_facts`): empty where a reader asked for no steps
     warnings: tuple[str, ...] = field(default=(), repr=False)
@@ -269,6 +283,25 @@ def _steps(read: _Reader, value: Any) -> tuple[Step, ...]:
     return tuple(steps)
 
 
+def _intervals(read: _Reader, value: Any, path: str) -> tuple[Interval, ...]:
+    """The report's rollouts or waits; an entry with an implausible start, or ending before it starts, is dropped
+    (flagged)."""
+    found = []
+    for index, entry in enumerate(read.items(value, path, hubreport.MAX_INTERVALS)):
+        where = f"{path}[{index}]"
+        mapping = read.mapping(entry, where)
+        if mapping is None:
+            continue
+        start = read.seconds(mapping.get("startSeconds"), f"{where}.startSeconds")
+        end = read.seconds(mapping.get("endSeconds"), f"{where}.endSeconds")
+        if start is None or (end is not None and end < start):
+            read.flag(where)
+            continue
+        name = read.text(mapping.get("name"), f"{where}.name", hubreport.MAX_NAME)
+        found.append(Interval(name, start, end, read.text(mapping.get("what"), f"{where}.what")))
+    return tuple(found)
+
+
 def _waiting(read: _Reader, value: Any) -> Waiting | None:
     mapping = read.mapping(value, "waiting")
     if mapping is None:
@@ -313,6 +346,8 @@ def report(agent: Any, now: dt.datetime, *, steps: bool = True, where: str = "st
             "steps_done": read.count(agent.get("stepsDone"), "stepsDone"),
             "steps_total": read.count(agent.get("stepsTotal"), "stepsTotal"),
             "steps": _steps(read, agent.get("steps")),
+            "rollouts": _intervals(read, agent.get("rollouts"), "rollouts"),
+            "waits": _intervals(read, agent.get("waits"), "waits"),
             "warnings": tuple(
                 text(w, f"warnings[{i}]")
                 for i, w in enumerate(read.items(agent.get("warnings"), "warnings", hubreport.MAX_WARNINGS))
@@ -392,6 +427,8 @@ def row(obj: Mapping[str, Any], *, steps: bool = True, now: dt.datetime | None =
         failure=failure_reason(phase, reason, status, agent),
         steps=agent.steps,
         waiting=agent.waiting,
+        rollouts=agent.rollouts,
+        waits=agent.waits,
         implausible=agent.implausible,
         **(owner_facts(meta, status, agent) if steps else {}),
     )

@@ -162,7 +162,9 @@ def _timeline(item: fleetstate.Row) -> str:
     wait = item.waiting.what if item.waiting else None
     finished = item.run_state in (*site.RUN_DONE, *site.RUN_FAILED)
     title = f"{item.name}: {item.run_state or item.phase}"
-    return agent.timeline_svg(title, steps, finished=finished, wait=wait)
+    rollouts = [(r.name, r.start, r.end) for r in item.rollouts]
+    waits = [(w.name, w.what, w.start, w.end) for w in item.waits]
+    return agent.timeline_svg(title, steps, finished=finished, wait=wait, rollouts=rollouts, waits=waits)
 
 
 def _pictured(rows: Sequence[fleetstate.Row], limit: int) -> list[fleetstate.Row]:
