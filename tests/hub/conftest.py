@@ -98,11 +98,10 @@ def sim_options() -> dict[str, Any]:
     return {"speed": 120.0}
 
 
-@pytest.fixture
-def hub(hub_sim: HubSimulator) -> HubSimulator:
-    """The hub with the Site CRD (from deploy/crd.yaml, as `fleet install` applies it), namespace `fleet` and the
-    pull secret every test Site names."""
-    client = kube.Client.from_kubeconfig(str(hub_sim.kubeconfig_path), clock=clock.SystemClock())
+def prepare(hub: HubSimulator) -> None:
+    """Install the Site CRD (from deploy/crd.yaml, as `fleet install` applies it), namespace `fleet` and the pull
+    secret every test Site names."""
+    client = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
     try:
         hubsite.prepare_hub(client, NS)
         secret = {
@@ -113,6 +112,12 @@ def hub(hub_sim: HubSimulator) -> HubSimulator:
         client.create(kube.SECRETS, secret)
     finally:
         client.close()
+
+
+@pytest.fixture
+def hub(hub_sim: HubSimulator) -> HubSimulator:
+    """The hub with the Site CRD, namespace `fleet` and the pull secret every test Site names (`prepare`)."""
+    prepare(hub_sim)
     return hub_sim
 
 

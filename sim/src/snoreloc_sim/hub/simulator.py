@@ -8,6 +8,8 @@ No OpenShift seed and no operators: a fresh kube-apiserver with its system names
 admin token in group `system:masters`, and whatever CRDs, ServiceAccounts and RBAC the test creates.
 `history_window` bounds how many changes watches can resume across (kube-apiserver's watch cache); a smaller one
 makes 410 Gone come sooner. `bookmark_seconds` is how often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+`token_cache_seconds` is how long a token's successful authentication is remembered (the real server's 10 s token
+cache, `tokens.REAL_CACHE_SECONDS`; default 0, so a revoked token is refused at once and tests need not wait).
 
 What a test reaches through it: `kubeconfig_path` (admin, 0600), `api_url`, `ca_pem`, `token` (admin);
 `faults` (`conflict_next`, `fail_next`, `latency`), `expire_watches()`, `restart()`, `advance_clock(seconds)`
@@ -43,11 +45,13 @@ class HubSimulator(Served):
         workdir: Path | str | None = None,
         history_window: int = DEFAULT_HISTORY,
         bookmark_seconds: float = DEFAULT_BOOKMARK_SECONDS,
+        token_cache_seconds: float = 0.0,
     ) -> None:
         super().__init__(workdir)
         self.token = token or secrets.token_urlsafe(32)
         self.history_window = history_window
         self.bookmark_seconds = bookmark_seconds
+        self.token_cache_seconds = token_cache_seconds
         self._port = port
         self._running: _Running | None = None
         self.startup_seconds = 0.0
@@ -137,7 +141,7 @@ class _Running:
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
         self.cluster.store.subscribe(self.lifecycle.on_change)
         self.cluster.store.subscribe(self.namespaces.on_change)
-        self.tokens = tokens.Tokens(self.cluster.store, self._type)
+        self.tokens = tokens.Tokens(self.cluster.store, self._type, cache_seconds=owner.token_cache_seconds)
         self.api.tokens = self.tokens
         authorizer = rbac.Authorizer()
         self.cluster.store.subscribe(authorizer.on_change)

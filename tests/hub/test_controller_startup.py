@@ -1,0 +1,45 @@
+"""The controller started before its CRD (a hub's `kubectl apply -k` or Argo CD in any order): it waits, saying so
+in its log and in `snoreloc_fleet_site_crd_served`, and serves Sites as soon as the CRD is installed."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from snoreloc_fleet.controller import metrics, operator, startup
+from snoreloc_fleet.resource import site
+
+from snoreloc.adapters import clock, kube
+from snoreloc_sim.hub.simulator import HubSimulator
+
+from .conftest import SITES, options_for, prepare, site_object, wait_for, wait_phase
+
+
+def test_a_controller_started_before_its_crd_serves_sites_once_it_is_installed(
+    hub_sim: HubSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=startup.LOG.name)
+    fleet_metrics = metrics.FleetMetrics()
+    running = operator.Background(options_for(hub_sim, metrics=fleet_metrics))
+    admin = kube.Client.from_kubeconfig(str(hub_sim.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        assert running.controller.crd_missing.is_set()
+        assert fleet_metrics.registry.get_sample_value("snoreloc_fleet_site_crd_served") == 0
+        wait_for("a second look", lambda: sum("waiting for the CRD" in r.getMessage() for r in caplog.records) >= 2)
+        assert site.CRD_NAME in caplog.records[-1].getMessage()
+
+        prepare(hub_sim)
+        admin.create(SITES, site_object("store-1"))
+        wait_phase(admin, "store-1", site.Phase.READY)
+        assert fleet_metrics.registry.get_sample_value("snoreloc_fleet_site_crd_served") == 1
+        assert not running.controller.crd_missing.is_set()
+        assert any("is served after" in r.getMessage() for r in caplog.records)
+    finally:
+        admin.close()
+        running.stop()
+
+
+def test_a_controller_stopped_while_it_waits_for_its_crd_stops_at_once(hub_sim: HubSimulator) -> None:
+    running = operator.Background(options_for(hub_sim), budget=10.0)
+    assert running.controller.crd_missing.is_set()
+    running.stop()  # within the budget, or it raises
