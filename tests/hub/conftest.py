@@ -202,6 +202,25 @@ def site_client(hub: HubSimulator, kubeconfig: bytes, path: str) -> kube.Client:
     return kube.Client.from_kubeconfig(str(file), clock=clock.SystemClock(), policy=policy)
 
 
+REVOCATION_BOUND = credentials.TOKEN_CACHE_SECONDS + 5.0  # the API server's token cache, and a loaded machine
+
+
+def refused_after_revocation(client: kube.Client, method: str, path: str, **options: Any) -> float:
+    """Send `method path` with a revoked token until it is refused as unauthenticated (401), at most
+    `REVOCATION_BOUND` seconds: a real kube-apiserver keeps authenticating it until its token cache lets go (10 s),
+    though without its RoleBinding it is refused as forbidden (403) meanwhile; it is never accepted. The seconds
+    it took."""
+    began = time.monotonic()
+    while True:
+        with pytest.raises(kube.Forbidden) as refused:
+            client.request(method, path, retry=False, **options)
+        if f"{path}: 401 " in str(refused.value):
+            return time.monotonic() - began
+        assert f"{path}: 403 " in str(refused.value), refused.value
+        assert time.monotonic() - began < REVOCATION_BOUND, f"still authenticated after {REVOCATION_BOUND}s"
+        time.sleep(0.2)
+
+
 def demo_site(scratch: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The demo's site-config spec and its files, as the demo writes them for a node."""
     path = demo.write_site(fs.HostFS(scratch))

@@ -26,6 +26,7 @@ from .conftest import (
     report_kubeconfig,
     request_credential,
     site_client,
+    refused_after_revocation,
     site_object,
     stick_site,
     wait_for,
@@ -114,8 +115,7 @@ def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
     revoked = site_client(hub, old, "old.kubeconfig")
     path = kube.Ref(SITES, "store-1", NS).path("status")
     try:
-        with pytest.raises(kube.Forbidden, match="401"):
-            revoked.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+        refused_after_revocation(revoked, "PATCH", path, body=_report(), content_type=kube.MERGE_PATCH)
     finally:
         revoked.close()
     # the sweep (every second here) sees the revocation and issues nothing by itself
@@ -136,6 +136,27 @@ def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
         fresh.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
     finally:
         fresh.close()
+
+
+@pytest.mark.parametrize("hub_options", [{"token_cache_seconds": 3.0}])
+def test_a_revoked_token_is_granted_nothing_at_once_and_refused_once_the_token_cache_lets_go(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    """As on a real kube-apiserver (its token cache, 10 s there, 3 s here): the revoked token still authenticates
+    for a while, but `revoke` took its RoleBinding first, so it may do nothing (403) and then nothing at all (401)."""
+    stick_site(admin, "store-1")
+    token = site_client(hub, report_kubeconfig(admin, "store-1"), "token.kubeconfig")
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    try:
+        token.request("GET", path, retry=False)  # authenticated: the success is cached now
+        credentials.revoke(admin, NS, "store-1")
+        with pytest.raises(kube.Forbidden, match=": 403 "):
+            token.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+        seconds = refused_after_revocation(token, "GET", path)
+    finally:
+        token.close()
+    assert 0.5 < seconds <= 3.0 + 1.0, seconds
+    assert get_site(admin, "store-1")["status"].get(site.STATUS_AGENT) is None, "nothing got through meanwhile"
 
 
 def test_status_is_written_only_when_it_changes(
