@@ -15,7 +15,7 @@ import pytest
 import yaml
 from snoreloc_fleet.controller import operator, reconcile
 from snoreloc_fleet.hub import credentials
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import keyorder, site
 from snoreloc_fleet.verbs import make_media as makemedia
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
@@ -39,12 +39,18 @@ def site_config(name: str, **extra: Any) -> dict[str, Any]:
 
 
 def site_object(name: str, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """A Site as `fleet render` writes it: its site-config's key order in the annotation (`keyorder`)."""
     files = {"pull-secret.json": {"secretKeyRef": {"name": "pull-secret", "key": ".dockerconfigjson"}}}
+    site_config_spec = config if config is not None else site_config(name)
     return {
         "apiVersion": site.API_VERSION,
         "kind": site.KIND,
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"siteConfig": config if config is not None else site_config(name), "files": files, **spec},
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "annotations": {keyorder.ANNOTATION: keyorder.annotation(site_config_spec)},
+        },
+        "spec": {"siteConfig": site_config_spec, "files": files, **spec},
     }
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, namespaces, rbac, tokens
+from snoreloc_sim.hub.sortedkeys import for_custom_resources
 from snoreloc_sim.kube import model, registry, server, tls, validation
 from snoreloc_sim.kube import namespaces as sim_namespaces
 from snoreloc_sim.kube.served import Served
@@ -131,6 +132,7 @@ class _Running:
         base = registry.load(Path(self._crd_dir.name))  # the simulator's built-in kinds, no OpenShift CRD
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish, base)
         self.api.catalog = self.catalog
+        self.cluster.store.shape = for_custom_resources(self._is_builtin)  # as a real API server keeps them
         self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
         self.api.lifecycle = self.lifecycle
         self.namespaces = namespaces.Namespaces(
@@ -155,6 +157,9 @@ class _Running:
 
     def _served_types(self) -> list[model.ResourceType]:
         return list(self.catalog.registry.types.values())
+
+    def _is_builtin(self, rtype: model.ResourceType) -> bool:
+        return self.catalog.registry.is_builtin(rtype)
 
     def _find_type(self, key: str) -> model.ResourceType | None:
         return self.catalog.registry.types.get(key)
