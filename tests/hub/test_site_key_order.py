@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 from snoreloc_fleet.hub import sitemedium
-from snoreloc_fleet.resource import keyorder
+from snoreloc_fleet.resource import keyorder, site
+
 from snoreloc_sim.hub import sortedkeys
 
 OWNERS = {
@@ -24,7 +25,7 @@ def _site(config: dict[str, Any], annotation: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": "store-1", "namespace": "fleet"}
     if annotation is not None:
         meta["annotations"] = {keyorder.ANNOTATION: annotation}
-    return {"apiVersion": "fleet.snoreloc.io/v1alpha1", "kind": "Site", "metadata": meta, "spec": {"siteConfig": config}}
+    return {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta, "spec": {"siteConfig": config}}
 
 
 def _keys(text: bytes) -> list[str]:
