@@ -43,3 +43,21 @@ def test_a_controller_stopped_while_it_waits_for_its_crd_stops_at_once(hub_sim: 
     running = operator.Background(options_for(hub_sim), budget=10.0)
     assert running.controller.crd_missing.is_set()
     running.stop()  # within the budget, or it raises
+
+
+@pytest.mark.parametrize("hub_options", [{"starting_seconds": 2.0}])
+def test_a_controller_started_with_a_starting_hub_waits_out_its_503s(
+    hub: HubSimulator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kube-apiserver that starts answers 503 for the Sites' paths until its CRDs are served again (`hub.front`)."""
+    caplog.set_level(logging.INFO, logger=startup.LOG.name)
+    hub.restart()
+    running = operator.Background(options_for(hub))
+    admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        admin.create(SITES, site_object("store-1"))  # the admin's client retries the 503s
+        wait_phase(admin, "store-1", site.Phase.READY)
+        assert any("503" in r.getMessage() for r in caplog.records if "waiting for the CRD" in r.getMessage())
+    finally:
+        admin.close()
+        running.stop()
