@@ -15,6 +15,7 @@ from snoreloc_sim.hub.simulator import HubSimulator
 from .conftest import SITES, options_for, prepare, site_object, wait_for, wait_phase
 
 
+@pytest.mark.hubsimonly  # a hub without the Site CRD (a real one keeps it between tests)
 def test_a_controller_started_before_its_crd_serves_sites_once_it_is_installed(
     hub_sim: HubSimulator, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -39,12 +40,14 @@ def test_a_controller_started_before_its_crd_serves_sites_once_it_is_installed(
         running.stop()
 
 
+@pytest.mark.hubsimonly  # a hub without the Site CRD (a real one keeps it between tests)
 def test_a_controller_stopped_while_it_waits_for_its_crd_stops_at_once(hub_sim: HubSimulator) -> None:
     running = operator.Background(options_for(hub_sim), budget=10.0)
     assert running.controller.crd_missing.is_set()
     running.stop()  # within the budget, or it raises
 
 
+@pytest.mark.hubsimonly  # restarts the hub into its starting window
 @pytest.mark.parametrize("hub_options", [{"starting_seconds": 2.0}])
 def test_a_controller_started_with_a_starting_hub_waits_out_its_503s(
     hub: HubSimulator, caplog: pytest.LogCaptureFixture

@@ -11,6 +11,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -182,3 +183,12 @@ def eventually(what: str, check: Callable[[], bool], timeout: float = 10.0) -> N
     while not check():
         assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
         time.sleep(0.05)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is of the hub simulator itself: `hubsimonly` (skipped against a real hub)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.hubsimonly)

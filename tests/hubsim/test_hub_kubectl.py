@@ -38,12 +38,13 @@ class Run:
 
 
 @pytest.fixture
-def kubectl(hub_sim: HubSimulator, tmp_path: Path) -> Any:
-    """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache."""
+def kubectl(hub_target: Any, tmp_path: Path) -> Any:
+    """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache, against the hub under
+    test (`hub_target`: `hub_sim`, or a real hub)."""
 
     def run(*args: str, stdin: str | None = None, kubeconfig: Path | None = None) -> Run:
         assert KUBECTL is not None
-        config = str(kubeconfig or hub_sim.kubeconfig_path)
+        config = str(kubeconfig or hub_target.kubeconfig_path)
         argv = [KUBECTL, "--kubeconfig", config, "--cache-dir", str(tmp_path / "cache"), *args]
         env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False)
