@@ -129,7 +129,7 @@ def real_hub(kubeconfig: str, workdir: Path) -> RealHub:
     context = contexts.get(document.get("current-context"), {})
     clusters = {c["name"]: c["cluster"] for c in document.get("clusters") or []}
     users = {u["name"]: u["user"] for u in document.get("users") or []}
-    cluster = clusters.get(context.get("cluster")) or next(iter(clusters.values()), {})
+    cluster: dict[str, Any] = clusters.get(context.get("cluster")) or next(iter(clusters.values()), {})
     user = users.get(context.get("user")) or {}
     if cluster.get("certificate-authority-data"):
         ca = base64.b64decode(cluster["certificate-authority-data"])

@@ -66,7 +66,11 @@ class Namespaces:
             self._terminating.add(name)
         if self._defer is None:
             return self._empty(name)
-        self._defer(lambda: self._empty(name))
+
+        def empty() -> None:
+            self._empty(name)
+
+        self._defer(empty)
         return self._store.find(self._namespaces(), name)
 
     def _empty(self, name: str) -> Obj | None:
