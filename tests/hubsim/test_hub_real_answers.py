@@ -68,3 +68,18 @@ def test_a_starting_hub_answers_503_where_it_will_answer_404(hub_sim: HubSimulat
     eventually("started", lambda: raw("GET", unserved).code == 404, timeout=10)
     hub_sim.restart()
     assert raw("GET", unserved).code == 503, "a restart starts again"
+
+
+def test_a_namespace_made_again_before_the_controller_passes_is_left_alone(raw: Call) -> None:
+    """The namespace controller's pass belongs to the namespace deleted (its uid), not to one of its name made since
+    (`kubectl delete` then `kubectl apply` of the same manifests)."""
+    raw("POST", "/api/v1/namespaces", {"metadata": {"name": "again"}})
+    raw("POST", "/api/v1/namespaces/again/configmaps", {"metadata": {"name": "first"}})
+    raw("DELETE", "/api/v1/namespaces/again")
+    raw("DELETE", "/api/v1/namespaces/again/configmaps/first")  # its last object: the namespace goes at once
+    eventually("the namespace gone", lambda: raw("GET", "/api/v1/namespaces/again").code == 404)
+    raw("POST", "/api/v1/namespaces", {"metadata": {"name": "again"}})
+    raw("POST", "/api/v1/namespaces/again/configmaps", {"metadata": {"name": "second"}})
+    time.sleep(0.5)  # past the controller's delay (0.2 s)
+    assert raw("GET", "/api/v1/namespaces/again/configmaps/second").code == 200
+    assert raw("GET", "/api/v1/namespaces/again").body["status"]["phase"] == "Active"

@@ -66,9 +66,12 @@ class Namespaces:
             self._terminating.add(name)
         if self._defer is None:
             return self._empty(name)
+        uid = namespace["metadata"].get("uid")
 
-        def empty() -> None:
-            self._empty(name)
+        def empty() -> None:  # that namespace, still terminating: not a new one of its name made since
+            current = self._store.find(self._namespaces(), name)
+            if current is not None and current["metadata"].get("uid") == uid:
+                self._empty(name)
 
         self._defer(empty)
         return self._store.find(self._namespaces(), name)
