@@ -4,7 +4,9 @@ On a hub the controller and its CRD arrive in any order (`kubectl apply -k`, Arg
 (1.45, `kopf/_core/reactor/observation.py`, `resource_observer`) resolves the resources its handlers name once, by
 discovery, when it starts; with `settings.scanning.disabled` (ours: the controller may not list CRDs cluster-wide,
 and watching every CRD of a hub for one of them is waste) it never looks again, so a controller started before the
-CRD logged "Unresolved resources cannot be served (try creating their CRDs)" once and served nothing for ever.
+CRD logged "Unresolved resources cannot be served (try creating their CRDs)" once and served nothing for ever
+(issue 34 saw it on a real kube-apiserver and on the hub simulator; a kopf user reports the same at start-up in
+azimuth-cloud/zenith issue 15; kopf's documentation and issues say no more than its module's docstring).
 With scanning enabled kopf would watch `customresourcedefinitions` and rescan: a cluster-wide list/watch the
 controller's RBAC does not grant (`deploy/rbac.yaml`), and which kopf, when refused, also only warns about.
 
