@@ -139,6 +139,23 @@ def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
         fresh.close()
 
 
+def test_a_binding_secret_deleted_by_hand_takes_the_sites_grant_with_it_at_the_next_pass(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    """`kubectl delete secret site-NAME-binding`: the controller, at its next pass over the Site (the sweep, every
+    second here), deletes the RoleBinding too, so the token is granted nothing while the API server's token cache
+    still authenticates it (docs/fleet.md, "How soon a revoked token stops working")."""
+    stick_site(admin, "store-1")
+    binding = kube.Ref(credentials.ROLEBINDINGS, "site-store-1", NS)
+    assert admin.find(binding) is not None
+    admin.delete(kube.Ref(kube.SECRETS, "site-store-1-binding", NS))
+    wait_for("the RoleBinding withdrawn", lambda: admin.find(binding) is None)
+    revoked = ("False", "Revoked")
+    wait_for("MediaReady Revoked", lambda: _conditions(get_site(admin, "store-1"))["MediaReady"] == revoked)
+    request_credential(admin, "store-1")  # make-media again: bound again
+    assert admin.find(binding) is not None
+
+
 @pytest.mark.hubsimonly  # the simulator's token cache at 3 s; on a real hub the other tests meet its 10 s one
 @pytest.mark.parametrize("hub_options", [{"token_cache_seconds": 3.0}])
 def test_a_revoked_token_is_granted_nothing_at_once_and_refused_once_the_token_cache_lets_go(
