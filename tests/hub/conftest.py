@@ -80,9 +80,11 @@ def keep_files(admin: kube.Client, namespace: str, holder: str, files: Mapping[s
 def apply_site(
     admin: kube.Client, namespace: str, name: str, *, config: Mapping[str, Any], refs: Mapping[str, Any]
 ) -> None:
-    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`)."""
+    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`), its key
+    order recorded as `fleet render` records it."""
+    meta = {"name": name, "namespace": namespace, "annotations": {keyorder.ANNOTATION: keyorder.annotation(config)}}
     obj = {
-        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": {"name": name, "namespace": namespace},
+        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta,
         "spec": {"siteConfig": dict(config), "files": dict(refs)},
     }  # fmt: skip
     admin.create(SITES, obj)
