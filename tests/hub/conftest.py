@@ -152,18 +152,26 @@ def _delete_namespace(client: kube.Client) -> None:
         wait_for(f"namespace {NS} gone", lambda: client.find(ref) is None, REAL_HUB_WAIT, 0.5)
 
 
+CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+
+
+def remove_namespace(hub: HubSimulator | pytest_plugin.RealHub, client: kube.Client) -> None:
+    """On a real hub, delete namespace `fleet` and wait until it is gone (the next test makes it afresh)."""
+    if not isinstance(hub, HubSimulator):
+        _delete_namespace(client)
+
+
 @pytest.fixture
 def hub(hub_target: HubSimulator | pytest_plugin.RealHub) -> Iterator[HubSimulator]:
     """The hub (`hub_target`: the simulator, or a real hub) with the Site CRD, namespace `fleet` and the pull secret
     every test Site names (`prepare`); on a real hub the namespace is deleted afterwards."""
     prepare(hub_target)
     yield hub_target  # type: ignore[misc]  # a RealHub has the part of the simulator's face these tests use
-    if not isinstance(hub_target, HubSimulator):
-        client = kube.Client.from_kubeconfig(str(hub_target.kubeconfig_path), clock=clock.SystemClock())
-        try:
-            _delete_namespace(client)
-        finally:
-            client.close()
+    client = kube.Client.from_kubeconfig(str(hub_target.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        remove_namespace(hub_target, client)
+    finally:
+        client.close()
 
 
 @pytest.fixture
