@@ -32,6 +32,7 @@ test: lint
 	$(BIN)/python -m pytest -n 2 -q -m "not realhost"
 	$(MAKE) --no-print-directory realhost
 	$(BIN)/python tools/test_against_served_cluster.py
+	$(BIN)/python tools/test_against_served_hub.py
 
 # The real-host suite alone (root; .ci/run installs its packages first; without them its tests skip, saying why).
 realhost: $(STAMP)

@@ -104,6 +104,11 @@ _REAL_CLUSTER_LINES = (
     f"{_REAL_CLUSTER_FLAGS}",
     f"SNORELOC_TEST_KUBECONFIG=k.yaml {_REAL_CLUSTER_FLAGS}",
 )
+_REAL_HUB_FLAGS = ".venv/bin/python -m pytest -p no:xdist -m realhub tests/hub tests/fleetops"
+_REAL_HUB_LINES = (
+    f"SNORELOC_TEST_HUB_KUBECONFIG=/path/to/hub-admin.kubeconfig {_REAL_HUB_FLAGS}",
+    f"SNORELOC_TEST_HUB_KUBECONFIG=hub.yaml {_REAL_HUB_FLAGS}",
+)
 _HUB = "tests/hubsim/test_hub_crds.py::test_snoreloc_sim_serve_hub_serves_until_sigterm"
 _HUB_KUBECTL = "tests/hubsim/test_hub_kubectl.py::"
 _FLEET = "tests/hub/"
@@ -176,7 +181,17 @@ ELSEWHERE: dict[str, Elsewhere] = {
         )
         for line in _REAL_CLUSTER_LINES
     },
+    **{
+        line: Elsewhere(
+            "a disposable real hub; the same switch against a served hub simulator: `make test` runs "
+            "tools/test_against_served_hub.py"
+        )
+        for line in _REAL_HUB_LINES
+    },
     "snoreloc sim serve --hub": Elsewhere("serves until stopped", _HUB),
+    "snoreloc sim serve --hub --token-cache-seconds 10": Elsewhere(
+        "serves until stopped; `make test` runs it (tools/test_against_served_hub.py)", _HUB
+    ),
     "snoreloc sim serve --hub --kubeconfig-out hub.yaml": Elsewhere("serves until stopped", _HUB),
     "snoreloc sim serve --speed X": Elsewhere(
         "serves until stopped", "tests/sim/test_protocol.py::test_kubeconfig_is_private_and_names_the_sim_context"

@@ -53,6 +53,7 @@ def _fleet(hub: HubSimulator, capsys: pytest.CaptureFixture[str], *argv: str) ->
     return code, capsys.readouterr().out
 
 
+@pytest.mark.hubsimonly  # reads the requests the hub received (the pages)
 def test_status_counts_the_hubs_sites_read_in_pages(reported: HubSimulator, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _fleet(reported, capsys, "status", "-o", "json")
     assert code == 0
@@ -66,6 +67,7 @@ def test_status_counts_the_hubs_sites_read_in_pages(reported: HubSimulator, caps
     assert gc.isenabled()  # off while the Sites were read and reduced (`verbs.common.no_cycle_collection`), then on
 
 
+@pytest.mark.hubsimonly  # reads the requests the hub received (the selector)
 def test_status_selects_a_phase_on_the_hub(reported: HubSimulator, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _fleet(reported, capsys, "status", "--phase", "Failed", "-o", "csv")
     assert code == 0

@@ -197,6 +197,9 @@ def test_render_sites_writes_hub_objects_with_every_file_in_a_secret(
     key = base64.b64decode(secrets["store-0002-files"]["data"]["api.key"])
     assert key == (tmp_path / "sites" / "store-0002" / "api.key").read_bytes()
     assert "PRIVATE KEY" not in (out / "sites.yaml").read_text()
+    order = json.loads(first["metadata"]["annotations"]["fleet.snoreloc.io/key-order"])
+    owners = list(first["spec"]["siteConfig"])
+    assert list(order) == owners != sorted(owners), "the rendered site-config's key order, which a hub does not keep"
 
 
 def test_render_sites_refuses_a_link_planted_at_its_secrets_file(

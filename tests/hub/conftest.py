@@ -5,6 +5,7 @@ demo node relocating for one of them (the pieces the fleet demo shares are in `s
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import pathlib
 import time
@@ -13,9 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.controller import operator, reconcile, startup
 from snoreloc_fleet.hub import credentials
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import keyorder, site
+from snoreloc_fleet.verbs import install
 from snoreloc_fleet.verbs import make_media as makemedia
 
 from hubsim.test_hub_kubectl import kubectl  # noqa: F401 (the fixture: Debian's kubectl with a private HOME)
@@ -23,6 +25,7 @@ from snoreloc.adapters import clock, fs, kube
 from snoreloc.cli import main
 from snoreloc.engine import node
 from snoreloc.siteconfig import medium
+from snoreloc_sim import pytest_plugin
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.demo import hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -39,12 +42,18 @@ def site_config(name: str, **extra: Any) -> dict[str, Any]:
 
 
 def site_object(name: str, config: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    """A Site as `fleet render` writes it: its site-config's key order in the annotation (`keyorder`)."""
     files = {"pull-secret.json": {"secretKeyRef": {"name": "pull-secret", "key": ".dockerconfigjson"}}}
+    site_config_spec = config if config is not None else site_config(name)
     return {
         "apiVersion": site.API_VERSION,
         "kind": site.KIND,
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"siteConfig": config if config is not None else site_config(name), "files": files, **spec},
+        "metadata": {
+            "name": name,
+            "namespace": NS,
+            "annotations": {keyorder.ANNOTATION: keyorder.annotation(site_config_spec)},
+        },
+        "spec": {"siteConfig": site_config_spec, "files": files, **spec},
     }
 
 
@@ -71,9 +80,11 @@ def keep_files(admin: kube.Client, namespace: str, holder: str, files: Mapping[s
 def apply_site(
     admin: kube.Client, namespace: str, name: str, *, config: Mapping[str, Any], refs: Mapping[str, Any]
 ) -> None:
-    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`)."""
+    """Create Site `name` with site-config spec `config` and file references `refs` (from `keep_files`), its key
+    order recorded as `fleet render` records it."""
+    meta = {"name": name, "namespace": namespace, "annotations": {keyorder.ANNOTATION: keyorder.annotation(config)}}
     obj = {
-        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": {"name": name, "namespace": namespace},
+        "apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta,
         "spec": {"siteConfig": dict(config), "files": dict(refs)},
     }  # fmt: skip
     admin.create(SITES, obj)
@@ -98,13 +109,15 @@ def sim_options() -> dict[str, Any]:
     return {"speed": 120.0}
 
 
-@pytest.fixture
-def hub(hub_sim: HubSimulator) -> HubSimulator:
-    """The hub with the Site CRD (from deploy/crd.yaml, as `fleet install` applies it), namespace `fleet` and the
-    pull secret every test Site names."""
-    client = kube.Client.from_kubeconfig(str(hub_sim.kubeconfig_path), clock=clock.SystemClock())
+def prepare(hub: HubSimulator | pytest_plugin.RealHub) -> None:
+    """Install the Site CRD (from deploy/crd.yaml, as `fleet install` applies it) unless a real hub has it already,
+    namespace `fleet` and the pull secret every test Site names."""
+    client = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
     try:
-        hubsite.prepare_hub(client, NS)
+        if isinstance(hub, HubSimulator):
+            hubsite.prepare_hub(client, NS)
+        else:
+            _prepare_real(client)
         secret = {
             "metadata": {"name": "pull-secret", "namespace": NS},
             "type": "kubernetes.io/dockerconfigjson",
@@ -113,7 +126,52 @@ def hub(hub_sim: HubSimulator) -> HubSimulator:
         client.create(kube.SECRETS, secret)
     finally:
         client.close()
-    return hub_sim
+
+
+NAMESPACES = kube.Resource("", "v1", "namespaces", "Namespace", False)
+REAL_HUB_WAIT = 180.0  # seconds: a real namespace controller emptying `fleet` after a test
+
+
+def _prepare_real(client: kube.Client) -> None:
+    """On a real hub: the CRD (kept between tests) served, and namespace `fleet` fresh (one left by an aborted run
+    is deleted first)."""
+    crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
+    crds = install.KINDS[(crd["apiVersion"], crd["kind"])]
+    if client.find(kube.Ref(crds, crd["metadata"]["name"])) is None:
+        client.create(crds, crd)
+    wait_for("the Site CRD served", lambda: startup.served(client) is None, REAL_HUB_WAIT, 0.5)
+    _delete_namespace(client)
+    client.create(NAMESPACES, {"metadata": {"name": NS}})
+
+
+def _delete_namespace(client: kube.Client) -> None:
+    ref = kube.Ref(NAMESPACES, NS)
+    if client.find(ref) is not None:
+        with contextlib.suppress(kube.NotFound):
+            client.delete(ref)
+        wait_for(f"namespace {NS} gone", lambda: client.find(ref) is None, REAL_HUB_WAIT, 0.5)
+
+
+CRDS = kube.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+
+
+def remove_namespace(hub: HubSimulator | pytest_plugin.RealHub, client: kube.Client) -> None:
+    """On a real hub, delete namespace `fleet` and wait until it is gone (the next test makes it afresh)."""
+    if not isinstance(hub, HubSimulator):
+        _delete_namespace(client)
+
+
+@pytest.fixture
+def hub(hub_target: HubSimulator | pytest_plugin.RealHub) -> Iterator[HubSimulator]:
+    """The hub (`hub_target`: the simulator, or a real hub) with the Site CRD, namespace `fleet` and the pull secret
+    every test Site names (`prepare`); on a real hub the namespace is deleted afterwards."""
+    prepare(hub_target)
+    yield hub_target  # type: ignore[misc]  # a RealHub has the part of the simulator's face these tests use
+    client = kube.Client.from_kubeconfig(str(hub_target.kubeconfig_path), clock=clock.SystemClock())
+    try:
+        remove_namespace(hub_target, client)
+    finally:
+        client.close()
 
 
 @pytest.fixture
@@ -195,6 +253,29 @@ def site_client(hub: HubSimulator, kubeconfig: bytes, path: str) -> kube.Client:
     file.chmod(0o600)
     policy = kube.Policy(attempts=1, total=5.0)
     return kube.Client.from_kubeconfig(str(file), clock=clock.SystemClock(), policy=policy)
+
+
+REVOCATION_BOUND = credentials.TOKEN_CACHE_SECONDS + 5.0  # the API server's token cache, and a loaded machine
+RBAC_GRACE = 1.0  # seconds for a real API server's RBAC informers to see the RoleBinding go
+
+
+def refused_after_revocation(client: kube.Client, method: str, path: str, **options: Any) -> float:
+    """Send `method path` with a revoked token until it is refused as unauthenticated (401), at most
+    `REVOCATION_BOUND` seconds: a real kube-apiserver keeps authenticating it until its token cache lets go (10 s),
+    though without its RoleBinding it is refused as forbidden (403) meanwhile, from at most `RBAC_GRACE` after the
+    revocation. The seconds it took."""
+    began = time.monotonic()
+    while True:
+        try:
+            client.request(method, path, retry=False, **options)
+        except kube.Forbidden as refused:
+            if f"{path}: 401 " in str(refused):
+                return time.monotonic() - began
+            assert f"{path}: 403 " in str(refused), refused
+        else:
+            assert time.monotonic() - began < RBAC_GRACE, "a revoked token was still granted its request"
+        assert time.monotonic() - began < REVOCATION_BOUND, f"still authenticated after {REVOCATION_BOUND}s"
+        time.sleep(0.2)
 
 
 def demo_site(scratch: pathlib.Path) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from snoreloc_fleet.controller import operator
 from snoreloc_fleet.hub import credentials
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import keyorder, site
 
 from snoreloc.adapters import clock, kube
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -23,6 +23,7 @@ from .conftest import (
     Running,
     get_site,
     ready_site,
+    refused_after_revocation,
     report_kubeconfig,
     request_credential,
     site_client,
@@ -58,7 +59,8 @@ def test_a_valid_site_is_ready_with_no_credential_until_its_stick_is_asked_for(
     assert "snoreloc fleet make-media SITE" in media["message"]
     assert "credential" not in obj["status"]
     assert all(admin.find(ref) is None for ref in _owned("store-1")), "no token lives for a stick not asked for"
-    assert not obj["metadata"].get("annotations") and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
+    annotations = set(obj["metadata"].get("annotations") or {}) - {keyorder.ANNOTATION}  # the owner's, as rendered
+    assert not annotations and not obj["metadata"].get("finalizers"), "kopf wrote nothing"
     obj = request_credential(admin, "store-1")
     status = obj["status"]
     conditions = _conditions(obj)
@@ -69,7 +71,7 @@ def test_a_valid_site_is_ready_with_no_credential_until_its_stick_is_asked_for(
     assert status["media"]["files"] == ["site-config.yaml", "pull-secret.json"]
     assert status["credential"]["expiresAt"] > status["credential"]["issuedAt"]
     assert obj["metadata"]["labels"][site.PHASE_LABEL] == "Ready"
-    assert list(obj["metadata"]["annotations"]) == [site.MEDIA_REQUESTED]
+    assert set(obj["metadata"]["annotations"]) == {keyorder.ANNOTATION, site.MEDIA_REQUESTED}
     role = admin.get(kube.Ref(credentials.ROLES, "site-store-1", NS))
     assert role["rules"] == credentials.role_rules("store-1")
     for resource, name in ((credentials.SERVICEACCOUNTS, "site-store-1"), (kube.SECRETS, "store-1-report")):
@@ -114,8 +116,7 @@ def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
     revoked = site_client(hub, old, "old.kubeconfig")
     path = kube.Ref(SITES, "store-1", NS).path("status")
     try:
-        with pytest.raises(kube.Forbidden, match="401"):
-            revoked.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+        refused_after_revocation(revoked, "PATCH", path, body=_report(), content_type=kube.MERGE_PATCH)
     finally:
         revoked.close()
     # the sweep (every second here) sees the revocation and issues nothing by itself
@@ -136,6 +137,45 @@ def test_a_revoked_token_is_refused_and_replaced_only_on_a_new_request(
         fresh.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
     finally:
         fresh.close()
+
+
+def test_a_binding_secret_deleted_by_hand_takes_the_sites_grant_with_it_at_the_next_pass(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    """`kubectl delete secret site-NAME-binding`: the controller, at its next pass over the Site (the sweep, every
+    second here), deletes the RoleBinding too, so the token is granted nothing while the API server's token cache
+    still authenticates it (docs/fleet.md, "How soon a revoked token stops working")."""
+    stick_site(admin, "store-1")
+    binding = kube.Ref(credentials.ROLEBINDINGS, "site-store-1", NS)
+    assert admin.find(binding) is not None
+    admin.delete(kube.Ref(kube.SECRETS, "site-store-1-binding", NS))
+    wait_for("the RoleBinding withdrawn", lambda: admin.find(binding) is None)
+    revoked = ("False", "Revoked")
+    wait_for("MediaReady Revoked", lambda: _conditions(get_site(admin, "store-1"))["MediaReady"] == revoked)
+    request_credential(admin, "store-1")  # make-media again: bound again
+    assert admin.find(binding) is not None
+
+
+@pytest.mark.hubsimonly  # the simulator's token cache at 3 s; on a real hub the other tests meet its 10 s one
+@pytest.mark.parametrize("hub_options", [{"token_cache_seconds": 3.0}])
+def test_a_revoked_token_is_granted_nothing_at_once_and_refused_once_the_token_cache_lets_go(
+    hub: HubSimulator, admin: kube.Client, controller: operator.Controller
+) -> None:
+    """As on a real kube-apiserver (its token cache, 10 s there, 3 s here): the revoked token still authenticates
+    for a while, but `revoke` took its RoleBinding first, so it may do nothing (403) and then nothing at all (401)."""
+    stick_site(admin, "store-1")
+    token = site_client(hub, report_kubeconfig(admin, "store-1"), "token.kubeconfig")
+    path = kube.Ref(SITES, "store-1", NS).path("status")
+    try:
+        token.request("GET", path, retry=False)  # authenticated: the success is cached now
+        credentials.revoke(admin, NS, "store-1")
+        with pytest.raises(kube.Forbidden, match=": 403 "):
+            token.request("PATCH", path, body=_report(), content_type=kube.MERGE_PATCH, retry=False)
+        seconds = refused_after_revocation(token, "GET", path)
+    finally:
+        token.close()
+    assert 0.5 < seconds <= 3.0 + 1.0, seconds
+    assert get_site(admin, "store-1")["status"].get(site.STATUS_AGENT) is None, "nothing got through meanwhile"
 
 
 def test_status_is_written_only_when_it_changes(
@@ -182,6 +222,7 @@ class _Later(clock.SystemClock):
         return super().now() + dt.timedelta(seconds=self.offset)
 
 
+@pytest.mark.hubsimonly  # moves the hub's token clock (advance_clock)
 def test_a_token_near_its_expiry_is_renewed_and_an_expired_one_refused(
     hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running]
 ) -> None:

@@ -58,12 +58,11 @@ def test_a_restarted_controller_converges_and_then_writes_nothing(
     assert (counters.status_writes, counters.label_writes, counters.events) == (0, 0, 0)
 
 
-@pytest.fixture
-def hub_options() -> dict[str, Any]:
-    """A short watch history (a resumed watch soon gets 410) and no bookmarks to move a watcher on."""
-    return {"history_window": 3, "bookmark_seconds": 3600.0}
+SHORT_HISTORY = {"history_window": 3, "bookmark_seconds": 3600.0}  # a resumed watch soon gets 410; no bookmarks
 
 
+@pytest.mark.hubsimonly  # restarts the hub with a 3-change watch history
+@pytest.mark.parametrize("hub_options", [SHORT_HISTORY])
 def test_a_watch_cut_and_resumed_past_the_history_is_listed_again(
     hub: HubSimulator, admin: kube.Client, start_controller: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -77,6 +76,8 @@ def test_a_watch_cut_and_resumed_past_the_history_is_listed_again(
     assert any("Restarting the watch-stream" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.hubsimonly  # expires the hub's watches (410) on demand
+@pytest.mark.parametrize("hub_options", [SHORT_HISTORY])
 def test_an_expired_watch_is_listed_again(
     hub: HubSimulator, admin: kube.Client, start_controller: Start, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -89,6 +90,7 @@ def test_an_expired_watch_is_listed_again(
     assert any("Restarting the watch-stream" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.hubsimonly  # the hub's injected 409s
 def test_a_conflict_on_a_sites_write_is_retried(hub: HubSimulator, admin: kube.Client, start_controller: Start) -> None:
     running = start_controller()
     hub.faults.conflict_next(f"{site.PLURAL}.{site.GROUP}", "store-1", NS, times=2)

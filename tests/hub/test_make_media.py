@@ -91,7 +91,8 @@ def test_a_site_that_does_not_report_needs_no_credential(
     ready_site(admin, "store-2", report={"enabled": False})
     assert _make(hub, "store-2", "--out-dir", str(tmp_path / "stick")) == 0
     assert sorted(p.name for p in (tmp_path / "stick").iterdir()) == ["pull-secret.json", "site-config.yaml"]
-    assert not admin.get(kube.Ref(SITES, "store-2", NS))["metadata"].get("annotations"), "nothing asked for"
+    annotations = admin.get(kube.Ref(SITES, "store-2", NS))["metadata"].get("annotations") or {}
+    assert site.MEDIA_REQUESTED not in annotations, "nothing asked for"
     assert admin.find(kube.Ref(kube.SECRETS, "store-2-report", NS)) is None
 
 

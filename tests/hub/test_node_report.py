@@ -113,6 +113,7 @@ def test_reports_land_in_the_sites_status_once_the_network_is_committed(
     assert reporter.stopped_reason == ""
 
 
+@pytest.mark.hubsimonly  # the hub's injected 409
 def test_a_conflicting_write_is_retried(
     hub: HubSimulator, admin: kube.Client, controller: operator.Controller, tmp_path: pathlib.Path
 ) -> None:

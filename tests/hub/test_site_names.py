@@ -79,6 +79,7 @@ def test_the_hub_refuses_a_name_that_is_not_a_name_at_admission(hub: HubSimulato
     assert admin.list(SITES, NS) == []
 
 
+@pytest.mark.hubsimonly  # replaces the hub's Site CRD with an older one and reads the requests the hub received
 def test_a_site_admitted_before_cannot_make_the_controller_read_another_namespace(
     hub: HubSimulator,
     admin: kube.Client,
@@ -112,6 +113,7 @@ def test_a_site_admitted_before_cannot_make_the_controller_read_another_namespac
     assert FIELD in capsys.readouterr().out
 
 
+@pytest.mark.hubsimonly  # replaces the hub's Site CRD with an older one
 def test_a_reporting_sites_name_is_a_label_value(
     hub: HubSimulator, admin: kube.Client, older_crd: dict[str, Any], start_controller: Callable[..., Running]
 ) -> None:
@@ -126,6 +128,7 @@ def test_a_reporting_sites_name_is_a_label_value(
     wait_for("no credential objects", lambda: admin.find(kube.Ref(kube.SECRETS, f"{long_name}-report", NS)) is None)
 
 
+@pytest.mark.hubsimonly  # reads the requests the hub received
 def test_the_controllers_client_sends_no_path_that_is_not_normal(
     hub: HubSimulator, admin: kube.Client, controller: Any
 ) -> None:
@@ -138,6 +141,7 @@ def test_the_controllers_client_sends_no_path_that_is_not_normal(
     assert controller.client.find(kube.Ref(kube.SECRETS, "pull-secret", NS)) is not None
 
 
+@pytest.mark.hubsimonly  # replaces the hub's Site CRD with an older one
 def test_generated_hostile_names_make_the_controller_read_nothing_outside_the_namespace(
     hub: HubSimulator, admin: kube.Client, older_crd: dict[str, Any], start_controller: Callable[..., Running]
 ) -> None:

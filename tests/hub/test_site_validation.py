@@ -46,7 +46,9 @@ def test_an_invalid_site_config_shows_the_findings_snoreloc_validate_gives(
 ) -> None:
     obj = site_object("store-9", BROKEN)
     admin.create(SITES, obj)
-    status = wait_phase(admin, "store-9", site.Phase.INVALID)["status"]
+    served = wait_phase(admin, "store-9", site.Phase.INVALID)
+    assert list(served["spec"]["siteConfig"]) == sorted(BROKEN), "the hub answers as a real one: keys sorted"
+    status = served["status"]
     conditions = {c["type"]: c for c in status["conditions"]}
     assert (conditions["Validated"]["status"], conditions["Validated"]["reason"]) == ("False", "InvalidSiteConfig")
     assert conditions["MediaReady"]["status"] == "False"

@@ -8,8 +8,10 @@ import copy
 import http.client
 import json
 import ssl
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -172,3 +174,21 @@ def client_for(hub: HubSimulator, token: str) -> kubernetes.client.ApiClient:
     configuration.ssl_ca_cert = str(ca)
     configuration.api_key = {"authorization": f"Bearer {token}"}
     return kubernetes.client.ApiClient(configuration)
+
+
+def eventually(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait until `check()` holds, at most `timeout` seconds: what kube-controller-manager's controllers (garbage
+    collection, namespace emptying) do after the request that set them off has been answered."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here is of the hub simulator itself: `hubsimonly` (skipped against a real hub)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.hubsimonly)

@@ -47,11 +47,12 @@ def run_kubectl(kubeconfig: Path, home: Path, *args: str, stdin: str | None = No
 
 
 @pytest.fixture
-def kubectl(hub_sim: HubSimulator, tmp_path: Path) -> Any:
-    """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache."""
+def kubectl(hub_target: Any, tmp_path: Path) -> Any:
+    """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache, against the hub under
+    test (`hub_target`: `hub_sim`, or a real hub)."""
 
     def run(*args: str, stdin: str | None = None, kubeconfig: Path | None = None) -> Run:
-        return run_kubectl(kubeconfig or hub_sim.kubeconfig_path, tmp_path, *args, stdin=stdin)
+        return run_kubectl(kubeconfig or hub_target.kubeconfig_path, tmp_path, *args, stdin=stdin)
 
     return run
 

@@ -6,7 +6,7 @@ import kubernetes
 
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import GROUP, PLURAL, VERSION, Call, watch_events, widget
+from .conftest import GROUP, PLURAL, VERSION, Call, eventually, watch_events, widget
 
 PATH = f"/apis/{GROUP}/{VERSION}/namespaces/default/{PLURAL}"
 MERGE = "application/merge-patch+json"
@@ -51,7 +51,9 @@ def test_deleting_an_owner_deletes_its_dependents_unless_orphaned(
         body = {"metadata": {"name": name, "ownerReferences": refs}}
         assert raw("POST", "/api/v1/namespaces/default/serviceaccounts", body).code == 201
     raw("DELETE", f"{PATH}/owner")
-    assert raw("GET", "/api/v1/namespaces/default/serviceaccounts/sa-one").code == 404
+    # the collector is kube-controller-manager's: it acts after the owner's DELETE has answered (controller_delay)
+    assert raw("GET", "/api/v1/namespaces/default/serviceaccounts/sa-one").code == 200
+    eventually("sa-one collected", lambda: raw("GET", "/api/v1/namespaces/default/serviceaccounts/sa-one").code == 404)
     kept = raw("GET", "/api/v1/namespaces/default/serviceaccounts/sa-two").body
     assert [r["name"] for r in kept["metadata"]["ownerReferences"]] == ["other"]
     raw("DELETE", f"{PATH}/other", {"propagationPolicy": "Orphan"})
@@ -79,14 +81,17 @@ def test_a_namespace_terminates_once_its_content_has_gone(
     raw("POST", path, widget("free"))
     deleting = raw("DELETE", "/api/v1/namespaces/going")
     assert deleting.code == 200 and deleting.body["status"]["phase"] == "Terminating"
-    assert [w["metadata"]["name"] for w in raw("GET", path).body["items"]] == ["held"]
+    eventually(
+        "the namespace emptied but for held",
+        lambda: [w["metadata"]["name"] for w in raw("GET", path).body["items"]] == ["held"],
+    )
     refused = raw("POST", path, widget("late"))
     assert refused.code == 403
     assert refused.body["message"].endswith(
         "unable to create new content in namespace going because it is being terminated"
     )
     raw("PATCH", f"{path}/held", {"metadata": {"finalizers": None}}, content_type=MERGE)
-    assert raw("GET", "/api/v1/namespaces/going").code == 404
+    eventually("the namespace gone", lambda: raw("GET", "/api/v1/namespaces/going").code == 404)
 
 
 def test_the_system_namespaces_may_not_be_deleted(raw: Call) -> None:

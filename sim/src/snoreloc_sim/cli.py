@@ -43,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the node was sealed N days ago: every certificate is N days older (0)",
     )
     serve.add_argument("--hub", action="store_true", help="serve an empty plain Kubernetes hub (the fleet's) instead")
+    serve.add_argument(
+        "--token-cache-seconds", type=float, default=0.0,
+        help="with --hub: how long a token's authentication is cached (a real kube-apiserver: 10; default 0)",
+    )  # fmt: skip
     serve.set_defaults(sim_handler=_serve)
     report = sub.add_parser("cel-report", help="count evaluated and skipped CRD validation rules")
     report.add_argument("--crd-dir", type=Path, help="generated CRD directory (default: the packaged one)")
@@ -99,7 +103,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_hub(args: argparse.Namespace, stop: threading.Event) -> int:
     from snoreloc_sim.hub import simulator as hub  # noqa: PLC0415
 
-    with hub.HubSimulator(port=args.port) as running:
+    with hub.HubSimulator(port=args.port, token_cache_seconds=args.token_cache_seconds) as running:
         kubeconfig = _publish(running.kubeconfig_path, args.kubeconfig_out)
         lines = (f"kubeconfig: {kubeconfig}", f"api: {running.api_url}", f"try: KUBECONFIG={kubeconfig} kubectl get ns")
         sys.stdout.write("\n".join(lines) + "\n")

@@ -14,6 +14,8 @@ Registered suite-wide from `tests/conftest.py`. Fixtures:
 - `cluster_kubeconfig`: the path of that target's kubeconfig.
 - `hub_sim`: a fresh, started plain Kubernetes hub (`snoreloc_sim.hub.simulator.HubSimulator`) per test, with
   options from the `hub_options` fixture (e.g. `{"history_window": 5, "bookmark_seconds": 0.2}`).
+- `hub_target`: what a hub test talks to: `hub_sim`, or the real hub when one is configured (a `RealHub`: its
+  `kubeconfig_path`, `api_url`, `ca_pem`, a private `workdir`, and the admin `token` when its kubeconfig has one).
 
 A real cluster is configured through the environment:
 - `SNORELOC_TEST_KUBECONFIG`: its kubeconfig (cluster-admin). Tests change the cluster and roll back after.
@@ -24,10 +26,18 @@ A real cluster is configured through the environment:
 Tests marked `simonly` (they assert simulator internals, or need its faults, seeds or clock) are skipped then.
 Every other test that uses `cluster_target` or `cluster_kubeconfig` is marked `realcluster` at collection, so
 `pytest -m realcluster` selects what runs against a real cluster.
+
+A real hub (a plain kube-apiserver with kube-controller-manager, for the fleet's hub tests) likewise:
+- `SNORELOC_TEST_HUB_KUBECONFIG`: its kubeconfig (cluster-admin of a disposable hub). Tests install the Site CRD if
+  it is missing and work in namespaces they delete afterwards.
+Tests marked `hubsimonly` (the hub simulator's faults, clock, restart, request log or options) are skipped then,
+and a test that takes `hub_sim` itself must be so marked; every other test that uses `hub_target` is marked
+`realhub` at collection, so `pytest -m realhub` selects what runs against a real hub.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import urllib.parse
@@ -59,6 +69,10 @@ def slowdown(load: float | None = None, cores: int | None = None) -> float:
             return 1.0
     per_core = load / (cores or os.cpu_count() or 1)
     return min(max(per_core, 1.0), MAX_SLOWDOWN)
+
+
+REAL_HUB_ENV = "SNORELOC_TEST_HUB_KUBECONFIG"
+REAL_TOKEN_CACHE_SECONDS = 10.0  # kube-apiserver's (snoreloc_sim.hub.tokens.REAL_CACHE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -110,8 +124,47 @@ def real_target(kubeconfig: str) -> ClusterTarget:
 CLUSTER_FIXTURES = frozenset({"cluster_target", "cluster_kubeconfig"})
 
 
+def real_hub_kubeconfig() -> str | None:
+    """The real hub's kubeconfig when the hub tests run against one, else None."""
+    return os.environ.get(REAL_HUB_ENV) or None
+
+
+@dataclass(frozen=True)
+class RealHub:
+    """A real hub, with what hub tests read of the simulator's (`HubSimulator`) face: no faults, clock or store."""
+
+    kubeconfig_path: Path
+    api_url: str
+    ca_pem: bytes
+    workdir: Path
+    token: str
+    token_cache_seconds: float = REAL_TOKEN_CACHE_SECONDS
+
+
+def real_hub(kubeconfig: str, workdir: Path) -> RealHub:
+    """The real hub the environment names, read from its kubeconfig (its current context's cluster and user)."""
+    document = yaml.safe_load(Path(kubeconfig).read_text())
+    contexts = {c["name"]: c["context"] for c in document.get("contexts") or []}
+    context = contexts.get(document.get("current-context"), {})
+    clusters = {c["name"]: c["cluster"] for c in document.get("clusters") or []}
+    users = {u["name"]: u["user"] for u in document.get("users") or []}
+    cluster: dict[str, Any] = clusters.get(context.get("cluster")) or next(iter(clusters.values()), {})
+    user = users.get(context.get("user")) or {}
+    if cluster.get("certificate-authority-data"):
+        ca = base64.b64decode(cluster["certificate-authority-data"])
+    elif cluster.get("certificate-authority"):
+        ca = Path(cluster["certificate-authority"]).read_bytes()
+    else:
+        raise pytest.UsageError(f"{REAL_HUB_ENV}: the kubeconfig names no CA for its cluster")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return RealHub(Path(kubeconfig), str(cluster["server"]), ca, workdir, str(user.get("token") or ""))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     mark_realcluster(items)
+    mark_realhub(items)
+    if real_hub_kubeconfig() is not None:
+        refuse_unmarked_hub_tests(items)
     if real_kubeconfig() is None:
         return
     skip = pytest.mark.skip(reason=f"simonly: asserts simulator internals, and {REAL_CLUSTER_ENV} is set")
@@ -135,6 +188,36 @@ def mark_realcluster(items: list[pytest.Item]) -> None:
         names = set(getattr(item, "fixturenames", ()))
         if names & CLUSTER_FIXTURES and item.get_closest_marker("simonly") is None:
             item.add_marker(pytest.mark.realcluster)
+
+
+HUB_FIXTURES = frozenset({"hub_target"})
+
+
+def mark_realhub(items: list[pytest.Item]) -> None:
+    """Mark `realhub` every test that talks to the hub under test (`hub_target`) and is not `hubsimonly`."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & HUB_FIXTURES and item.get_closest_marker("hubsimonly") is None:
+            item.add_marker(pytest.mark.realhub)
+
+
+def refuse_unmarked_hub_tests(items: list[pytest.Item]) -> None:
+    """Against a real hub: skip the `hubsimonly` tests; a test that takes `hub_sim` itself, or runs the hub with
+    options, and is not marked is a usage error (it would otherwise meet a simulator, or a real hub without them)."""
+    skip = pytest.mark.skip(reason=f"hubsimonly: needs the hub simulator itself, and {REAL_HUB_ENV} is set")
+    unmarked = []
+    for item in items:
+        if item.get_closest_marker("hubsimonly") is not None:
+            item.add_marker(skip)
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "hub_sim" in getattr(item, "fixturenames", ()) or params.get("hub_options"):
+            unmarked.append(item.nodeid)
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests need the hub simulator (`hub_sim`, or `hub_options`); mark them hubsimonly with the "
+            "reason, or use `hub_target`: " + ", ".join(unmarked)
+        )
 
 
 @pytest.fixture
@@ -178,3 +261,18 @@ def hub_options() -> dict[str, Any]:
 def hub_sim(hub_options: dict[str, Any]) -> Iterator[hub_simulator.HubSimulator]:
     with hub_simulator.HubSimulator(**hub_options) as running:
         yield running
+
+
+@pytest.fixture
+def hub_target(
+    request: pytest.FixtureRequest, hub_options: dict[str, Any], tmp_path: Path
+) -> RealHub | hub_simulator.HubSimulator:
+    """The hub under test: the real one `SNORELOC_TEST_HUB_KUBECONFIG` names, or a fresh `hub_sim` (with
+    `hub_options`)."""
+    real = real_hub_kubeconfig()
+    if real is None:
+        running: hub_simulator.HubSimulator = request.getfixturevalue("hub_sim")
+        return running
+    if hub_options:
+        pytest.fail("this test runs the hub simulator with options: mark it hubsimonly (snoreloc_sim.pytest_plugin)")
+    return real_hub(real, tmp_path / "hub")

@@ -9,6 +9,7 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 | `snoreloc_fleet_report_age_seconds{running}` | gauge histogram | seconds since each Site's last report |
 | `snoreloc_fleet_reconcile_errors_total{reason}` | counter | reconciles that raised, by exception class |
 | `snoreloc_fleet_api_requests_total{verb,code}` | counter | API requests by verb and outcome |
+| `snoreloc_fleet_site_crd_served` | gauge | 1 once the API serves the Site CRD, 0 while the controller waits for it |
 
 `running="true"` ages are those of runs in progress (InProgress, Stale); an outcome is `2xx`, the status of a
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -98,6 +99,11 @@ class FleetMetrics:
             f"{PREFIX}_api_requests",
             "The controller's API requests, by Kubernetes verb and HTTP status code.",
             ["verb", "code"],
+            registry=self.registry,
+        )
+        self.crd_served = Gauge(
+            f"{PREFIX}_site_crd_served",
+            "1 once the API serves the Site CRD; 0 while the controller waits for it (controller.startup).",
             registry=self.registry,
         )
         self.registry.register(_StateCollector(self))

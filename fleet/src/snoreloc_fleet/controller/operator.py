@@ -38,7 +38,7 @@ import kopf
 from snoreloc.siblings import clock as clock_mod
 from snoreloc.siblings import errors, kube
 from snoreloc_fleet.controller import reconcile as reconcile_mod
-from snoreloc_fleet.controller import workqueue
+from snoreloc_fleet.controller import startup, workqueue
 from snoreloc_fleet.controller.metrics import FleetMetrics
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
@@ -210,6 +210,7 @@ class Controller:
         self._unsure: dict[Key, list[str]] = {}  # versions of held keys seen meanwhile: echoes, or news?
         self._guard = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None  # kopf's, while it runs
+        self.crd_missing = threading.Event()  # set while it waits for the Site CRD to be served (`startup`)
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
         """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
@@ -294,6 +295,8 @@ class Controller:
             thread.start()
         self.loop = asyncio.new_event_loop()
         try:
+            if not startup.until_served(self.client, stop, report=self._crd_served):
+                return
             kopf.run(
                 loop=self.loop,
                 registry=registry_for(self),
@@ -310,6 +313,14 @@ class Controller:
             for thread in threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
             self.client.close()
+
+    def _crd_served(self, served: bool) -> None:
+        if served:
+            self.crd_missing.clear()
+        else:
+            self.crd_missing.set()
+        if self.options.metrics is not None:
+            self.options.metrics.crd_served.set(1 if served else 0)
 
     def sweep(self, stop: threading.Event) -> None:
         """Every `sweep` seconds, queue every known Site (staleness, token renewal) until `stop`."""
@@ -360,7 +371,8 @@ def run(options: Options, *, stop: threading.Event | None = None, ready: threadi
 
 class Background:
     """A controller running in a thread of this process until `stop()`: the fleet demo's hub and the hub tests'.
-    `controller` exposes its counters. Starting and stopping are each bounded by `budget` seconds."""
+    `controller` exposes its counters. Starting and stopping are each bounded by `budget` seconds; started means
+    kopf is ready, or the controller is waiting for its CRD (`controller.crd_missing`)."""
 
     def __init__(self, options: Options, *, budget: float = 30.0) -> None:
         self.controller = Controller(options)
@@ -370,9 +382,12 @@ class Background:
             target=self.controller.run, args=(self._stop, self._ready), name="site-controller", daemon=True
         )
         self._thread.start()
-        if not self._ready.wait(budget):
-            self.stop()
-            raise errors.TemporaryError(f"the Site controller did not start within {budget:g}s")
+        deadline = time.monotonic() + budget
+        while not (self._ready.is_set() or self.controller.crd_missing.is_set()):
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                self.stop()
+                raise errors.TemporaryError(f"the Site controller did not start within {budget:g}s")
+            self._ready.wait(0.05)
 
     def stop(self) -> None:
         self._stop.set()

@@ -7,8 +7,9 @@ Per Site `NAME` the controller keeps, all owned by the Site (deleted with it by 
   narrow `create`, `list` or `watch` by name, so none of them is granted; kubernetes.io/docs/reference/
   access-authn-authz/rbac/#referring-to-resources), and RoleBinding `site-NAME` to the ServiceAccount,
 - Secret `site-NAME-binding`: the object the token is bound to (TokenRequest `boundObjectRef`): deleting it revokes
-  the token at once, whatever its expiry (kubernetes.io/docs/reference/kubernetes-api/authentication-resources/
-  token-request-v1/),
+  the token whatever its expiry (kubernetes.io/docs/reference/kubernetes-api/authentication-resources/
+  token-request-v1/), once the API server's token cache lets go of it (at most 10 s, `TOKEN_CACHE_SECONDS`;
+  `revoke` deletes the RoleBinding first, which takes every permission away at once),
 - Secret `NAME-report`: the reporting kubeconfig for the stick (hub URL and CA, the token, the Site's namespace, and
   in the context's `fleet.snoreloc.io/site` extension the Site's name and the site's report key) and the report key
   itself, from which `import-report` proves a report carried back by hand.
@@ -47,6 +48,7 @@ PROXY_URL = f"{site.GROUP}/proxy-url"
 EXPIRES_AT = f"{site.GROUP}/expires-at"
 ISSUED_AT = f"{site.GROUP}/issued-at"
 REQUEST = f"{site.GROUP}/request"  # on the report Secret: the Site's media-requested value its token answers
+TOKEN_CACHE_SECONDS = 10  # kube-apiserver's TokenSuccessCacheTTL (pkg/kubeapiserver/options/authentication.go)
 RENEW_FRACTION = 0.2  # renew when less than this fraction of the lifetime is left
 PATCH_VERBS = ("get", "patch")
 
@@ -309,7 +311,8 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
     ref = kube.Ref(kube.SECRETS, report_secret_name(name), namespace)
     current = client.find(ref)
     found = client.find(kube.Ref(kube.SECRETS, binding_name(name), namespace))
-    if _revoked(obj, current, found):
+    if _revoked(obj, current, found):  # by someone deleting the binding Secret: no grant left either
+        withdraw(client, namespace, name)
         return None
     ensure_access(client, obj)
     binding = _binding(client, obj, found)
@@ -343,11 +346,24 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
 
 
 def revoke(client: kube.Client, namespace: str, name: str) -> None:
-    """Delete the token's binding Secret: every token issued for the site stops working at once. No new one is
-    issued until a stick is asked for again (`fleet make-media` sets a new media-requested time)."""
-    ref = kube.Ref(kube.SECRETS, binding_name(name), namespace)
+    """Revoke every token issued for the site, as quickly as the API server allows (docs/fleet.md, "How
+    credentials are scoped, expire and are revoked"): delete its RoleBinding, so that the token may do nothing (403)
+    as soon as the API server's RBAC informers see the deletion (no cache: kubernetes `plugin/pkg/auth/authorizer/
+    rbac/rbac.go` reads the listers), then its binding Secret, so that it stops authenticating (401) once the API
+    server's token cache lets go of it (at most `TOKEN_CACHE_SECONDS`). No new one is issued until a stick is asked
+    for again (`fleet make-media` sets a new media-requested time); `ensure_access` then binds the Role again."""
+    withdraw(client, namespace, name)
+    _delete(client, kube.Ref(kube.SECRETS, binding_name(name), namespace))
+
+
+def withdraw(client: kube.Client, namespace: str, name: str) -> None:
+    """Delete the site's RoleBinding (if there): its tokens keep authenticating but are granted nothing."""
+    _delete(client, kube.Ref(ROLEBINDINGS, account_name(name), namespace))
+
+
+def _delete(client: kube.Client, ref: kube.Ref) -> None:
     if client.find(ref) is None:
-        return  # nothing to revoke: no write
+        return  # nothing to delete: no write
     try:
         client.delete(ref)
     except kube.NotFound:

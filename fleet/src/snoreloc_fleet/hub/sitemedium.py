@@ -4,7 +4,8 @@ The controller and `fleet make-media` build the same tree from a Site: `site-con
 `spec.siteConfig` under the site-config's apiVersion and kind, named after the Site, and each `spec.files` entry is
 read from its Secret or ConfigMap. The tree is laid out in a private directory and checked by
 `snoreloc.siteconfig.loader.validate`, exactly what `snoreloc validate` runs on that file (lines are the rendered
-file's); its digest is `snoreloc.siteconfig.medium.digest_of`, exactly what the node computes from its copy.
+file's, its keys in the owner's order whatever order the API server returns them in: `resource.keyorder`); its
+digest is `snoreloc.siteconfig.medium.digest_of`, exactly what the node computes from its copy.
 
 The hub adds one rule of its own, because a Site lives in etcd and is read by anyone who may read Sites: secret
 material (a pull secret or private key given inline, a proxy URL carrying credentials) is refused; it belongs in a
@@ -26,7 +27,7 @@ import yaml
 
 from snoreloc.siblings import errors, findings, kube, loader, medium, redact, safefile, schema
 from snoreloc_fleet.hub import adminaccess
-from snoreloc_fleet.resource import delivery, site, siteinput
+from snoreloc_fleet.resource import delivery, keyorder, site, siteinput
 
 SITE_CONFIG_API_VERSION = "snoreloc.io/v1alpha1"
 SITE_CONFIG_KIND = "SiteConfig"
@@ -54,7 +55,7 @@ class Checked:
 def site_config_document(obj: Mapping[str, Any], admin: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The site-config of a Site; `admin`: the hub-generated `adminAccess` setting (`hub.adminaccess`), added."""
     spec = obj.get("spec") or {}
-    site_config = spec.get("siteConfig") or {}
+    site_config = keyorder.ordered(spec.get("siteConfig") or {}, keyorder.recorded(obj))  # the owner's order
     if admin is not None:
         site_config = {**site_config, "adminAccess": dict(admin)}
     return {

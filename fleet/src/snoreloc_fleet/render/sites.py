@@ -5,7 +5,9 @@
 rendered site-config's spec, its labels the template's; each `{file: NAME}` becomes a `spec.files` entry with a
 `secretKeyRef`: the site's own files in the Secret `<site>-files`, the files shared by the whole fleet (next to
 the template) once in the Secret `<shared>`. Every file goes in a Secret, certificates too: the hub decides
-nothing from a file's name, and a key in a Secret is never shown by `kubectl get sites`.
+nothing from a file's name, and a key in a Secret is never shown by `kubectl get sites`. The annotation
+`fleet.snoreloc.io/key-order` keeps the rendered site-config's key order, which the API server does not
+(`resource.keyorder`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from snoreloc.siblings import errors
 from snoreloc_fleet.render import template
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import keyorder, site
 
 _KEY_UNSAFE = re.compile(r"[^-._a-zA-Z0-9]")
 
@@ -81,10 +83,11 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
     if files:
         spec["files"] = dict(sorted(files.items()))
-    metadata: dict[str, Any] = {"name": rendered.row.name, "namespace": namespace, "labels": labels}
+    annotations = {keyorder.ANNOTATION: keyorder.annotation(spec["siteConfig"])}
     cells = inventory_cells(rendered)
     if cells:
-        metadata["annotations"] = {site.INVENTORY_CELLS: cells}
+        annotations[site.INVENTORY_CELLS] = cells
+    metadata = {"name": rendered.row.name, "namespace": namespace, "labels": labels, "annotations": annotations}
     return {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": metadata, "spec": spec}
 
 

@@ -6,6 +6,14 @@ honours impersonation, builds the request's attributes (`endpoints/request/reque
 and only then reaches the REST handlers. The hub does the same with the admin token and the ServiceAccount tokens
 it issued (`tokens`), and RBAC (`rbac`).
 
+While the server starts (`ready_at`, the hub simulator's `starting_seconds` after a start or a restart), a
+request for a path not (yet) served answers 503 ServiceUnavailable, `details.retryAfterSeconds: 5` and the header
+`Retry-After: 5`, where it would answer 404 once started: kube-apiserver's last handler
+(`staging/src/k8s.io/apiserver/pkg/util/notfoundhandler/not_found_handler.go`, until "mux and discovery" are
+complete; `endpoints/handlers/responsewriters/writers.go`, `ErrorNegotiated`, sets the header from the details),
+and every path of a custom resource's group answers so too, as its CRD's handler is not installed until the CRD
+informer has synced (kubernetes PR 81244, "Return 503 for custom resource requests during server start").
+
 Writes are serialised: each one commits and notifies the watch history before the next begins, so events reach
 the history in resourceVersion order, as etcd's revisions do.
 """
@@ -50,6 +58,7 @@ class HubFront:
         self.faults = faults.HubFaults(self._bump)
         self.seen: collections.deque[Seen] = collections.deque(maxlen=2000)
         self.caller = escalation.Caller()
+        self.ready_at = 0.0  # time.monotonic() before which an unserved path answers 503 (starting)
 
     def serve(self, request: messages.Request) -> messages.Response | None:
         query = urllib.parse.urlencode(request.query)
@@ -66,7 +75,20 @@ class HubFront:
             return messages.error_response(refusal)
         if attrs.resource == SSAR and attrs.verb == "create":
             return self._review(user, request)
-        return self._handle(user, request)
+        if time.monotonic() < self.ready_at and self._custom(request.path):
+            return _starting()  # the CRD handler is not installed yet
+        response = self._handle(user, request)
+        if time.monotonic() < self.ready_at and _unserved(response):
+            return _starting()
+        return response
+
+    def _custom(self, path: str) -> bool:
+        """Whether `path` is under a group no built-in kind is in (a custom resource's, or none's)."""
+        parts = path.strip("/").split("/")
+        if len(parts) < 2 or parts[0] != "apis":
+            return False
+        registry = self.api.registry
+        return not any(t.group == parts[1] and registry.is_builtin(t) for t in registry.types.values())
 
     def _identify(self, request: messages.Request) -> tuple[tokens.User | None, model.ApiError | None]:
         """Who asks (after impersonation), or the 401/403 that refuses them."""
@@ -153,3 +175,21 @@ class HubFront:
             status["reason"] = ""
         answer = {**body, "metadata": {"creationTimestamp": None}, "status": status}
         return messages.Response(201, answer)
+
+
+UNSERVED = "the server could not find the requested resource"
+STARTING = "the request has been made before all known HTTP paths have been installed, please try again"
+RETRY_AFTER_SECONDS = 5
+
+
+def _unserved(response: messages.Response | None) -> bool:
+    """A 404 for a path the server does not serve (not for an object that is not there)."""
+    body = response.body if response is not None else None
+    return response is not None and response.code == 404 and isinstance(body, dict) and body.get("message") == UNSERVED
+
+
+def _starting() -> messages.Response:
+    error = model.ApiError(503, "ServiceUnavailable", STARTING, details={"retryAfterSeconds": RETRY_AFTER_SECONDS})
+    response = messages.error_response(error)
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

@@ -11,8 +11,11 @@ Followed (kubernetes/kubernetes):
 - `pkg/controller/garbagecollector/garbagecollector.go`, `attemptToDeleteItem`: once an owner is gone, a
   dependent whose other owners are gone too is deleted (background propagation; its own finalizers apply); one
   that still has a live owner only loses the dangling reference. `propagationPolicy: Orphan` leaves dependents.
-Differences: the collector runs inside the owner's deletion rather than asynchronously, and `Foreground` is
-treated as `Background` (no `foregroundDeletion` finalizer).
+- The collector is a controller of kube-controller-manager, not of the API server: it learns of the owner's
+  deletion from its informers and deletes dependents later (`garbagecollector.go`, `attemptToDeleteWorker`), so a
+  client sees them for a while after the owner is gone. `defer` runs the collection so (the hub simulator's
+  `controller_delay`, 0.2 s by default); without it, inside the owner's deletion.
+Difference: `Foreground` is treated as `Background` (no `foregroundDeletion` finalizer).
 """
 
 from __future__ import annotations
@@ -38,9 +41,15 @@ class Lifecycle:
     """Finalizers and owner references over the hub's store (a listener: subscribe it before objects are made);
     `lookup(key)` gives a served type. Owners and dependents are indexed by UID, as the collector's graph is."""
 
-    def __init__(self, store: model.Store, lookup: Callable[[str], model.ResourceType | None]) -> None:
+    def __init__(
+        self,
+        store: model.Store,
+        lookup: Callable[[str], model.ResourceType | None],
+        defer: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
         self._store = store
         self._lookup = lookup
+        self._defer = defer or (lambda task: task())
         self._orphaning: set[str] = set()
         self._lock = threading.Lock()
         self._by_uid: dict[str, Ident] = {}
@@ -102,7 +111,7 @@ class Lifecycle:
             with self._lock:
                 orphan = uid in self._orphaning
             if not orphan:
-                self._collect(uid)
+                self._defer(lambda: self._collect(uid))
 
     def _index(self, rtype: model.ResourceType, obj: Obj, *, present: bool) -> None:
         meta = obj["metadata"]

@@ -9,8 +9,11 @@ Followed (kubernetes/kubernetes):
   deleted. Its refusal of new content in a terminating namespace, the `kubernetes` finalizer and the name label
   are the kube layer's (`snoreloc_sim.kube.namespaces`, applied by `kube.api.Api` to the hub too).
 That module's namespace controller empties a namespace after a delay and without regard to finalizers; the hub's
-does it inside the DELETE (and on each later deletion in it), each object deleted as a DELETE would, so a
-controller's finalizers hold the namespace as on a real hub.
+empties it as kube-controller-manager's namespace controller does, after the DELETE has answered with the
+namespace Terminating (`defer`: the hub simulator's `controller_delay`, 0.2 s by default; without it, inside the
+DELETE), each object deleted as a DELETE would, so a controller's finalizers hold the namespace as on a real hub.
+The namespace goes once its last object has. A DELETE always answers the Terminating namespace, even an empty one,
+as the real server does (the namespace controller removes its `kubernetes` finalizer later).
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ class Namespaces:
         deleter: lifecycle.Lifecycle,
         namespaces: Callable[[], model.ResourceType],
         types: Callable[[], list[model.ResourceType]],
+        defer: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
+        self._defer = defer
         self._store = store
         self._deleter = deleter
         self._namespaces = namespaces
@@ -59,6 +64,20 @@ class Namespaces:
             self._store.update(self._namespaces(), marked, status_only=True, check_rv=False)
         with self._lock:
             self._terminating.add(name)
+        if self._defer is None:
+            return self._empty(name)
+        uid = namespace["metadata"].get("uid")
+
+        def empty() -> None:  # that namespace, still terminating: not a new one of its name made since
+            current = self._store.find(self._namespaces(), name)
+            if current is not None and current["metadata"].get("uid") == uid:
+                self._empty(name)
+
+        self._defer(empty)
+        return self._store.find(self._namespaces(), name)
+
+    def _empty(self, name: str) -> Obj | None:
+        """The namespace controller's pass: delete every object in it; the namespace goes once they have."""
         for rtype in self._types():
             if rtype.namespaced:
                 for obj in self._store.list(rtype, name):

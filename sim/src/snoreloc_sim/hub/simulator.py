@@ -8,6 +8,12 @@ No OpenShift seed and no operators: a fresh kube-apiserver with its system names
 admin token in group `system:masters`, and whatever CRDs, ServiceAccounts and RBAC the test creates.
 `history_window` bounds how many changes watches can resume across (kube-apiserver's watch cache); a smaller one
 makes 410 Gone come sooner. `bookmark_seconds` is how often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+`controller_delay` is how long after a deletion kube-controller-manager's garbage collector and namespace
+controller act (0: inside the deletion, as the simulator once did). `token_cache_seconds` is how long a token's
+successful authentication is remembered (the real server's 10 s token cache, `tokens.REAL_CACHE_SECONDS`;
+default 0, so a revoked token is refused at once and tests need not wait). For `starting_seconds` after a start or
+a `restart()`, paths not served answer 503 rather than 404, as a starting kube-apiserver does (`front`). Custom
+resources are stored and served with their keys sorted (`sortedkeys`), as a real server does.
 
 What a test reaches through it: `kubeconfig_path` (admin, 0600), `api_url`, `ca_pem`, `token` (admin);
 `faults` (`conflict_next`, `fail_next`, `latency`), `expire_watches()`, `restart()`, `advance_clock(seconds)`
@@ -19,10 +25,12 @@ from __future__ import annotations
 import secrets
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from snoreloc_sim.hub import api, crds, escalation, faults, front, kinds, lifecycle, namespaces, rbac, tokens
+from snoreloc_sim.hub.sortedkeys import for_custom_resources
 from snoreloc_sim.kube import model, registry, server, tls, validation
 from snoreloc_sim.kube import namespaces as sim_namespaces
 from snoreloc_sim.kube.served import Served
@@ -30,6 +38,7 @@ from snoreloc_sim.kube.served import Served
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_HISTORY = 10_000
 DEFAULT_BOOKMARK_SECONDS = 60.0
+DEFAULT_CONTROLLER_DELAY = 0.2  # seconds before garbage collection and namespace emptying (kube-controller-manager's)
 
 
 class HubSimulator(Served):
@@ -43,11 +52,17 @@ class HubSimulator(Served):
         workdir: Path | str | None = None,
         history_window: int = DEFAULT_HISTORY,
         bookmark_seconds: float = DEFAULT_BOOKMARK_SECONDS,
+        token_cache_seconds: float = 0.0,
+        controller_delay: float = DEFAULT_CONTROLLER_DELAY,
+        starting_seconds: float = 0.0,
     ) -> None:
         super().__init__(workdir)
         self.token = token or secrets.token_urlsafe(32)
         self.history_window = history_window
         self.bookmark_seconds = bookmark_seconds
+        self.token_cache_seconds = token_cache_seconds
+        self.controller_delay = controller_delay
+        self.starting_seconds = starting_seconds
         self._port = port
         self._running: _Running | None = None
         self.startup_seconds = 0.0
@@ -58,6 +73,7 @@ class HubSimulator(Served):
         began = time.monotonic()
         self._running = _Running(self)
         self._running.start(self._port)
+        self._running.front.ready_at = time.monotonic() + self.starting_seconds
         self.publish_kubeconfig(self.api_url, self.ca_pem, self.token)
         self.startup_seconds = time.monotonic() - began
         return self
@@ -88,6 +104,7 @@ class HubSimulator(Served):
     def restart(self) -> None:
         """What a kube-apiserver restart does to clients: every connection (watches included) is dropped."""
         self.running.api.history.restart()
+        self.running.front.ready_at = time.monotonic() + self.starting_seconds
         self.running.listener.drop_connections()
 
     @property
@@ -127,17 +144,20 @@ class _Running:
         base = registry.load(Path(self._crd_dir.name))  # the simulator's built-in kinds, no OpenShift CRD
         self.catalog = crds.Catalog(self.cluster.store, self.validator, self._publish, base)
         self.api.catalog = self.catalog
-        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type)
+        self.cluster.store.shape = for_custom_resources(self._is_builtin)  # as a real API server keeps them
+        self._delay = owner.controller_delay
+        defer = self._defer if self._delay > 0 else None
+        self.lifecycle = lifecycle.Lifecycle(self.cluster.store, self._find_type, defer)
         self.api.lifecycle = self.lifecycle
         self.namespaces = namespaces.Namespaces(
-            self.cluster.store, self.lifecycle, lambda: self._type(kinds.NAMESPACES), self._served_types
+            self.cluster.store, self.lifecycle, lambda: self._type(kinds.NAMESPACES), self._served_types, defer
         )
         self.api.namespaces = self.namespaces
         self.cluster.admission += [self.catalog.admit, self.lifecycle.admit]
         self.cluster.store.subscribe(self.catalog.on_change)  # after the history: it writes the CRD's status
         self.cluster.store.subscribe(self.lifecycle.on_change)
         self.cluster.store.subscribe(self.namespaces.on_change)
-        self.tokens = tokens.Tokens(self.cluster.store, self._type)
+        self.tokens = tokens.Tokens(self.cluster.store, self._type, cache_seconds=owner.token_cache_seconds)
         self.api.tokens = self.tokens
         authorizer = rbac.Authorizer()
         self.cluster.store.subscribe(authorizer.on_change)
@@ -151,6 +171,19 @@ class _Running:
 
     def _served_types(self) -> list[model.ResourceType]:
         return list(self.catalog.registry.types.values())
+
+    def _defer(self, task: Callable[[], None]) -> None:
+        """Run `task` `controller_delay` seconds from now as a controller would, its writes in order with the API's
+        (under its write lock, as every write of the hub is)."""
+
+        def locked() -> None:
+            with self.api.write_lock:
+                task()
+
+        self.cluster.timeline.after(self._delay, locked)
+
+    def _is_builtin(self, rtype: model.ResourceType) -> bool:
+        return self.catalog.registry.is_builtin(rtype)
 
     def _find_type(self, key: str) -> model.ResourceType | None:
         return self.catalog.registry.types.get(key)

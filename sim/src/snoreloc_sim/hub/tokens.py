@@ -14,6 +14,15 @@ Followed (kubernetes/kubernetes):
   `system:serviceaccount:<namespace>:<name>` in groups `system:serviceaccounts`,
   `system:serviceaccounts:<namespace>` (and `system:authenticated`, added by the authenticator union).
 
+- The token cache: `pkg/kubeapiserver/options/authentication.go`, `NewBuiltInAuthenticationOptions`, sets
+  `TokenSuccessCacheTTL: 10 * time.Second` and `TokenFailureCacheTTL: 0` (no kube-apiserver flag changes them), and
+  `pkg/kubeapiserver/authenticator/config.go` wraps the token authenticators in
+  `staging/src/k8s.io/apiserver/pkg/authentication/token/cache/cached_token_authenticator.go`: a success is kept
+  `successTTL` by the token's digest and answered from there without looking again, failures are not kept. So a
+  revoked token (its binding Secret or ServiceAccount deleted) keeps authenticating until its cached success, at
+  most 10 s old, lapses: 8-10 s was measured on kube-apiserver 1.36. `cache_seconds` (default 0: refused at once,
+  for fast tests) models it; `REAL_CACHE_SECONDS` is the real server's.
+
 Difference: tokens are random opaque strings the hub remembers, not signed JWTs (clients treat them as opaque;
 nothing here reads their claims). Only Secrets can be bound: the hub serves no Pods.
 """
@@ -36,6 +45,7 @@ API_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)
 DEFAULT_SECONDS = 3600
 MIN_SECONDS = 600
 MAX_SECONDS = 1 << 32
+REAL_CACHE_SECONDS = 10.0  # kube-apiserver's TokenSuccessCacheTTL (see the docstring)
 _TOKEN_REQUEST = validation.CrdInfo(
     "authentication.k8s.io", "v1", "tokenrequests", "TokenRequest", True, (), {}, name_check=""
 )
@@ -80,11 +90,15 @@ def _rfc3339(moment: float) -> str:
 class Tokens:
     """Issues and checks ServiceAccount tokens over the hub's store. `clock` is wall time plus the test's skew."""
 
-    def __init__(self, store: model.Store, lookup: Callable[[str], model.ResourceType]) -> None:
+    def __init__(
+        self, store: model.Store, lookup: Callable[[str], model.ResourceType], *, cache_seconds: float = 0.0
+    ) -> None:
         self._store = store
         self._lookup = lookup
         self._lock = threading.Lock()
         self._issued: dict[str, Issued] = {}
+        self._cached: dict[str, tuple[User, float]] = {}  # digest -> (user, until, by time.monotonic)
+        self.cache_seconds = cache_seconds
         self.skew = 0.0
 
     def now(self) -> float:
@@ -130,9 +144,24 @@ class Tokens:
         return ref.get("name", ""), uid
 
     def authenticate(self, token: str) -> User | None:
-        """The ServiceAccount a token speaks for, or None when it is unknown or no longer valid."""
+        """The ServiceAccount a token speaks for, or None when it is unknown or no longer valid; a success is
+        remembered `cache_seconds` and answered from there (the real server's token cache), failures are not."""
+        digest = _digest(token)
         with self._lock:
-            found = self._issued.get(_digest(token))
+            cached = self._cached.get(digest)
+            if cached is not None:
+                if time.monotonic() < cached[1]:
+                    return cached[0]
+                del self._cached[digest]
+        user = self._check(digest)
+        if user is not None and self.cache_seconds > 0:
+            with self._lock:
+                self._cached[digest] = (user, time.monotonic() + self.cache_seconds)
+        return user
+
+    def _check(self, digest: str) -> User | None:
+        with self._lock:
+            found = self._issued.get(digest)
         if found is None or self.now() >= found.expires or not set(found.audiences) & set(API_AUDIENCES):
             return None
         account = self._store.find(self._lookup("serviceaccounts"), found.service_account, found.namespace)

@@ -334,7 +334,7 @@ def apply(shape: Shape, live: Obj | None, applied: Obj, manager: str, api_versio
     released = _owned(mine) - fields if mine else frozenset()
     result = _without_released(live, released, [owned for _e, owned in kept])
     merged: Obj = merge(shape, result, _applicable(applied), shape.schema, ())
-    new_entries = [_rebuilt(e, owned) for e, owned in kept if owned]
+    new_entries = [kept_entry for e, owned in kept if (kept_entry := _left(e, owned, merged)) is not None]
     new_entries.append(_entry(manager, APPLY, api_version, fields, mine))
     merged.setdefault("metadata", {})["managedFields"] = new_entries
     return merged
@@ -377,6 +377,22 @@ def _under(path: Path, prefix: Path) -> bool:
     return path[: len(base)] == base
 
 
+def _left(entry: Obj, owned: Fields, result: Obj) -> Obj | None:
+    """What is left of another manager's entry once it owns only `owned` of `result`: the entry rebuilt, or None
+    when it owns nothing. A real server's Update entries also own each map they set keys in (`f:data: {.: {}, f:site:
+    {}}`: structured-merge-diff's field sets have the map itself as a member), so an Update entry whose every key was
+    taken stays, owning its maps: `{"f:data": {}}` (issue 34 saw it on kube-apiserver 1.36). The simulator records
+    only the leaves, and keeps such an entry with the maps its lost keys were in that `result` still has."""
+    if owned or entry.get("operation") != UPDATE:
+        return _rebuilt(entry, owned) if owned else None
+    maps = frozenset(
+        path[:-1]
+        for path in _owned(entry)
+        if len(path) > 1 and path[-1].startswith("f:") and isinstance(value_at(result, path[:-1]), dict)
+    )
+    return _rebuilt(entry, maps) if maps else None
+
+
 def _rebuilt(entry: Obj, owned: Fields) -> Obj:
     if owned == _owned(entry):
         return entry
@@ -401,8 +417,7 @@ def record_update(shape: Shape, old: Obj, new: Obj, manager: str, api_version: s
     changed = frozenset(p for p, value in after.items() if p not in before or before[p] != value)
     gone = frozenset(before.keys() - after.keys())
     mine = next((e for e in entries if e.get("manager") == manager and e.get("operation") == UPDATE), None)
-    kept = [_rebuilt(e, _owned(e) - changed - gone) for e in entries if e is not mine]
-    kept = [e for e in kept if _owned(e)]
+    kept = [left for e in entries if e is not mine and (left := _left(e, _owned(e) - changed - gone, new)) is not None]
     ours = ((_owned(mine) - gone) if mine else frozenset()) | changed
     if ours:
         kept.append(_entry(manager, UPDATE, api_version, frozenset(ours), mine))

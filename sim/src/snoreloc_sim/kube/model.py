@@ -109,9 +109,13 @@ class Store:
     A stored object is never changed in place: every write stores a new one with a new resourceVersion, and `bump`
     changes only the resourceVersion. What a reader derives from an object may be kept by its uid and
     resourceVersion (`snoreloc_sim.hub.encodings`); keep it so.
+
+    `shape`, when set, is applied to every object the store is about to keep (the hub sorts custom resources' keys
+    there, as a real API server stores and serves them: `snoreloc_sim.hub.simulator`).
     """
 
     def __init__(self) -> None:
+        self.shape: Callable[[ResourceType, Obj], Obj] | None = None
         self._lock = threading.RLock()
         self._objects: dict[tuple[str, str, str], Obj] = {}
         self._keys: dict[str, list[str]] = {}  # per type, "namespace/name" in order: etcd's key order, for ranges
@@ -215,6 +219,8 @@ class Store:
             smeta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), resourceVersion=str(next(self._rv)))
             if rtype.generation:
                 smeta["generation"] = 1
+            if self.shape is not None:
+                stored = self.shape(rtype, stored)
             self._objects[key] = stored
             bisect.insort(self._keys.setdefault(rtype.key, []), f"{namespace}/{name}")
             self.writes += 1
@@ -249,6 +255,8 @@ class Store:
             if new == old:
                 return clone(old)  # a no-op write does not bump resourceVersion, as kube-apiserver
             new["metadata"]["resourceVersion"] = str(next(self._rv))
+            if self.shape is not None:
+                new = self.shape(rtype, new)
             self._objects[key] = new
             self.writes += 1
             result = clone(new)
