@@ -38,10 +38,11 @@ import kopf
 from snoreloc.siblings import clock as clock_mod
 from snoreloc.siblings import errors, kube
 from snoreloc_fleet.controller import reconcile as reconcile_mod
-from snoreloc_fleet.controller import workqueue
+from snoreloc_fleet.controller import waves, workqueue
 from snoreloc_fleet.controller.metrics import FleetMetrics
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -109,6 +110,23 @@ class LimitedClient(kube.Client):
             raise
         self.metrics.request(method, path, query, "2xx")
         return result
+
+
+@dataclass
+class WaveCounters:
+    """Wave passes and what they wrote (tests and the benchmark read them)."""
+
+    passes: int = 0
+    status_writes: int = 0
+    gate_writes: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, outcome: waves.Outcome | None) -> None:
+        with self.lock:
+            self.passes += 1
+            if outcome is not None:
+                self.status_writes += int(outcome.wrote)
+                self.gate_writes += len(outcome.gated)
 
 
 @dataclass
@@ -210,6 +228,11 @@ class Controller:
         self._unsure: dict[Key, list[str]] = {}  # versions of held keys seen meanwhile: echoes, or news?
         self._guard = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None  # kopf's, while it runs
+        # the Waves: their own queue and worker (a wave's pass lists its Sites; waves are few), and each one's
+        # members at its last pass, so that a member's event wakes its wave
+        self.wave_queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(base_delay=RETRY_S, max_delay=options.sweep)
+        self.waves: dict[Key, frozenset[str]] = {}
+        self.wave_counters = WaveCounters()
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
         """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
@@ -228,7 +251,67 @@ class Controller:
             with self._guard:
                 self.known.discard(key)
             self.echoes.forget(key)
+        if outcome is None or outcome.wrote:  # its phase changed: its wave counts it again
+            self._wake_waves(key, added=False)
         return outcome
+
+    def _wake_waves(self, key: Key, *, added: bool) -> None:
+        """Queue the waves Site `key` is in; a Site in none wakes every wave of its namespace when it is new (the
+        sweep finds one whose labels changed)."""
+        with self._guard:
+            found = [w for w, members in self.waves.items() if w[0] == key[0] and key[1] in members]
+            if not found and added:
+                found = [w for w in self.waves if w[0] == key[0]]
+        for wave in found:
+            self.wave_queue.add(wave)
+
+    def reconcile_wave(self, namespace: str, name: str) -> waves.Outcome | None:
+        """One pass over one Wave (its worker's); the Sites whose gate it wrote are reconciled next (their gate
+        decides their credential), since the watch reports that write back as the controller's own."""
+        key = (namespace, name)
+        with self._guard:
+            before = self.waves.get(key, frozenset())
+        now = self.options.clock.now().astimezone(dt.UTC)
+        outcome = waves.reconcile(self.client, waves.wave_ref(namespace, name), now, before)
+        self.wave_counters.add(outcome)
+        with self._guard:
+            if outcome is None:
+                self.waves.pop(key, None)
+            else:
+                self.waves[key] = outcome.members
+        if outcome is None:
+            for member in sorted(before):  # a deleted Wave holds no one: each Site's reconcile drops its gate
+                self.queue.add((namespace, member))
+            return None
+        for member in outcome.gated:
+            self.queue.add((namespace, member))
+        if outcome.conflicts:
+            raise errors.TemporaryError(f"{outcome.conflicts} Sites changed while the wave was planned")
+        return outcome
+
+    def on_wave_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
+        """A watch event of a Wave: queue it (its deletion too: its pass releases its Sites)."""
+        if self.options.metrics is not None:
+            self.options.metrics.seen_wave(event)
+        with self._guard:
+            self.waves.setdefault((namespace, name), frozenset())
+        self.wave_queue.add((namespace, name))
+
+    def work_waves(self) -> None:
+        """The wave worker: reconcile the Waves the queue hands out until it is shut down."""
+        while (key := self.wave_queue.get()) is not None:
+            try:
+                self.reconcile_wave(*key)
+            except Exception as exc:  # one Wave's trouble must not end the worker
+                if self.options.metrics is not None:
+                    self.options.metrics.error(exc)
+                delay = self.wave_queue.retry(key)
+                level = logging.INFO if isinstance(exc, (kube.Conflict, errors.TemporaryError)) else logging.WARNING
+                LOG.log(level, "wave %s/%s: %s (again in %gs)", key[0], key[1], exc, delay)
+            else:
+                self.wave_queue.forget(key)
+            finally:
+                self.wave_queue.done(key)
 
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
         """A watch event of a Site (in kopf's event loop: it must not block): note the key, queue it, return."""
@@ -242,10 +325,13 @@ class Controller:
                 self._deleted[key] = str(meta.get("uid", ""))
             else:
                 self.known.add(key)
+        if event.get("type") != "MODIFIED":
+            self._wake_waves(key, added=True)
         if event.get("type") == "MODIFIED":
             version = str(meta.get("resourceVersion", ""))
             if self.echoes.is_echo(key, version):
                 return
+            self._wake_waves(key, added=False)
             with self._guard:
                 if key in self._held:  # perhaps the echo of a write whose answer the worker has not read yet
                     self._unsure.setdefault(key, []).append(version)
@@ -290,6 +376,7 @@ class Controller:
             threading.Thread(target=self.work, name=f"site-worker-{index}", daemon=True)
             for index in range(self.options.workers)
         ]
+        threads.append(threading.Thread(target=self.work_waves, name="wave-worker", daemon=True))
         for thread in threads:
             thread.start()
         self.loop = asyncio.new_event_loop()
@@ -306,6 +393,7 @@ class Controller:
         finally:
             stop.set()
             self.queue.shutdown()
+            self.wave_queue.shutdown()
             deadline = time.monotonic() + STOP_S
             for thread in threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
@@ -318,6 +406,10 @@ class Controller:
                 keys = sorted(self.known)
             for key in keys:
                 self.queue.add(key)
+            with self._guard:
+                wave_keys = sorted(self.waves)
+            for key in wave_keys:
+                self.wave_queue.add(key)
 
 
 def registry_for(controller: Controller) -> kopf.OperatorRegistry:
@@ -347,6 +439,10 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
     @kopf.on.event(site.GROUP, site.VERSION, site.PLURAL, id="reconcile", registry=registry)  # type: ignore[arg-type]
     async def on_site(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
         controller.on_event(event, namespace, name)  # async: in kopf's loop, no executor thread for a queue add
+
+    @kopf.on.event(site.GROUP, site.VERSION, wave_mod.PLURAL, id="wave", registry=registry)  # type: ignore[arg-type]
+    async def on_wave(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
+        controller.on_wave_event(event, namespace, name)
 
     return registry
 

@@ -80,12 +80,10 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
     if files:
         spec["files"] = dict(sorted(files.items()))
-    return {
-        "apiVersion": site.API_VERSION,
-        "kind": site.KIND,
-        "metadata": {"name": rendered.row.name, "namespace": namespace, "labels": labels},
-        "spec": spec,
-    }
+    meta: dict[str, Any] = {"name": rendered.row.name, "namespace": namespace, "labels": labels}
+    if rendered.template_digest:  # which template made it: a wave's brake groups failures by it
+        meta["annotations"] = {site.TEMPLATE_DIGEST: rendered.template_digest}
+    return {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta, "spec": spec}
 
 
 def objects(
