@@ -20,8 +20,17 @@ from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
 
-from .conftest import NS, SITES, Running, get_site, report_kubeconfig, request_credential, site_client, site_object
-from .conftest import wait_for
+from .conftest import (
+    NS,
+    SITES,
+    Running,
+    get_site,
+    report_kubeconfig,
+    request_credential,
+    site_client,
+    site_object,
+    wait_for,
+)
 
 TEMPLATE = "4f2a9c0de1b27788"
 
@@ -84,7 +93,7 @@ def _all_gated(admin: kube.Client, wave: str, names: Iterable[str]) -> dict[str,
             f"every Site of {wave} gated",
             lambda: (g := _gates(admin, wave)) and set(g) == wanted and all(g.values()) and g,
             timeout=120.0,
-        )  # fmt: skip
+        )
     )
 
 
