@@ -6,16 +6,19 @@ reports are written as a node writes them: through each site's own reporting tok
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+import yaml
 from snoreloc_fleet.controller import waves
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
 from snoreloc_fleet.resource import wave as wave_mod
 
+from hubsim.test_hub_kubectl import KUBECTL
 from snoreloc.adapters import kube
 from snoreloc.cli import main
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -151,7 +154,12 @@ def test_a_canary_failing_with_one_cause_halts_the_wave_and_approval_opens_the_n
 
 
 def test_a_batch_failing_past_its_threshold_halts_the_wave(
-    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running]
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    kubectl: Any,
 ) -> None:
     start_controller()
     names = _sites(admin, "shop", 10, "autumn")
@@ -168,6 +176,26 @@ def test_a_batch_failing_past_its_threshold_halts_the_wave(
     gates = wait_for("the unstarted canaries held", lambda: (g := _gates(admin, "autumn"))
                      and _open(g) == names[:2] and g)  # fmt: skip
     assert gates[names[9]]["cause"].startswith("wave autumn halted: batch 0 has 2 of 4")
+    # what the owner reads: `fleet status --wave`, its JSON, the HTML page, `kubectl get waves`
+    hub_args = ["-n", NS, "--kubeconfig", str(hub.kubeconfig_path)]
+    capsys.readouterr()
+    assert main.main(["fleet", "status", "--wave", "autumn", *hub_args]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("wave autumn: Halted (Sites rollout=autumn)\n  halted in batch 0: batch 0 has 2 of 4")
+    assert "10 sites" in table and "Failed" in table
+    assert main.main(["fleet", "status", "--wave", "autumn", "-o", "json", *hub_args]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["wave"]["halt"]["batch"] == 0 and document["total"] == 10
+    assert [b["failed"] for b in document["wave"]["batches"]] == [2, 0]
+    assert main.main(["fleet", "status", "--wave", "nowhere", *hub_args]) == 69
+    page = tmp_path / "fleet.html"
+    assert main.main(["fleet", "report", "--html", str(page), *hub_args]) == 0
+    html = page.read_text()
+    assert '<h2 id="waves">Waves</h2>' in html and "<b>Halted in batch 0:</b> batch 0 has 2 of 4" in html
+    if KUBECTL is not None:
+        lines = kubectl("get", "waves", "-n", NS).out.splitlines()
+        assert lines[0].split() == ["NAME", "PHASE", "BATCH", "SITES", "RELOCATED", "FAILED", "CAUSE", "AGE"]
+        assert lines[1].split()[:7] == ["autumn", "Halted", "0", "10", "0", "2", "batch"]
 
 
 def test_no_more_sites_relocate_at_once_than_the_wave_allows(
@@ -175,7 +203,7 @@ def test_no_more_sites_relocate_at_once_than_the_wave_allows(
 ) -> None:
     start_controller()
     names = _sites(admin, "kiosk", 8, "summer")
-    _wave(admin, "summer", canary=0, maxConcurrency=3)
+    _wave(admin, "summer", canary=0, maxConcurrency=3, offline="hold")
     gates = _all_gated(admin, "summer", names)
     first = _open(gates)
     assert first == names[:3]
@@ -189,4 +217,8 @@ def test_no_more_sites_relocate_at_once_than_the_wave_allows(
     running = [n for n in _open(gates) if get_site(admin, n)["status"].get("phase") != "Relocated"]
     assert len(running) == 3
     status = _wave_status(admin, "summer")
+    config = yaml.safe_load(report_kubeconfig(admin, first[0]))
+    extension = config["contexts"][0]["context"]["extensions"][0]
+    assert extension["name"] == "fleet.snoreloc.io/site"
+    assert extension["extension"]["offline"] == "hold", "the wave's offline policy travels to the node"
     assert status["batches"][-1]["held"] == 4 and status["relocated"] == 1

@@ -61,7 +61,7 @@ def _ready(obj: dict[str, Any]) -> str:
     seen = site.view(obj)
     media = seen.condition(site.Condition.MEDIA_READY)
     name = seen.name
-    if media and media.get("reason") == site.Reason.HELD:
+    if media and media.get("reason") == site.Reason.HELD and seen.held:
         raise errors.TemporaryError(
             f"site {name} is {media.get('message')}; no stick is made for it until its batch opens",
             hint=f"See `snoreloc fleet status --wave {seen.gate.get('wave')} -n {seen.namespace}`; run this again "
@@ -94,8 +94,8 @@ def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.date
     if validated is not None and validated.get("status") == "False":
         return obj
     media = _current(obj, site.Condition.MEDIA_READY)
-    if media is not None and media.get("reason") == site.Reason.HELD:
-        return obj  # its wave holds it: `_ready` says why
+    if media is not None and media.get("reason") == site.Reason.HELD and site.view(obj).held:
+        return obj  # its wave holds it: `_ready` says why (a gate opened since: the controller has yet to see it)
     if media is None or media.get("status") != "True":
         return None
     if not site.reports(obj):
