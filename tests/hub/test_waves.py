@@ -216,7 +216,7 @@ def test_no_more_sites_relocate_at_once_than_the_wave_allows(
     assert _open(gates) == names[:4], "the next Site took the freed place"
     running = [n for n in _open(gates) if get_site(admin, n)["status"].get("phase") != "Relocated"]
     assert len(running) == 3
-    status = _wave_status(admin, "summer")
+    status = _wait_wave(admin, "summer", lambda s: s["relocated"] == 1, "the relocation counted (within 10 s)")
     config = yaml.safe_load(report_kubeconfig(admin, first[0]))
     extension = config["contexts"][0]["context"]["extensions"][0]
     assert extension["name"] == "fleet.snoreloc.io/site"

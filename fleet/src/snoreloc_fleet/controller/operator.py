@@ -232,6 +232,7 @@ class Controller:
         # members at its last pass, so that a member's event wakes its wave
         self.wave_queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(base_delay=RETRY_S, max_delay=options.sweep)
         self.waves: dict[Key, frozenset[str]] = {}
+        self._wave_written: dict[Key, float] = {}  # when each Wave's status was last written (monotonic)
         self.wave_counters = WaveCounters()
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
@@ -272,8 +273,14 @@ class Controller:
         with self._guard:
             before = self.waves.get(key, frozenset())
         now = self.options.clock.now().astimezone(dt.UTC)
-        outcome = waves.reconcile(self.client, waves.wave_ref(namespace, name), now, before)
+        since = time.monotonic() - self._wave_written.get(key, -waves.COUNTS_PERIOD)
+        due = since >= waves.COUNTS_PERIOD
+        outcome = waves.reconcile(self.client, waves.wave_ref(namespace, name), now, before, counts_due=due)
         self.wave_counters.add(outcome)
+        if outcome is not None and outcome.wrote:
+            self._wave_written[key] = time.monotonic()
+        if outcome is not None and outcome.deferred:
+            self.wave_queue.add_after(key, waves.COUNTS_PERIOD - since)
         with self._guard:
             if outcome is None:
                 self.waves.pop(key, None)

@@ -139,7 +139,8 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         wave = _wave_of(client, obj) if checked.valid else None
         gate = site.view(obj).gate
         if checked.valid and site.view(obj).held:  # no credential issued nor renewed; one issued before stays
-            held = f"wave {gate.get('wave')}, batch {gate.get('batch')}: {gate.get('cause')}"
+            # the cause is the gate's: it is not repeated here, so a new cause rewrites the gate only, not the status
+            held = f"wave {gate.get('wave')}, batch {gate.get('batch')} (status.gate.cause says why)"
             credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
         elif checked.valid:
             offline = wave_mod.view(wave).offline if wave is not None else ""

@@ -1,11 +1,15 @@
-"""One Wave's reconcile: list its Sites, plan (`controller.waveplan`), write each Site's `status.gate` that differs
-and the Wave's status when it differs.
+"""One Wave's reconcile: list its Sites, plan (`controller.waveplan`), write each Site's `status.gate` that differs and
+the Wave's status when it differs.
 
 Level-triggered and idempotent, as the Site's reconcile: whatever woke it (a Wave edit, a member's report, the
-sweep), it lists the wave's Sites by its selector (one paged LIST) and converges; a pass that changes nothing
-writes nothing. A gate that holds a Site is written only if the Site is still as it was read (its resourceVersion in
-the merge patch: a node that reported meanwhile makes it a 409, and the next pass reads again), so a node that has
-started is never held. Sites that left the wave (the controller remembers the last members) lose its gate.
+sweep), it lists the wave's Sites by its selector (one paged LIST) and converges; a pass that changes nothing writes
+nothing. The Wave's status is written at once when a batch's state, the phase or the halt changes; a change of
+counts alone (a Site went from running to relocated) waits until `COUNTS_PERIOD` has passed since the last write
+(the caller asks again then: `Outcome.deferred`), so a wave's reports cost it at most one write per period however
+many arrive, and its counts lag by at most that. A gate that holds a Site is written only if the Site is still as it
+was read (its resourceVersion in the merge patch: a node that reported meanwhile makes it a 409, and the next pass
+reads again), so a node that has started is never held. Sites that left the wave (the controller remembers the last
+members) lose its gate.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
 WAVES = kube.Resource(site.GROUP, site.VERSION, wave_mod.PLURAL, wave_mod.KIND, True)
+COUNTS_PERIOD = 10.0  # seconds: at most one write a period for a change of counts alone
+_COUNTED = frozenset((*wave_mod.COUNTS, wave_mod.STATUS_RELOCATED, wave_mod.STATUS_FAILED))
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,16 @@ class Outcome:
     wrote: bool
     halted: bool
     conflicts: int = 0
+    deferred: bool = False  # a change of counts alone, not written yet: ask again after COUNTS_PERIOD
+
+
+def _uncounted(status: Any) -> Any:
+    """The status without its counts: what, when it changes, is written at once."""
+    if isinstance(status, dict):
+        return {k: _uncounted(v) for k, v in status.items() if k not in _COUNTED}
+    if isinstance(status, list):
+        return [_uncounted(v) for v in status]
+    return status
 
 
 def wave_ref(namespace: str, name: str) -> kube.Ref:
@@ -68,9 +84,15 @@ def release(client: kube.Client, namespace: str, names: Iterable[str], wave: str
 
 
 def reconcile(
-    client: kube.Client, ref: kube.Ref, now: dt.datetime, before: frozenset[str] = frozenset()
+    client: kube.Client,
+    ref: kube.Ref,
+    now: dt.datetime,
+    before: frozenset[str] = frozenset(),
+    *,
+    counts_due: bool = True,
 ) -> Outcome | None:
-    """Converge one Wave and its Sites' gates; None when the Wave is gone. `before`: its members at the last pass."""
+    """Converge one Wave and its Sites' gates; None when the Wave is gone. `before`: its members at the last pass;
+    `counts_due`: whether a change of counts alone may be written now (COUNTS_PERIOD passed)."""
     obj = client.find(ref)
     if obj is None or obj["metadata"].get("deletionTimestamp"):
         return None
@@ -89,8 +111,10 @@ def reconcile(
             conflicts += 1
     members = frozenset(site.view(o).name for o in items)
     release(client, ref.namespace, before - members, seen.name)
-    patch = kube.merge_patch(dict(seen.status), {k: v for k, v in plan.status.items() if v is not None})
-    if patch:
+    desired = {k: v for k, v in plan.status.items() if v is not None}
+    patch = kube.merge_patch(dict(seen.status), desired)
+    deferred = bool(patch) and not counts_due and _uncounted(dict(seen.status)) == _uncounted(desired)
+    if patch and not deferred:
         client.request("PATCH", ref.path("status"), body={"status": patch}, content_type=kube.MERGE_PATCH, retry=True)
         LOG.info("wave %s/%s: status updated (%s)", ref.namespace, ref.name, plan.status[wave_mod.STATUS_PHASE])
-    return Outcome(members, tuple(gated), bool(patch), plan.halted, conflicts)
+    return Outcome(members, tuple(gated), bool(patch) and not deferred, plan.halted, conflicts, deferred)

@@ -62,8 +62,10 @@ def _ready(obj: dict[str, Any]) -> str:
     media = seen.condition(site.Condition.MEDIA_READY)
     name = seen.name
     if media and media.get("reason") == site.Reason.HELD and seen.held:
+        gate = seen.gate
         raise errors.TemporaryError(
-            f"site {name} is {media.get('message')}; no stick is made for it until its batch opens",
+            f"site {name} is held by the fleet (wave {gate.get('wave')}, batch {gate.get('batch')}): "
+            f"{gate.get('cause')}; no stick is made for it until its batch opens",
             hint=f"See `snoreloc fleet status --wave {seen.gate.get('wave')} -n {seen.namespace}`; run this again "
             "once its batch is open.",
         )
