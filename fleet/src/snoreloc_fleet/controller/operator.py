@@ -16,6 +16,12 @@ thread queues every known key every `sweep` seconds (a node that went silent, a 
 per-Site timer. Memory is O(Sites) in keys, never in bodies. Only Sites are watched: Secrets and ConfigMaps are read
 on demand, nothing else is cached.
 
+Waves (`waves.fleet.snoreloc.io`) are watched too, into a queue of their own with one worker (`controller.waves`:
+a wave's pass lists its Sites; waves are few). A Site's event, or a Site reconcile that changed its status, queues
+the waves the Site is in (their members as of each wave's last pass; a new Site queues its namespace's waves); a
+wave's pass queues the Sites whose gate it wrote (their own reconcile decides their credential from it), since the
+watch reports that write back as the controller's own.
+
 API writes of the reconcile go through a token bucket (`qps`, `burst`): kopf itself has no client-side rate
 limiter, and a hub restarted with thousands of Sites must not flood its API server; the bucket, not the number of
 workers, sets the pace of a bulk add.

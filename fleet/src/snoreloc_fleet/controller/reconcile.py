@@ -12,6 +12,10 @@ node speaks again). Not for Pending, Ready or InProgress: at 10,000 Sites a Norm
 an event storm on the hub's etcd (each Event an object kept for an hour) that no one acts on; `kubectl describe
 site` still shows every condition with its `lastTransitionTime`, and the phase label selects any phase.
 
+A Site its wave holds (`status.gate` Held, written by the wave's reconcile, `controller.waves`) gets no credential
+issued or renewed (MediaReady False, reason Held); a gate naming a Wave that is gone is removed. The Site's wave's
+`spec.offline` is written into the reporting kubeconfig it is issued.
+
 A 409 from the API (someone wrote first) is left to the caller's retry: the next pass reads again. Secrets and
 ConfigMaps named by `spec.files` are read with one GET each when a Site is reconciled; nothing else is cached.
 """
