@@ -391,6 +391,19 @@ ELSEWHERE: dict[str, Elsewhere] = {
         _FLEET + "test_controller_resilience.py::test_a_restarted_controller_converges_and_then_writes_nothing",
     ),
     ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
+    ".venv/bin/python bench/fleet_waves.py": Elsewhere(
+        "a benchmark run (500 nodes, under a minute a repetition); tests/fleetops smoke-tests it small"
+    ),
+    **{
+        line: Elsewhere(
+            "a Wave on the hub", _FLEET + "test_waves.py::test_a_batch_failing_past_its_threshold_halts_the_wave"
+        )
+        for line in ("snoreloc fleet status --wave spring -n fleet-emea", "kubectl get waves")
+    },
+    'kubectl patch wave spring -n fleet-emea --type merge -p \'{"spec":{"approvedBatches":1}}\'': Elsewhere(
+        "the owner's approval (the test sends the same merge patch with the official client)",
+        _FLEET + "test_waves.py::test_a_canary_failing_with_one_cause_halts_the_wave_and_approval_opens_the_next_batch",
+    ),
     ".venv/bin/python bench/fleet_controller.py --sites 10000 --steady-seconds 60": Elsewhere(
         "a benchmark run (about five minutes a repetition); tests/bench smoke-tests it small"
     ),

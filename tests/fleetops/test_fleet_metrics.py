@@ -102,6 +102,7 @@ def test_the_rule_has_the_four_symptom_alerts_and_each_a_runbook() -> None:
         "SnorelocSiteSilent",
         "SnorelocRelocationOverBudget",
         "SnorelocSiteConfigInvalid",
+        "SnorelocWaveHalted",
     ]
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
     for rule in rules:
@@ -168,3 +169,42 @@ def test_the_deployment_serves_metrics_where_the_pod_monitor_scrapes() -> None:
     assert monitor["kind"] == "PodMonitor" and monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
     assert [e["port"] for e in monitor["spec"]["podMetricsEndpoints"]] == ["metrics"]
+
+
+def _wave_event(halted: bool) -> dict[str, object]:
+    batch = {"index": 0, "size": 5, "state": "Halted" if halted else "Open", "pending": 2, "running": 0,
+             "relocated": 0, "failed": 3, "held": 2}  # fmt: skip
+    status: dict[str, object] = {"phase": "Halted" if halted else "Progressing", "batches": [batch]}
+    if halted:
+        status["halt"] = {"batch": 0, "cause": "3 Sites failed with the same cause", "since": "2026-01-01T00:00:00Z"}
+    obj = {"metadata": {"namespace": "fleet-emea", "name": "spring"}, "spec": {}, "status": status}
+    return {"type": "MODIFIED", "object": obj}
+
+
+def test_a_halted_wave_is_served_and_raises_its_alert(
+    served: tuple[metrics.FleetMetrics, Clock, str], tmp_path: pathlib.Path
+) -> None:
+    fleet_metrics, _, url = served
+    fleet_metrics.seen_wave(_wave_event(halted=False))
+    first = promrules.scrape(url)
+    assert first['snoreloc_fleet_wave_halted{namespace="fleet-emea",wave="spring"}'] == 0
+    assert first['snoreloc_fleet_wave_sites{namespace="fleet-emea",state="failed",wave="spring"}'] == 3
+    fleet_metrics.seen_wave(_wave_event(halted=True))
+    second = promrules.scrape(url)
+    assert second['snoreloc_fleet_wave_halted{namespace="fleet-emea",wave="spring"}'] == 1
+    found = next(
+        r for g in promrules.rule()["spec"]["groups"] for r in g["rules"] if r["alert"] == "SnorelocWaveHalted"
+    )
+    labels = {"namespace": "fleet-emea", "wave": "spring"}
+    annotations = {
+        key: value.replace("{{ $labels.wave }}", "spring").replace("{{ $labels.namespace }}", "fleet-emea")
+        for key, value in found["annotations"].items()
+    }
+    firing = {"exp_labels": {**found["labels"], **labels}, "exp_annotations": annotations}
+    expected = [
+        {"eval_time": "5m", "alertname": "SnorelocWaveHalted", "exp_alerts": []},
+        {"eval_time": "15m", "alertname": "SnorelocWaveHalted", "exp_alerts": [firing]},
+    ]
+    promrules.promtool_test(tmp_path, promrules.series(first, second, switch=10, total=20), expected)
+    fleet_metrics.seen_wave({"type": "DELETED", "object": _wave_event(halted=True)["object"]})
+    assert not any("wave" in name for name in promrules.scrape(url))

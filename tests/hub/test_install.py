@@ -43,8 +43,9 @@ def test_install_sets_up_the_hub_once_and_its_rbac_suffices(
     assert _install(hub, "--dry-run") == 0
     assert admin.find(kube.Ref(install.KINDS[("v1", "Namespace")], "snoreloc-fleet")) is None, "a dry run stores none"
     checked = capsys.readouterr().out.splitlines()
-    assert checked[:2] == [
+    assert checked[:3] == [
         "checked: CustomResourceDefinition sites.fleet.snoreloc.io",
+        "checked: CustomResourceDefinition waves.fleet.snoreloc.io",
         "checked: Namespace snoreloc-fleet",
     ]
     waiting = [line for line in checked if line.startswith("not checked (namespace snoreloc-fleet is new): ")]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 
 import yaml
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import site, wave
 from snoreloc_fleet.verbs import install
 
 from snoreloc.engine import hubreport
@@ -84,8 +84,8 @@ _NAMED = (
 def test_install_applies_what_the_kustomization_lists() -> None:
     kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text(encoding="utf-8"))
     kinds = [obj["kind"] for obj in install.manifests()]
-    assert kinds[0] == "CustomResourceDefinition"
-    assert len(kustomization["resources"]) == 5
+    assert kinds[:2] == ["CustomResourceDefinition", "CustomResourceDefinition"]  # Site, then Wave
+    assert len(kustomization["resources"]) == 6
     assert {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment"} <= set(kinds)
     assert all((obj["apiVersion"], obj["kind"]) in install.KINDS for obj in install.manifests())
 
@@ -96,3 +96,19 @@ def test_install_sets_the_hub_address_and_image() -> None:
     assert config["data"] == {"url": "https://hub.example:6443", "ca.crt": "PEM"}
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry/x:1"
+
+
+def test_the_shipped_wave_crd_is_the_generated_one() -> None:
+    assert (DEPLOY / "wave-crd.yaml").read_text(encoding="utf-8") == wave.crd_yaml(), (
+        "regenerate: python -m snoreloc_fleet.resource.wave > fleet/src/snoreloc_fleet/deploy/wave-crd.yaml"
+    )
+
+
+def test_the_gate_is_exactly_the_wave_contract() -> None:
+    status = site.crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    gate = status["properties"][site.STATUS_GATE]
+    assert gate["required"] == ["state", "wave", "batch", "cause", "since"] == list(gate["properties"])
+    assert gate["properties"]["state"]["enum"] == ["Open", "Held"]
+    assert gate["properties"]["cause"]["maxLength"] == 512
+    assert gate["properties"]["batch"]["minimum"] == 0
+    assert gate["properties"]["since"]["format"] == "date-time"

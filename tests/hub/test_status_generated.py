@@ -105,6 +105,6 @@ def agent_as_sent(agent: dict[str, Any]) -> dict[str, Any]:
         fitted[key] = hubreport._text(agent[key], 32 if key == "runState" else hubreport.MAX_NAME)
     if "failure" in agent:
         fitted["failure"] = {k: hubreport._text(v) for k, v in agent["failure"].items()}
-    when = status._when(agent["reportedAt"])
+    when = status.when(agent["reportedAt"])
     fitted["reportedAt"] = (when or NOW).replace(tzinfo=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return fitted

@@ -11,6 +11,9 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 | `snoreloc_fleet_api_requests_total{verb,code}` | counter | API requests by verb and outcome |
 | `snoreloc_fleet_site_crd_served` | gauge | 1 once the API serves the Site CRD, 0 while the controller waits for it |
 
+| `snoreloc_fleet_wave_sites{namespace,wave,state}` | gauge | a Wave's Sites by state (pending, running, ...) |
+| `snoreloc_fleet_wave_halted{namespace,wave}` | gauge | 1 while the Wave's brake holds it (status.halt), else 0 |
+
 `running="true"` ages are those of runs in progress (InProgress, Stale); an outcome is `2xx`, the status of a
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
 controller saw (`observe`), so a scrape costs one pass over the index and nothing on the API; the index keeps of a
@@ -38,6 +41,7 @@ from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import wave as wave_mod
 from snoreloc_fleet.state import fleetstate
 
 PREFIX = "snoreloc_fleet"
@@ -82,6 +86,7 @@ class FleetMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._rows: dict[_KeyT, fleetstate.Row] = {}
+        self._waves: dict[_KeyT, tuple[dict[str, int], bool]] = {}  # (counts by state, halted), from its status
         self._lock = threading.Lock()
         self.durations = Histogram(
             f"{PREFIX}_relocation_duration_seconds",
@@ -140,6 +145,28 @@ class FleetMetrics:
         else:
             self.observe(obj)
 
+    def seen_wave(self, event: Mapping[str, Any]) -> None:
+        """A watch event of a Wave: keep its counts and whether it is halted (from its status), or forget it."""
+        obj = event.get("object")
+        if not isinstance(obj, Mapping):
+            return
+        seen = wave_mod.view(obj)
+        key = (seen.namespace, seen.name)
+        with self._lock:
+            if event.get("type") == "DELETED":
+                self._waves.pop(key, None)
+                return
+            counts = {state: 0 for state in wave_mod.COUNTS}
+            for batch in wave_mod.batch_rows(seen.status):
+                for state in wave_mod.COUNTS:
+                    value = batch.get(state)
+                    counts[state] += value if isinstance(value, int) and 0 <= value <= site.MAX_MORE else 0
+            self._waves[key] = (counts, bool(seen.halt))
+
+    def waves(self) -> list[tuple[_KeyT, dict[str, int], bool]]:
+        with self._lock:
+            return [(key, dict(counts), halted) for key, (counts, halted) in sorted(self._waves.items())]
+
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
             self._rows.pop((namespace, name), None)
@@ -170,6 +197,26 @@ class _StateCollector(Collector):
         now = self._metrics.now()
         yield _phases(rows)
         yield _ages(rows, now)
+        yield from _waves(self._metrics.waves())
+
+
+def _waves(
+    waves: list[tuple[_KeyT, dict[str, int], bool]],
+) -> Iterator[GaugeMetricFamily]:
+    sites = GaugeMetricFamily(
+        f"{PREFIX}_wave_sites", "Each Wave's Sites by state (its status).", labels=["namespace", "wave", "state"]
+    )
+    halted = GaugeMetricFamily(
+        f"{PREFIX}_wave_halted",
+        "1 while the Wave's brake holds it (status.halt), else 0.",
+        labels=["namespace", "wave"],
+    )
+    for (namespace, name), counts, stopped in waves:
+        for state, count in counts.items():
+            sites.add_metric([namespace, name, state], count)
+        halted.add_metric([namespace, name], 1.0 if stopped else 0.0)
+    yield sites
+    yield halted
 
 
 def _phases(rows: list[fleetstate.Row]) -> GaugeMetricFamily:

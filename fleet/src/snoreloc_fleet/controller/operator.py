@@ -16,6 +16,12 @@ thread queues every known key every `sweep` seconds (a node that went silent, a 
 per-Site timer. Memory is O(Sites) in keys, never in bodies. Only Sites are watched: Secrets and ConfigMaps are read
 on demand, nothing else is cached.
 
+Waves (`waves.fleet.snoreloc.io`) are watched too, into a queue of their own with one worker (`controller.waves`:
+a wave's pass lists its Sites; waves are few). A Site's event, or a Site reconcile that changed its status, queues
+the waves the Site is in (their members as of each wave's last pass; a new Site queues its namespace's waves); a
+wave's pass queues the Sites whose gate it wrote (their own reconcile decides their credential from it), since the
+watch reports that write back as the controller's own.
+
 API writes of the reconcile go through a token bucket (`qps`, `burst`): kopf itself has no client-side rate
 limiter, and a hub restarted with thousands of Sites must not flood its API server; the bucket, not the number of
 workers, sets the pace of a bulk add.
@@ -38,10 +44,11 @@ import kopf
 from snoreloc.siblings import clock as clock_mod
 from snoreloc.siblings import errors, kube
 from snoreloc_fleet.controller import reconcile as reconcile_mod
-from snoreloc_fleet.controller import startup, workqueue
+from snoreloc_fleet.controller import startup, waves, workqueue
 from snoreloc_fleet.controller.metrics import FleetMetrics
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -109,6 +116,23 @@ class LimitedClient(kube.Client):
             raise
         self.metrics.request(method, path, query, "2xx")
         return result
+
+
+@dataclass
+class WaveCounters:
+    """Wave passes and what they wrote (tests and the benchmark read them)."""
+
+    passes: int = 0
+    status_writes: int = 0
+    gate_writes: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, outcome: waves.Outcome | None) -> None:
+        with self.lock:
+            self.passes += 1
+            if outcome is not None:
+                self.status_writes += int(outcome.wrote)
+                self.gate_writes += len(outcome.gated)
 
 
 @dataclass
@@ -211,6 +235,12 @@ class Controller:
         self._guard = threading.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None  # kopf's, while it runs
         self.crd_missing = threading.Event()  # set while it waits for the Site CRD to be served (`startup`)
+        # the Waves: their own queue and worker (a wave's pass lists its Sites; waves are few), and each one's
+        # members at its last pass, so that a member's event wakes its wave
+        self.wave_queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(base_delay=RETRY_S, max_delay=options.sweep)
+        self.waves: dict[Key, frozenset[str]] = {}
+        self._wave_written: dict[Key, float] = {}  # when each Wave's status was last written (monotonic)
+        self.wave_counters = WaveCounters()
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
         """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
@@ -229,7 +259,73 @@ class Controller:
             with self._guard:
                 self.known.discard(key)
             self.echoes.forget(key)
+        if outcome is None or outcome.wrote:  # its phase changed: its wave counts it again
+            self._wake_waves(key, added=False)
         return outcome
+
+    def _wake_waves(self, key: Key, *, added: bool) -> None:
+        """Queue the waves Site `key` is in; a Site in none wakes every wave of its namespace when it is new (the
+        sweep finds one whose labels changed)."""
+        with self._guard:
+            found = [w for w, members in self.waves.items() if w[0] == key[0] and key[1] in members]
+            if not found and added:
+                found = [w for w in self.waves if w[0] == key[0]]
+        for wave in found:
+            self.wave_queue.add(wave)
+
+    def reconcile_wave(self, namespace: str, name: str) -> waves.Outcome | None:
+        """One pass over one Wave (its worker's); the Sites whose gate it wrote are reconciled next (their gate
+        decides their credential), since the watch reports that write back as the controller's own."""
+        key = (namespace, name)
+        with self._guard:
+            before = self.waves.get(key, frozenset())
+        now = self.options.clock.now().astimezone(dt.UTC)
+        since = time.monotonic() - self._wave_written.get(key, -waves.COUNTS_PERIOD)
+        due = since >= waves.COUNTS_PERIOD
+        outcome = waves.reconcile(self.client, waves.wave_ref(namespace, name), now, before, counts_due=due)
+        self.wave_counters.add(outcome)
+        if outcome is not None and outcome.wrote:
+            self._wave_written[key] = time.monotonic()
+        if outcome is not None and outcome.deferred:
+            self.wave_queue.add_after(key, waves.COUNTS_PERIOD - since)
+        with self._guard:
+            if outcome is None:
+                self.waves.pop(key, None)
+            else:
+                self.waves[key] = outcome.members
+        if outcome is None:
+            for member in sorted(before):  # a deleted Wave holds no one: each Site's reconcile drops its gate
+                self.queue.add((namespace, member))
+            return None
+        for member in outcome.gated:
+            self.queue.add((namespace, member))
+        if outcome.conflicts:
+            raise errors.TemporaryError(f"{outcome.conflicts} Sites changed while the wave was planned")
+        return outcome
+
+    def on_wave_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
+        """A watch event of a Wave: queue it (its deletion too: its pass releases its Sites)."""
+        if self.options.metrics is not None:
+            self.options.metrics.seen_wave(event)
+        with self._guard:
+            self.waves.setdefault((namespace, name), frozenset())
+        self.wave_queue.add((namespace, name))
+
+    def work_waves(self) -> None:
+        """The wave worker: reconcile the Waves the queue hands out until it is shut down."""
+        while (key := self.wave_queue.get()) is not None:
+            try:
+                self.reconcile_wave(*key)
+            except Exception as exc:  # one Wave's trouble must not end the worker
+                if self.options.metrics is not None:
+                    self.options.metrics.error(exc)
+                delay = self.wave_queue.retry(key)
+                level = logging.INFO if isinstance(exc, (kube.Conflict, errors.TemporaryError)) else logging.WARNING
+                LOG.log(level, "wave %s/%s: %s (again in %gs)", key[0], key[1], exc, delay)
+            else:
+                self.wave_queue.forget(key)
+            finally:
+                self.wave_queue.done(key)
 
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
         """A watch event of a Site (in kopf's event loop: it must not block): note the key, queue it, return."""
@@ -243,10 +339,13 @@ class Controller:
                 self._deleted[key] = str(meta.get("uid", ""))
             else:
                 self.known.add(key)
+        if event.get("type") != "MODIFIED":
+            self._wake_waves(key, added=True)
         if event.get("type") == "MODIFIED":
             version = str(meta.get("resourceVersion", ""))
             if self.echoes.is_echo(key, version):
                 return
+            self._wake_waves(key, added=False)
             with self._guard:
                 if key in self._held:  # perhaps the echo of a write whose answer the worker has not read yet
                     self._unsure.setdefault(key, []).append(version)
@@ -291,6 +390,7 @@ class Controller:
             threading.Thread(target=self.work, name=f"site-worker-{index}", daemon=True)
             for index in range(self.options.workers)
         ]
+        threads.append(threading.Thread(target=self.work_waves, name="wave-worker", daemon=True))
         for thread in threads:
             thread.start()
         self.loop = asyncio.new_event_loop()
@@ -309,6 +409,7 @@ class Controller:
         finally:
             stop.set()
             self.queue.shutdown()
+            self.wave_queue.shutdown()
             deadline = time.monotonic() + STOP_S
             for thread in threads:
                 thread.join(max(0.0, deadline - time.monotonic()))
@@ -329,6 +430,10 @@ class Controller:
                 keys = sorted(self.known)
             for key in keys:
                 self.queue.add(key)
+            with self._guard:
+                wave_keys = sorted(self.waves)
+            for key in wave_keys:
+                self.wave_queue.add(key)
 
 
 def registry_for(controller: Controller) -> kopf.OperatorRegistry:
@@ -358,6 +463,10 @@ def registry_for(controller: Controller) -> kopf.OperatorRegistry:
     @kopf.on.event(site.GROUP, site.VERSION, site.PLURAL, id="reconcile", registry=registry)  # type: ignore[arg-type]
     async def on_site(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
         controller.on_event(event, namespace, name)  # async: in kopf's loop, no executor thread for a queue add
+
+    @kopf.on.event(site.GROUP, site.VERSION, wave_mod.PLURAL, id="wave", registry=registry)  # type: ignore[arg-type]
+    async def on_wave(event: dict[str, Any], namespace: str, name: str, **_: Any) -> None:
+        controller.on_wave_event(event, namespace, name)
 
     return registry
 

@@ -13,6 +13,10 @@ node speaks again). Not for Pending, Ready or InProgress: at 10,000 Sites a Norm
 an event storm on the hub's etcd (each Event an object kept for an hour) that no one acts on; `kubectl describe
 site` still shows every condition with its `lastTransitionTime`, and the phase label selects any phase.
 
+A Site its wave holds (`status.gate` Held, written by the wave's reconcile, `controller.waves`) gets no credential
+issued or renewed (MediaReady False, reason Held); a gate naming a Wave that is gone is removed. The Site's wave's
+`spec.offline` is written into the reporting kubeconfig it is issued.
+
 A 409 from the API (someone wrote first) is left to the caller's retry: the next pass reads again. Secrets and
 ConfigMaps named by `spec.files` are read with one GET each when a Site is reconciled; nothing else is cached.
 """
@@ -28,8 +32,10 @@ from typing import Any
 
 from snoreloc.siblings import kube
 from snoreloc_fleet.controller import status as status_mod
+from snoreloc_fleet.controller import waves
 from snoreloc_fleet.hub import adminaccess, credentials, hubaccess, sitemedium
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -92,7 +98,9 @@ def _desired_own(derived: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in derived.items() if value not in ({}, None)}
 
 
-def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, str] | None:
+def _credential(
+    client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime, offline: str
+) -> dict[str, str] | None:
     """The credential's status block, issued (or renewed) for a valid Site whose stick was asked for; None when the
     Site does not report (revoked then), no stick was asked for (nothing read, nothing made), or it was revoked."""
     if not site.reports(obj):
@@ -100,8 +108,25 @@ def _credential(client: kube.Client, obj: dict[str, Any], config: Config, now: d
         return None
     if not credentials.requested(obj):
         return None
-    issued = credentials.ensure_token(client, obj, config.hub, now)
+    issued = credentials.ensure_token(client, obj, config.hub, now, offline=offline)
     return issued.status() if issued is not None else None
+
+
+def _wave_of(client: kube.Client, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The Wave the Site's gate names (None: no gate). A gate naming a Wave that is gone is removed: the Site then
+    belongs to no wave and its node goes, as with no gate (a deleted Wave holds no one)."""
+    seen = site.view(obj)
+    name = str(seen.gate.get("wave") or "")
+    if not seen.gate:
+        return None
+    found = client.find(waves.wave_ref(seen.namespace, name)) if name else None
+    if found is None:
+        path = site_ref(seen.namespace, seen.name).path("status")
+        client.request(
+            "PATCH", path, body={"status": {site.STATUS_GATE: None}}, content_type=kube.MERGE_PATCH, retry=True
+        )
+        obj.setdefault("status", {}).pop(site.STATUS_GATE, None)
+    return found
 
 
 def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
@@ -111,12 +136,20 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
     checked = None
     credential = None
     admin = None
+    held = ""
     if not spec.get("suspend"):
         keys = adminaccess.ensure(client, obj, now)  # before the medium, which carries its CA
         admin = keys.status() if keys is not None else None
         checked = sitemedium.examine(client, obj)
-        if checked.valid:
-            credential = _credential(client, obj, config, now)
+        wave = _wave_of(client, obj) if checked.valid else None
+        gate = site.view(obj).gate
+        if checked.valid and site.view(obj).held:  # no credential issued nor renewed; one issued before stays
+            # the cause is the gate's: it is not repeated here, so a new cause rewrites the gate only, not the status
+            held = f"wave {gate.get('wave')}, batch {gate.get('batch')} (status.gate.cause says why)"
+            credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
+        elif checked.valid:
+            offline = wave_mod.view(wave).offline if wave is not None else ""
+            credential = _credential(client, obj, config, now, offline)
     inputs = status_mod.Inputs(
         generation=int(obj["metadata"].get("generation") or 0),
         checked=checked,
@@ -128,6 +161,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         now=now,
         stale_after=config.stale_after,
         admin_access=admin,
+        held=held,
     )
     return status_mod.derive(inputs)
 

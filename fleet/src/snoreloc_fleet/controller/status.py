@@ -49,13 +49,14 @@ class Inputs:
     stale_after: float = 900.0
     requested: bool = True  # a stick was asked for (the media-requested annotation): only then is a credential issued
     admin_access: Mapping[str, Any] | None = None  # `adminaccess.Keys.status()`: public facts; None: not asked for
+    held: str = ""  # the Site's wave holds it (its gate's wave, batch and cause): no credential is issued
 
 
 def iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _when(text: object) -> dt.datetime | None:
+def when(text: object) -> dt.datetime | None:
     try:
         return dt.datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
     except ValueError:
@@ -110,6 +111,8 @@ def _validated(checked: Checked) -> tuple[bool, Reason, str]:
 def _media_ready(inputs: Inputs, valid: bool) -> tuple[bool, Reason, str]:
     if not valid:
         return False, Reason.NOT_VALID, "fix the findings in status.validation first"
+    if inputs.held:
+        return False, Reason.HELD, f"held by the fleet: {inputs.held}"
     if not inputs.reporting_enabled:
         return True, Reason.REPORTING_DISABLED, "make the stick: it reports to no hub (spec.report.enabled is false)"
     if inputs.credential is None and not inputs.requested:
@@ -133,7 +136,7 @@ def _media_ready(inputs: Inputs, valid: bool) -> tuple[bool, Reason, str]:
 def ahead(agent: Mapping[str, Any], now: dt.datetime) -> float:
     """Seconds the report's `reportedAt` is ahead of the hub's clock beyond `site.CLOCK_SKEW` (0: plausible). Such a
     time is not trusted: measured from it, a silent node would never turn Stale (see `_run`)."""
-    reported = _when(agent.get("reportedAt"))
+    reported = when(agent.get("reportedAt"))
     if reported is None or reported.tzinfo is None:
         return 0.0
     over = (reported - now).total_seconds()
@@ -141,7 +144,7 @@ def ahead(agent: Mapping[str, Any], now: dt.datetime) -> float:
 
 
 def _stale(agent: Mapping[str, Any], inputs: Inputs) -> bool:
-    reported = _when(agent.get("reportedAt"))
+    reported = when(agent.get("reportedAt"))
     if agent.get("runState") != "running" or reported is None or reported.tzinfo is None:
         return False
     limit = inputs.stale_after

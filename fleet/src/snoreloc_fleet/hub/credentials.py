@@ -49,6 +49,9 @@ EXPIRES_AT = f"{site.GROUP}/expires-at"
 ISSUED_AT = f"{site.GROUP}/issued-at"
 REQUEST = f"{site.GROUP}/request"  # on the report Secret: the Site's media-requested value its token answers
 TOKEN_CACHE_SECONDS = 10  # kube-apiserver's TokenSuccessCacheTTL (pkg/kubeapiserver/options/authentication.go)
+
+OFFLINE = f"{site.GROUP}/offline"  # on the report Secret: the offline policy its kubeconfig carries ("": none)
+OFFLINE_KEY = "offline"  # in the kubeconfig's site extension: what the node does when it cannot reach the hub
 RENEW_FRACTION = 0.2  # renew when less than this fraction of the lifetime is left
 PATCH_VERBS = ("get", "patch")
 
@@ -230,10 +233,13 @@ def answers(report: dict[str, Any] | None, binding: dict[str, Any] | None, reque
 
 
 def _needs_token(
-    report: dict[str, Any] | None, binding: dict[str, Any], hub: Hub, proxy: str, now: dt.datetime
+    report: dict[str, Any] | None, binding: dict[str, Any], hub: Hub, proxy: str, offline: str, *, now: dt.datetime
 ) -> bool:
     notes = _notes(report)
-    return (notes.get(HUB_URL), notes.get(PROXY_URL, "")) != (hub.url, proxy) or not live(report, binding, now)
+    wanted = (hub.url, proxy, offline)
+    return (notes.get(HUB_URL), notes.get(PROXY_URL, ""), notes.get(OFFLINE, "")) != wanted or not live(
+        report, binding, now
+    )
 
 
 def _request_token(client: kube.Client, obj: dict[str, Any], binding: dict[str, Any], seconds: int) -> dict[str, Any]:
@@ -252,9 +258,15 @@ def _request_token(client: kube.Client, obj: dict[str, Any], binding: dict[str, 
     return result
 
 
-def kubeconfig(hub: Hub, namespace: str, name: str, token: str, key: bytes, *, proxy: str = "") -> str:
+def kubeconfig(
+    hub: Hub, namespace: str, name: str, token: str, key: bytes, *, proxy: str = "", offline: str = ""
+) -> str:
     """The reporting kubeconfig put on the stick (`hubreport.target_from` reads it back on the node); `proxy`: the
-    site's proxy to the hub (`proxy-url`, which the kubernetes client honours)."""
+    site's proxy to the hub (`proxy-url`, which the kubernetes client honours); `offline`: its wave's offline policy
+    (`proceed` or `hold`, in the site extension; "": in no wave, absent, which the node reads as proceed)."""
+    extension = {"site": name, REPORT_KEY: base64.b64encode(key).decode()}
+    if offline:
+        extension[OFFLINE_KEY] = offline
     user, cluster = f"site-{name}", "fleet-hub"
     server: dict[str, Any] = {"server": hub.url, "certificate-authority-data": base64.b64encode(hub.ca_pem).decode()}
     if proxy:
@@ -274,7 +286,7 @@ def kubeconfig(hub: Hub, namespace: str, name: str, token: str, key: bytes, *, p
                     "extensions": [
                         {
                             "name": hubreport.EXTENSION,
-                            "extension": {"site": name, REPORT_KEY: base64.b64encode(key).decode()},
+                            "extension": extension,
                         }
                     ],
                 },
@@ -303,9 +315,12 @@ def _revoked(obj: dict[str, Any], report: dict[str, Any] | None, binding: dict[s
     return binding is None or _uid(binding) != _notes(report).get(BINDING_UID)
 
 
-def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.datetime) -> Issued | None:
+def ensure_token(
+    client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.datetime, *, offline: str = ""
+) -> Issued | None:
     """The site's reporting token and kubeconfig for its current request, issued or re-issued when needed (see the
-    module's docstring); None when the token answering that request was revoked."""
+    module's docstring); None when the token answering that request was revoked. `offline`: the offline policy of
+    the Site's wave, carried in the kubeconfig ("": in no wave)."""
     meta = obj["metadata"]
     name, namespace = meta["name"], meta["namespace"]
     ref = kube.Ref(kube.SECRETS, report_secret_name(name), namespace)
@@ -317,7 +332,7 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
     ensure_access(client, obj)
     binding = _binding(client, obj, found)
     proxy = proxy_for(obj, hub)
-    if _needs_token(current, binding, hub, proxy, now):
+    if _needs_token(current, binding, hub, proxy, offline, now=now):
         seconds = site.view(obj).expiration
         answer = _request_token(client, obj, binding, seconds)
         token = answer["status"]["token"]
@@ -326,11 +341,11 @@ def ensure_token(client: kube.Client, obj: dict[str, Any], hub: Hub, now: dt.dat
         key = report_key(current) or secrets.token_bytes(32)
         annotations = {
             BINDING_UID: binding["metadata"]["uid"], HUB_URL: hub.url, PROXY_URL: proxy, ISSUED_AT: _iso(now),
-            EXPIRES_AT: _iso(expires), REQUEST: requested(obj),
+            EXPIRES_AT: _iso(expires), REQUEST: requested(obj), OFFLINE: offline,
         }  # fmt: skip
         data = {
             KUBECONFIG_KEY: base64.b64encode(
-                kubeconfig(hub, namespace, name, token, key, proxy=proxy).encode()
+                kubeconfig(hub, namespace, name, token, key, proxy=proxy, offline=offline).encode()
             ).decode(),
             REPORT_KEY: base64.b64encode(key).decode(),
         }

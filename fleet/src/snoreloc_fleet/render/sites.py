@@ -87,6 +87,8 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     cells = inventory_cells(rendered)
     if cells:
         annotations[site.INVENTORY_CELLS] = cells
+    if rendered.template_digest:  # which template made it: a wave's brake groups failures by it
+        annotations[site.TEMPLATE_DIGEST] = rendered.template_digest
     metadata = {"name": rendered.row.name, "namespace": namespace, "labels": labels, "annotations": annotations}
     return {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": metadata, "spec": spec}
 

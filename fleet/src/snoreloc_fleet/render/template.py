@@ -18,6 +18,7 @@ Labels are checked as the hub will check them (a label value or key it would ref
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pathlib
 import re
@@ -47,6 +48,7 @@ class Template:
     data: Any
     lines: Mapping[Path, int]
     directory: pathlib.Path
+    digest: str = ""  # the template's bytes, hashed: a Site's `template-digest` annotation (a wave's brake reads it)
 
     def where(self, path: Path) -> str:
         for end in range(len(path), -1, -1):
@@ -75,6 +77,7 @@ class Rendered:
     trace: dict[str, str] = field(default_factory=dict)  # field path (agent's notation) -> inventory cell
     files: list[FileRef] = field(default_factory=list)
     problems: list[errors.Problem] = field(default_factory=list)
+    template_digest: str = ""  # `Template.digest` of the template it came from
 
     def text(self, template: Template) -> str:
         head = f"{HEADER} from {template.source} and {self.row.where()} (site {self.row.name}).\n"
@@ -106,7 +109,7 @@ def load(path: pathlib.Path) -> Template:
     """Parse the template (the agent's bounded YAML loader, so its problems carry lines)."""
     raw = inventory.read_input(path, safefile.SITE_FILE, "the template")
     data, lines = agent.positioned(raw, path.name)
-    template = Template(path.name, data, lines, path.parent)
+    template = Template(path.name, data, lines, path.parent, digest=hashlib.sha256(raw).hexdigest()[:16])
     problems = _secret_placeholders(template)
     if problems:
         raise errors.ConfigError(f"the template {path.name} asks the inventory for secrets", problems=problems)
@@ -165,7 +168,7 @@ class _Renderer:
     def __init__(self, template: Template, row: inventory.Row, inventory_dir: pathlib.Path, cache: Cache) -> None:
         self.template = template
         self.row = row
-        self.out = Rendered(row)
+        self.out = Rendered(row, template_digest=template.digest)
         self.inventory_dir = inventory_dir
         self.files_dir = row.files_dir(inventory_dir)
         self.textual = row.source.lower().endswith(".csv")

@@ -61,6 +61,8 @@ def kept_options(current: object) -> str | None:
 # line 13, column domain`), so `fleet report` can name the cell to fix beside a validation error
 INVENTORY_CELLS = f"{GROUP}/inventory-cells"
 MAX_INVENTORY_CELLS = 64 * 1024  # characters of that annotation (kube allows 256 KiB for all of them)
+# `fleet render` puts the digest of the template a Site came from here (a wave's brake groups failures by it)
+TEMPLATE_DIGEST = f"{GROUP}/template-digest"
 
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
@@ -114,6 +116,7 @@ class Reason(enum.StrEnum):
     CREDENTIAL_ISSUED = "CredentialIssued"
     NOT_REQUESTED = "NotRequested"  # no stick asked for yet (no media-requested annotation)
     REVOKED = "Revoked"  # the credential was revoked after it answered the last request
+    HELD = "Held"  # the Site's wave holds it (status.gate): no credential is issued, no stick made
     REPORTING_DISABLED = "ReportingDisabled"
     NOT_VALID = "NotValid"
     NO_REPORT = "NoReport"
@@ -138,6 +141,13 @@ STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
 STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
+# {state, wave, batch, cause, since}: the wave's word to the node (the wave contract, docs/fleet.md "Running a wave");
+# written by the controller's wave reconcile only, read by the node with its site token
+STATUS_GATE = "gate"
+GATE_OPEN = "Open"
+GATE_HELD = "Held"
+MAX_GATE_CAUSE = 512
+MAX_BATCHES = 100  # batches a wave may have (the canary counted): the gate's `batch` is below it
 
 
 DEFAULT_EXPIRATION = 7776000  # seconds a site's reporting token lives unless `spec.report.expirationSeconds` says
@@ -169,6 +179,16 @@ class View:
     def media_requested(self) -> str:
         """The time `fleet make-media` last asked for the site's credential ("" when never)."""
         return str(self.annotations.get(MEDIA_REQUESTED) or "")
+
+    @property
+    def gate(self) -> Mapping[str, Any]:
+        """The wave's word on this Site (`status.gate`; empty: in no wave, its node goes)."""
+        return _mapping(self.status.get(STATUS_GATE))
+
+    @property
+    def held(self) -> bool:
+        """Whether the Site's wave holds it (no credential, no stick)."""
+        return self.gate.get("state") == GATE_HELD
 
     @property
     def media_digest(self) -> str:
@@ -396,6 +416,21 @@ def _intervals(name: dict[str, Any], seconds: dict[str, Any], *, what: bool = Fa
     }
 
 
+def gate_schema() -> dict[str, Any]:
+    """`status.gate`, exactly the wave contract's fields and bounds (the node reads it: `snoreloc.engine`)."""
+    return {
+        "type": "object",
+        "required": ["state", "wave", "batch", "cause", "since"],
+        "properties": {
+            "state": {"type": "string", "enum": [GATE_OPEN, GATE_HELD]},
+            "wave": _text(253),
+            "batch": {"type": "integer", "minimum": 0, "maximum": MAX_BATCHES - 1},
+            "cause": _text(MAX_GATE_CAUSE),
+            "since": {"type": "string", "format": "date-time"},
+        },
+    }
+
+
 def _status() -> dict[str, Any]:
     errors = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
     warnings = {"type": "array", "maxItems": MAX_FINDING_WARNINGS, "items": _finding()}
@@ -443,6 +478,7 @@ def _status() -> dict[str, Any]:
                 },
             },
             STATUS_AGENT: agent_schema(),
+            STATUS_GATE: gate_schema(),
         },
     }
 

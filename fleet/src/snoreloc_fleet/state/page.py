@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from snoreloc.siblings import sanitize
 from snoreloc_fleet import agent
 from snoreloc_fleet.resource import site
-from snoreloc_fleet.state import fleetstate
+from snoreloc_fleet.state import fleetstate, wavestate
 
 PHASE_COLOURS = {
     "Pending": "#bab0ac",
@@ -395,8 +395,34 @@ def _implausible(summary: fleetstate.Summary) -> str:
     )
 
 
-def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, timelines: int = 300) -> str:
-    """The whole page."""
+def _waves(waves: Sequence[wavestate.Wave]) -> str:
+    """Each Wave: its phase, the cause of a halt, its batches' counts ("" when there is no Wave)."""
+    if not waves:
+        return ""
+    parts = ['<h2 id="waves">Waves</h2>']
+    for item in waves:
+        halt = f"<p><b>Halted in batch {item.halt_batch}:</b> {_e(item.halt)}</p>" if item.halt else ""
+        body = [
+            "<tr>" + "".join(f'<td class="n">{_e("?" if b.get(c) is None else str(b.get(c)))}</td>'
+                             for c in wavestate.BATCH_COLUMNS) + "</tr>"
+            for b in item.batches
+        ]  # fmt: skip
+        parts.append(
+            f"<h3>{_e(item.name)} ({_e(item.namespace)}): {_e(item.phase)}</h3>{halt}"
+            + _table(wavestate.BATCH_COLUMNS, body)
+        )
+    return "".join(parts)
+
+
+def render(
+    rows: Sequence[fleetstate.Row],
+    now: dt.datetime,
+    *,
+    title: str,
+    timelines: int = 300,
+    waves: Sequence[wavestate.Wave] = (),
+) -> str:
+    """The whole page (with a section for each Wave in `waves`)."""
     summary = fleetstate.summarize(rows, now, silent_after=900.0)
     durations = [d for r in rows if (d := r.duration) is not None]
     pictured_rows = _pictured(rows, timelines)
@@ -422,6 +448,7 @@ def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, time
 <h1>{_e(title)}</h1>
 <p class="muted">{summary.total} sites; generated {now:%Y-%m-%d %H:%M} UTC by snoreloc fleet report.</p>
 {needs_owner(rows, now, pictured)}
+{_waves(waves)}
 <h2 id="phases">Phases</h2>{phase_bar(dict(summary.by_phase))}
 <table>{counts}</table>
 <h2 id="durations">Relocation durations</h2>

@@ -14,7 +14,10 @@ difference means the Site or an input changed since the controller last saw it, 
 it again once the controller has caught up). The images are written by the agent's own media maker (`snoreloc
 make-media`), with `hub-report.kubeconfig` (0600 in the tree) beside the site-config; `--out-dir` writes the same
 files to a directory instead (0700, files 0600), to copy onto a stick by hand. The token is never printed or logged.
-A Site that does not exist, or is deleted while this command waits, exits 69 (unavailable) saying so.
+A Site that does not exist, or is deleted while this command waits, exits 69 (unavailable) saying so. A Site its
+wave holds (`status.gate` Held: its batch is not open, or the wave halted; MediaReady False, reason Held) gets no
+credential and no stick: this command says why and exits 75 at once (run it again once `snoreloc fleet status
+--wave NAME` shows its batch open), asking for nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +61,14 @@ def _ready(obj: dict[str, Any]) -> str:
     seen = site.view(obj)
     media = seen.condition(site.Condition.MEDIA_READY)
     name = seen.name
+    if media and media.get("reason") == site.Reason.HELD and seen.held:
+        gate = seen.gate
+        raise errors.TemporaryError(
+            f"site {name} is held by the fleet (wave {gate.get('wave')}, batch {gate.get('batch')}): "
+            f"{gate.get('cause')}; no stick is made for it until its batch opens",
+            hint=f"See `snoreloc fleet status --wave {seen.gate.get('wave')} -n {seen.namespace}`; run this again "
+            "once its batch is open.",
+        )
     if not media or media.get("status") != "True" or media.get("observedGeneration") != seen.generation:
         why = media.get("message") if media else "the controller has not reconciled it yet"
         raise errors.TemporaryError(
@@ -85,6 +96,8 @@ def settled(client: kube.Client, obj: dict[str, Any], request: str, now: dt.date
     if validated is not None and validated.get("status") == "False":
         return obj
     media = _current(obj, site.Condition.MEDIA_READY)
+    if media is not None and media.get("reason") == site.Reason.HELD and site.view(obj).held:
+        return obj  # its wave holds it: `_ready` says why (a gate opened since: the controller has yet to see it)
     if media is None or media.get("status") != "True":
         return None
     if not site.reports(obj):

@@ -33,8 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     inputs = [path for name in INPUTS if (path := getattr(args, name, None))]
     safefile.check(args.html, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)  # before reading the hub
-    rows, _pages = common.read_rows(args)
-    page = report.render(rows, dt.datetime.now(dt.UTC), title=args.title, timelines=max(0, args.timelines))
+    waves = common.read_waves(args)
+    rows, _pages = common.read_rows(args, wave=waves[0] if args.wave else None)
+    now = dt.datetime.now(dt.UTC)
+    page = report.render(rows, now, title=args.title, timelines=max(0, args.timelines), waves=waves)
     safefile.write(args.html, page, mode=0o644, inputs=inputs, shared_dir=safefile.NAMED_OUTPUT)
     sys.stdout.write(f"wrote {args.html} ({len(rows)} sites, {len(page) // 1024} KiB)\n")
     return int(errors.ExitCode.OK)

@@ -10,6 +10,9 @@ Each sink has its sanitiser (`snoreloc.sanitize`): the table goes through the te
 is escaped by its encoder (`\\u001b`, and a lone surrogate as `\\ud800`), and each CSV text cell passes `csv_cell`
 (controls shown, a formula's first character defused). A report's implausible values (`fleetstate.report`) are
 shown as unknown and the sites that sent them are counted in the table and listed in the JSON and the CSV.
+
+`--wave NAME` shows the Wave first (its phase, each batch's counts, the cause of a halt: `state.wavestate`) and
+then only its Sites; the JSON carries it as `wave`. A Wave that does not exist exits 69.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import time
 from typing import Any
 
 from snoreloc.siblings import errors, sanitize
-from snoreloc_fleet.state import fleetstate
+from snoreloc_fleet.state import fleetstate, wavestate
 from snoreloc_fleet.verbs import common
 
 HELP = "the fleet at a glance: sites by phase and failure reason, silent sites, the list to re-run (table/JSON/CSV)"
@@ -126,10 +129,19 @@ def to_table(summary: fleetstate.Summary, now: dt.datetime, footer: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _with_wave(text: str, wave: wavestate.Wave | None, output: str) -> str:
+    if wave is None or output == "csv":
+        return text
+    if output == "json":
+        return json.dumps({"wave": wavestate.document(wave)}, indent=1)[:-2] + "," + text.lstrip()[1:]
+    return "\n".join(sanitize.visible(line) for line in wavestate.lines(wave)) + "\n" + text
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    wave = common.read_waves(args)[0] if args.wave else None
     with common.no_cycle_collection():
-        rows, pages = common.read_rows(args, steps=False)  # no step is shown
+        rows, pages = common.read_rows(args, steps=False, wave=wave)  # no step is shown
         now = dt.datetime.now(dt.UTC)
         summary = fleetstate.summarize(rows, now, silent_after=args.silent_for)
         if args.output == "json":
@@ -139,5 +151,5 @@ def run(args: argparse.Namespace) -> int:
         else:
             footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
             text = to_table(summary, now, footer)
-    sys.stdout.write(text)
+    sys.stdout.write(_with_wave(text, wave, args.output))
     return int(errors.ExitCode.OK)

@@ -24,9 +24,10 @@ SITES = reconcile.SITES
 
 
 def prepare_hub(admin: kube.Client, namespace: str) -> None:
-    """The Site CRD (from the shipped deploy/ files, as `fleet install` applies it) and the Sites' namespace."""
-    crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
-    admin.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
+    """The fleet's CRDs (Site, Wave: from the shipped deploy/ files, as `fleet install` applies them) and the Sites'
+    namespace."""
+    for crd in (obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition"):
+        admin.create(install.KINDS[(crd["apiVersion"], crd["kind"])], crd)
     admin.create(install.KINDS[("v1", "Namespace")], {"metadata": {"name": namespace}})
 
 
