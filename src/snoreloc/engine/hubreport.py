@@ -16,7 +16,9 @@ report carried back by hand from a site without a network path to the hub can be
 `snoreloc fleet import-report`.
 
 The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.resource.site`) bounds it in
-its schema.
+its schema. So is the other half of the node's dialogue with its hub, the wave's gate (`status.gate`, written by the
+hub's controller, read by the node before its first cluster write: `snoreloc.engine.fleetgate`): its field names, its
+states and bounds, and the site's offline policy carried in the kubeconfig's extension beside the report key.
 """
 
 from __future__ import annotations
@@ -65,6 +67,20 @@ MAX_WARNINGS = 20
 MAX_KUBECONFIG_BYTES = 64 * 1024
 STOPPING_STATUSES = (401, 403, 404)
 
+# The wave's gate on the Site (`status.gate`: written by the hub, read by the node; `snoreloc.engine.fleetgate`).
+GATE_FIELD = "gate"
+GATE_OPEN = "Open"
+GATE_HELD = "Held"
+GATE_STATES = (GATE_OPEN, GATE_HELD)
+MAX_GATE_CAUSE = 512  # characters of `status.gate.cause`
+MAX_WAVE_NAME = 253
+MAX_BATCH = 100_000
+# What a node does when it cannot ask its hub (unreachable, or its token refused): the extension's `offline`.
+OFFLINE_KEY = "offline"
+OFFLINE_PROCEED = "proceed"  # go, with a warning (also when the extension says nothing: the behaviour before waves)
+OFFLINE_HOLD = "hold"  # wait for the hub, bounded by the site's `timeouts.fleetHold`, then stop (exit 75)
+OFFLINE_POLICIES = (OFFLINE_PROCEED, OFFLINE_HOLD)
+
 
 class Source:
     NODE = "node"
@@ -73,12 +89,13 @@ class Source:
 
 @dataclass(frozen=True)
 class Target:
-    """Where this node reports: the hub's kubeconfig, the Site, and the site's report key."""
+    """Where this node reports: the hub's kubeconfig, the Site, the site's report key and its offline policy."""
 
     kubeconfig: pathlib.Path
     namespace: str
     name: str
     key: bytes = field(repr=False)
+    offline: str = OFFLINE_PROCEED
 
     @property
     def path(self) -> str:
@@ -139,7 +156,16 @@ def target_from(kubeconfig: pathlib.Path) -> Target:
     namespace, name = str(context.get("namespace") or ""), str(ext.get("site") or "")
     if not (namespace and name and key):
         raise ValueError("the context names no namespace, or the extension no site")
-    return Target(kubeconfig, namespace, name, key)
+    return Target(kubeconfig, namespace, name, key, offline_policy(ext))
+
+
+def offline_policy(extension: Mapping[str, Any]) -> str:
+    """The extension's `offline` (absent: proceed); ValueError naming the field for any other value."""
+    value = extension.get(OFFLINE_KEY, OFFLINE_PROCEED)
+    if value not in OFFLINE_POLICIES:
+        shown = sanitize.visible(str(value), keep_lines=False)[:40]
+        raise ValueError(f"the extension's {OFFLINE_KEY} is {shown!r}: give one of {', '.join(OFFLINE_POLICIES)}")
+    return str(value)
 
 
 def find_target(site_config: pathlib.Path) -> Target | None:
@@ -273,7 +299,8 @@ class Settings:
 ClientFactory = Callable[[Target], "kube.Client"]
 
 
-def _client(target: Target, settings: Settings, clock: clock_mod.Clock) -> kube.Client:
+def client_for(target: Target, settings: Settings, clock: clock_mod.Clock) -> kube.Client:
+    """A client on the reporting kubeconfig: one attempt per request, bounded by `settings`' socket timeouts."""
     from snoreloc.adapters import kube  # noqa: PLC0415 (lazy, as above)
 
     policy = kube.Policy(
@@ -292,7 +319,7 @@ class Reporter:
     ) -> None:  # fmt: skip
         self.status = status
         self.settings = settings
-        self._factory = client_factory or (lambda target: _client(target, settings, clock))
+        self._factory = client_factory or (lambda target: client_for(target, settings, clock))
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._finishing = threading.Event()

@@ -117,6 +117,7 @@ STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
 STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
+STATUS_GATE = hubreport.GATE_FIELD  # the wave's gate: written by the controller, read by the node (issue 33)
 
 
 DEFAULT_EXPIRATION = 7776000  # seconds a site's reporting token lives unless `spec.report.expirationSeconds` says
@@ -361,6 +362,22 @@ def agent_schema() -> dict[str, Any]:
     }
 
 
+def gate_schema() -> dict[str, Any]:
+    """The wave's gate (`status.gate`), bounded with the agent's own limits (`snoreloc.engine.hubreport`): the node
+    reads it before its first cluster write (`snoreloc.engine.fleetgate`)."""
+    return {
+        "type": "object",
+        "required": ["state"],
+        "properties": {
+            "state": {"type": "string", "enum": list(hubreport.GATE_STATES)},
+            "wave": _text(hubreport.MAX_WAVE_NAME),
+            "batch": _number(hubreport.MAX_BATCH, integer=True),
+            "cause": _text(hubreport.MAX_GATE_CAUSE),
+            "since": {"type": "string", "format": "date-time"},
+        },
+    }
+
+
 def _status() -> dict[str, Any]:
     errors = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
     warnings = {"type": "array", "maxItems": MAX_FINDING_WARNINGS, "items": _finding()}
@@ -408,6 +425,7 @@ def _status() -> dict[str, Any]:
                 },
             },
             STATUS_AGENT: agent_schema(),
+            STATUS_GATE: gate_schema(),
         },
     }
 
