@@ -230,6 +230,7 @@ def test_a_node_held_past_its_bound_stops_with_75_having_changed_nothing(
     assert cluster_snapshot(sim) == before and no_cluster_step_started(root)
     shown = status_text(root, capsys)
     assert "status: failed" in shown and f"held by the fleet: {CAUSE}" in shown
+    assert f"now: {fleetgate.HINT}" in shown and "call support" not in shown  # the fleet owner lets it go, not support
     assert f"held by the fleet: {CAUSE}" in banner(root) and "Nothing on the cluster was changed" in banner(root)
     assert token_of(root) not in capsys.readouterr().err + shown
 

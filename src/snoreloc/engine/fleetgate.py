@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from snoreloc import errors, redact, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import hubreport, journal
+from snoreloc.engine import hubreport, journal, view
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-STEP = "fleet-gate"
+STEP = view.FLEET_GATE_STEP
 POLL = 60.0  # seconds between two questions while held: 2,000 held nodes ask their hub ~33 times a second
 HELD_BY = "held by the fleet"
 WAITED_FOR = "the fleet to let this node go"
