@@ -358,7 +358,7 @@ def test_plan_says_whether_the_node_would_be_held_or_which_offline_policy_applie
 ) -> None:
     start_controller()
     root = stick(hub, admin, tmp_path, capsys, hold=600)
-    svc = demo.services(root, sim, clock.SystemClock())
+    svc = demo.services(root, sim, clock.ScaledClock(600.0))  # a minute of retries at an unreachable hub: 0.1 s
     request = node.NodeRequest(paths=paths.Paths.under(root.path("/")))
 
     def gate_notes() -> list[str]:

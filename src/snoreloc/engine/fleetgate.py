@@ -11,12 +11,12 @@ kubeconfig's token (it may read nothing else) and:
   `timeouts.fleetHold`, shown as "held by the fleet: <cause>" on the console banner, systemd's status line, the
   progress page and `snoreloc status`; goes as soon as the gate opens; at the bound stops with exit 75, having
   changed nothing on the cluster;
-- no answer (unreachable, a revoked token's 401/403, no such Site, any refusal): the site's offline policy, the
-  kubeconfig extension's `offline`: `proceed` (the default) goes with a warning, `hold` waits as for Held. Once the
-  hub has said Held, losing it keeps the hold: the fleet's last word stands.
+- no answer (unreachable through a minute of retries, a revoked token's 401/403, no such Site, any refusal): the
+  site's offline policy, the kubeconfig extension's `offline`: `proceed` (the default) goes with a warning, `hold`
+  waits as for Held. Once the hub has said Held, losing it keeps the hold: the fleet's last word stands.
 
 A node whose journal shows a cluster step started is never held: a halted wave never strands a node mid-relocation.
-The hold is not counted in the whole run's deadline (`timeouts.total` starts again when the gate opens), and while
+The hold is not counted in the whole run's deadline (the wait is added to its deadline), and while
 it lasts systemd's start timeout is pushed out (`systemd.extend_timeout`). The cause comes from the hub: it is shown
 redacted, its control characters as escapes, cut to `hubreport.MAX_GATE_CAUSE` characters.
 """
@@ -27,16 +27,14 @@ import logging
 import pathlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from snoreloc import errors, redact, sanitize, waits
 from snoreloc.adapters import clock as clock_mod
+from snoreloc.adapters import kube
 from snoreloc.engine import hubreport, journal, view
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
-
-if TYPE_CHECKING:
-    from snoreloc.adapters import kube
 
 LOG = logging.getLogger(__name__)
 
@@ -55,7 +53,12 @@ OFFLINE_HINT = (
 
 Show = Callable[[str], None]
 KeepAlive = Callable[[], object]
-ClientFactory = Callable[[hubreport.Target], "kube.Client"]
+ClientFactory = Callable[[hubreport.Target], kube.Client]
+# One question rides out a hub that blinks (the site network just committed, a hub's API server restarting) for up
+# to a minute of retries before the offline policy applies; a refused token (401/403) is an answer at once.
+ASKING = kube.Policy(
+    attempts=6, total=60.0, backoff_initial=2.0, backoff_max=20.0, connect_timeout=5.0, read_timeout=10.0, pool_size=1
+)
 
 
 def shown(value: object, limit: int = hubreport.MAX_GATE_CAUSE) -> str:
@@ -107,7 +110,7 @@ def gate_of(status: Mapping[str, Any]) -> Gate:
 
 def ask(client: kube.Client, target: hubreport.Target) -> Gate:
     """One question to the hub: this Site's status (`GET .../sites/NAME/status`, the only read its token has)."""
-    obj = client.request("GET", target.path, retry=False)
+    obj = client.request("GET", target.path)
     status = obj.get("status") if isinstance(obj, Mapping) else None
     return gate_of(status if isinstance(status, Mapping) else {})
 
@@ -123,8 +126,6 @@ def started(doc: journal.Document, cluster_steps: Sequence[str]) -> str:
 
 def _unanswered(exc: Exception) -> str:
     """Why the hub gave no answer, in a few words (the details go to the log only, redacted)."""
-    from snoreloc.adapters import kube  # noqa: PLC0415 (lazy: the kubernetes client loads only to ask)
-
     LOG.info("the fleet hub did not answer the gate's question: %s", shown(exc, 300))
     if isinstance(exc, kube.Forbidden):
         return "the hub refused this site's token (401/403: revoked or expired)"
@@ -187,7 +188,7 @@ class _Question:
 
 
 def _factory(clock: clock_mod.Clock) -> ClientFactory:
-    return lambda target: hubreport.client_for(target, hubreport.Settings(), clock)
+    return lambda target: kube.Client.from_kubeconfig(str(target.kubeconfig), clock=clock, policy=ASKING)
 
 
 @dataclass

@@ -299,8 +299,7 @@ class Settings:
 ClientFactory = Callable[[Target], "kube.Client"]
 
 
-def client_for(target: Target, settings: Settings, clock: clock_mod.Clock) -> kube.Client:
-    """A client on the reporting kubeconfig: one attempt per request, bounded by `settings`' socket timeouts."""
+def _client(target: Target, settings: Settings, clock: clock_mod.Clock) -> kube.Client:
     from snoreloc.adapters import kube  # noqa: PLC0415 (lazy, as above)
 
     policy = kube.Policy(
@@ -319,7 +318,7 @@ class Reporter:
     ) -> None:  # fmt: skip
         self.status = status
         self.settings = settings
-        self._factory = client_factory or (lambda target: client_for(target, settings, clock))
+        self._factory = client_factory or (lambda target: _client(target, settings, clock))
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._finishing = threading.Event()
