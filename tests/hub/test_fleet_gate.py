@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import socket
 import threading
 import urllib.parse
 import urllib.request
@@ -150,6 +151,33 @@ def reported(admin: kube.Client) -> dict[str, Any]:
     return dict(site.view(admin.get(kube.Ref(SITES, SITE, NS))).status.get(site.STATUS_AGENT) or {})
 
 
+class Notifications:
+    """A notify socket standing in for systemd's (NOTIFY_SOCKET), drained in a thread: what the node told systemd."""
+
+    def __init__(self, path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(str(path))
+        self.sock.settimeout(0.2)
+        self.heard: list[str] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+        monkeypatch.setenv("NOTIFY_SOCKET", str(path))
+
+    def _drain(self) -> None:
+        while not self.done.is_set():
+            try:
+                self.heard.append(self.sock.recv(65536).decode())
+            except TimeoutError:
+                continue
+
+    def stop(self) -> list[str]:
+        self.done.set()
+        self.thread.join(5)
+        self.sock.close()
+        return self.heard
+
+
 def status_text(root: fs.HostFS, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     main.main(["status", "--root", str(root.path("/"))])
@@ -215,15 +243,21 @@ def test_a_node_held_past_its_bound_stops_with_75_having_changed_nothing(
     sim: simulator.Simulator,
     tmp_path: pathlib.Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     start_controller()
     root = stick(hub, admin, tmp_path, capsys, hold=600)
     set_gate(admin, "Held", CAUSE)
     before = cluster_snapshot(sim)
+    systemd_hears = Notifications(tmp_path / "notify", monkeypatch)
 
     with pytest.raises(errors.TemporaryError) as stopped:
         Run(root, sim).join()
 
+    heard = systemd_hears.stop()
+    assert f"STATUS=step 6/21 fleet-gate: held by the fleet: {CAUSE}" in heard  # `systemctl status snoreloc`
+    extensions = [int(line.split("=")[1]) for line in heard if line.startswith("EXTEND_TIMEOUT_USEC=")]
+    assert len(extensions) >= 2 and min(extensions) > 3600 * 1_000_000  # the whole run still fits after the hold
     assert stopped.value.exit_code == errors.ExitCode.TEMPORARY
     assert f"held by the fleet: {CAUSE} for 10m 00s" in stopped.value.message
     assert "Nothing on the cluster was changed" in (stopped.value.hint or "")
