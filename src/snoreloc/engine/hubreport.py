@@ -1,8 +1,8 @@
 """The node's reports to its fleet hub: the run's progress written into its own `Site`'s status, never in the way.
 
 A medium made by the fleet hub carries `hub-report.kubeconfig` beside the site-config: a kubeconfig whose token may
-only get and patch this one Site's status, and, in its context's extensions, the Site's namespace and name and the
-site's report key. Once the site network is committed (the `network` step is done) the reporter sends the whole
+only get and patch this one Site's status, and, in its context's extensions, the Site's namespace and name, the
+site's report key and its offline policy (`offline`, for the fleet's gate). Once the site network is committed (the `network` step is done) the reporter sends the whole
 report (`snapshot`) as a JSON merge patch of `status.agent` at every step end, wait report and at the end of the
 run. It runs in its own thread: sends are debounced (`Settings.debounce`), one request at a time, each bounded by
 socket timeouts, retried with back-off while the hub is unreachable; the end of the run gets one attempt, which
