@@ -2,12 +2,13 @@
 
 A medium made by the fleet hub carries `hub-report.kubeconfig` beside the site-config: a kubeconfig whose token may
 only get and patch this one Site's status, and, in its context's extensions, the Site's namespace and name, the
-site's report key and its offline policy (`offline`, for the fleet's gate). Once the site network is committed (the `network` step is done) the reporter sends the whole
-report (`snapshot`) as a JSON merge patch of `status.agent` at every step end, wait report and at the end of the
-run. It runs in its own thread: sends are debounced (`Settings.debounce`), one request at a time, each bounded by
-socket timeouts, retried with back-off while the hub is unreachable; the end of the run gets one attempt, which
-waits at most `Settings.final` seconds. A 401, 403, 404 or a refused report (400/422) stops it with one log line.
-Nothing it does can fail or slow the relocation: a site that cannot reach its hub relocates as one without a hub.
+site's report key and its offline policy (`offline`, for the fleet's gate). Once the site network is committed (the
+`network` step is done) the reporter sends the whole report (`snapshot`) as a JSON merge patch of `status.agent` at
+every step end, wait report and at the end of the run. It runs in its own thread: sends are debounced
+(`Settings.debounce`), one request at a time, each bounded by socket timeouts, retried with back-off while the hub
+is unreachable; the end of the run gets one attempt, which waits at most `Settings.final` seconds. A 401, 403, 404
+or a refused report (400/422) stops it with one log line. Nothing it does can fail or slow the relocation: a site
+that cannot reach its hub relocates as one without a hub.
 
 The report holds no secret: only step names, states, times, the wait in progress, the failure's redacted message
 and hint, warnings (redacted), the technician's line and the digest of the site-config the node runs. The same
