@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml sim/pyproject.toml fleet/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim -e ./fleet
+	$(BIN)/pip install --quiet -e '.[dev]' -e ./sim -e './fleet[test]'
+	chmod 600 examples/pull-secret.json  # git keeps no 0600: the example secret as a real one must be
 	touch $(STAMP)
 
 demo: $(STAMP)

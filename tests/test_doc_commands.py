@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +78,8 @@ RUN_HERE_OFFLINE = {  # run below, in-process, against files in a temporary dire
     "snoreloc schema > docs/site-config.schema.json": 0,
     "snoreloc status --output json > store-0412.json": 1,  # the report a site carries back by hand (nothing ran)
     "snoreloc validate examples/site-config.yaml": 0,
+    ".venv/bin/snoreloc validate examples/site-config.yaml": 0,
+    ".venv/bin/snoreloc --help": 0,
     "snoreloc validate site-config.yaml": 0,
     "snoreloc validate --annotate FILE": 0,
     "snoreloc validate FILE [--annotate] [--output json]": 0,
@@ -157,6 +160,7 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ),
     ".venv/bin/python -m pytest": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest tests/reliability -n 2": Elsewhere(_SUITE),
+    ".venv/bin/python -m pytest -q -n 0 tests/sim/test_seeds.py": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/sim tests/hubsim": Elsewhere(_SUITE),
     ".venv/bin/python -m pytest -q -n 2 tests/siteconfig tests/engine/test_rollback_record.py "
     "tests/cluster/test_node_labels.py tests/reliability/test_manifest_claims.py": Elsewhere(_SUITE),
@@ -387,8 +391,51 @@ ELSEWHERE: dict[str, Elsewhere] = {
     ".venv/bin/python bench/fleet_status.py --sites 10000 --repetitions 3": Elsewhere(
         "a benchmark run (10,000 Sites); tests/bench smoke-tests it small"
     ),
+    **{
+        line: Elsewhere(
+            "the fleet in Git",
+            _OPS + "test_fleet_git.py::test_the_tree_has_a_kustomization_per_site_and_no_plain_text_secret",
+        )
+        for line in (
+            "snoreloc fleet render --git DIR",
+            "snoreloc fleet render --template base.yaml --inventory sites.csv --git sites/emea -n fleet-emea "
+            "--age-recipient RECIPIENT",
+        )
+    },
+    **{
+        line: Elsewhere(
+            "Argo CD's plugin: its generate command runs `kubectl kustomize .` in the tree",
+            _OPS + "test_fleet_git.py::test_the_argocd_plugin_builds_exactly_what_render_sites_makes",
+        )
+        for line in ("kubectl kustomize .", "kubectl kustomize")
+    },
+    **{
+        line: Elsewhere(
+            "installing Argo CD's plugin on a hub that runs Argo CD; the plugin itself is run in",
+            _OPS + "test_fleet_git.py::test_the_argocd_plugin_builds_exactly_what_render_sites_makes",
+        )
+        for line in (
+            "kubectl -n argocd create secret generic snoreloc-fleet-age-key --from-file=hub.key",
+            "kubectl -n argocd apply -f fleet/src/snoreloc_fleet/deploy/argocd/cmp-plugin.yaml",
+        )
+    },
+    "snoreloc fleet diff BASE HEAD": Elsewhere(
+        "two revisions of a repository the test makes",
+        _OPS + "test_fleet_git.py::test_fleet_diff_names_the_sticks_to_remake_and_the_sites_added_and_removed",
+    ),
+    "snoreloc fleet diff origin/main HEAD --tree sites/emea --kubeconfig hub.kubeconfig": Elsewhere(
+        "a pull request's revisions against a hub",
+        "tests/hub/test_fleet_diff_hub.py::test_a_change_to_a_site_in_progress_exits_75_and_one_to_a_ready_site_passes",
+    ),
     "oc login https://api.<domain>:6443": Elsewhere("OpenShift's client, against a real relocated cluster"),
     "oc patch proxy/cluster": Elsewhere("OpenShift's client, against a real cluster (quoted from OpenShift's docs)"),
+    "oc annotate -n openshift-kube-apiserver-operator secret kube-apiserver-to-kubelet-signer "
+    "auth.openshift.io/certificate-not-after-": Elsewhere(
+        "OpenShift's documented renewal of the kubelet CA (docs 'node certificates'), against a real cluster"
+    ),
+    "snoreloc sim serve --shelved-days 200": Elsewhere(
+        "serves until stopped; the same option through the sim fixture in tests/node/test_shelf_life.py"
+    ),
 }
 
 
@@ -411,6 +458,7 @@ def test_the_tests_named_for_commands_exist() -> None:
 PROSE = {
     "snoreloc fleet validate",
     "snoreloc fleet render",
+    "snoreloc fleet render --git DIR",
     "snoreloc fleet import-report",
     "snoreloc analyze --svg",
     "snoreloc render-machineconfig --node-dns <factory cluster domain>",
@@ -450,8 +498,31 @@ def test_every_documented_snoreloc_line_parses(command: str, tmp_path: Path) -> 
 
 @pytest.fixture
 def examples(tmp_path: Path) -> Path:
+    """The examples directory as `make` leaves it: the example pull secret 0600 (git keeps no such mode)."""
     shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "pull-secret.json").chmod(0o600)
     return tmp_path
+
+
+@pytest.mark.allow_subprocess
+def test_make_sets_the_example_pull_secret_to_0600() -> None:
+    """The setup every `make` target runs first makes the example's pull secret 0600, so the example validates
+    without the warning every real secret file left open gets (the recipe as make would run it, not run)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    recipe = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), ".venv/.installed"], capture_output=True,
+                            text=True, timeout=60, check=True).stdout  # fmt: skip
+    assert "chmod 600 examples/pull-secret.json" in recipe
+
+
+def test_the_example_validates_without_a_warning_and_warns_when_its_secret_is_open(
+    examples: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main(["validate", str(examples / "site-config.yaml")]) == 0
+    assert capsys.readouterr().err == "", "the example as make leaves it warns of nothing"
+    (examples / "pull-secret.json").chmod(0o644)
+    assert main.main(["validate", str(examples / "site-config.yaml")]) == 0
+    assert "make it 0600 (chmod 600 pull-secret.json)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", list(RUN_HERE_OFFLINE))
@@ -474,20 +545,13 @@ def test_documented_offline_commands_run(
         assert json.loads(out) == json.loads((ROOT / redirect).read_text(encoding="utf-8"))
 
 
-def _site(sim: simulator.Simulator, examples: Path) -> Path:
-    path = examples / "minimal.yaml"
-    doc = yaml.safe_load(path.read_text())
-    (node,) = sim.cluster.store.list(sim.cluster.types["nodes"], None)
-    doc["spec"]["kubelet"] = {"nodeName": node["metadata"]["name"]}
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
-
-
 @pytest.mark.simonly
+@pytest.mark.parametrize("sim", [{"speed": 60.0}], indirect=True)  # the example's 5,400 s budget: 90 s of wall time
 def test_documented_cluster_commands_run_on_the_simulator(
     sim: simulator.Simulator, examples: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    site = _site(sim, examples)
+    """The shipped example as it is (its node and mirror set are the simulator's), run, shown and rolled back."""
+    site = examples / "site-config.yaml"
     state = ["--state-dir", str(examples / "state")]
     cluster = ["--kubeconfig", str(sim.kubeconfig_path), *state, "--time-scale", str(sim.speed)]
     host, port = sim.router_address

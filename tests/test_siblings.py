@@ -21,6 +21,8 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "kopf": ("snoreloc_fleet.controller.operator",),
     "cryptography": ("snoreloc.pki", "snoreloc_sim"),  # the simulator is an independent oracle with its own
     "bcrypt": ("snoreloc_fleet.hub.adminaccess", "snoreloc_sim.openshift.admin_access"),  # kubeadmin's hash
+    "pycdlib": ("snoreloc_fleet.hub.mediaimage",),  # the site's configuration image (issue 36)
+    "sushy": ("snoreloc_fleet.hub.redfish",),  # the site's BMC (issue 36)
 }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hubsim.test_hub_kubectl import KUBECTL, run_kubectl
 from sim.test_client_certs import status
 from snoreloc.adapters import kube
 from snoreloc.engine import pipeline
@@ -178,6 +179,7 @@ def test_plan_lists_every_factory_way_in_and_what_the_site_config_does(relocatio
         "the kubeadmin login",
         "the node-local kubeconfigs' signer",
         "the factory's pull-secret entries",
+        "service-account tokens",
     ]
     assert ways["the factory's admin client signer (its admin kubeconfig)"].endswith(
         "KEPT: this site-config gives no spec.adminAccess.clientCA"
@@ -207,6 +209,7 @@ def test_seal_lists_the_factory_ways_in_and_what_a_site_config_can_do(relocation
         "the kubeadmin login",
         "the node-local kubeconfigs' signer",
         "the factory's pull-secret entries",
+        "service-account tokens",
     ]
     assert "a site-config's spec.adminAccess.clientCA revokes them" in lines[1]
     assert "Secret kube-system/kubeadmin present" in lines[2]
@@ -258,7 +261,35 @@ def test_the_factorys_admin_kubeconfig_gets_401_and_the_owners_is_let_in(
     )
     relocation.run(with_access(access))
     assert (status(factory_kubeconfig), status(owners)) == (401, 200)
+    if KUBECTL is not None:  # and Debian's kubectl, as the owner and the factory would use it (CI unpacks it)
+        assert run_kubectl(owners, tmp_path, "get", "ns", "-o", "name").code == 0
+        refused = run_kubectl(factory_kubeconfig, tmp_path, "get", "ns", "-o", "name")
+        assert refused.code == 1 and "Unauthorized" in refused.err
     assert not relocation.sim.kubeadmin_login(relocation.sim.kubeadmin_password)  # its Secret is gone
     pipeline.rollback(relocation.paths, relocation.client, relocation.clock)
     assert status(factory_kubeconfig) == 200  # the factory's admin signer is back in the bundle
     assert status(owners) == 401
+
+
+def test_long_lived_tokens_outside_the_platform_are_listed_by_name_never_by_content(relocation: Relocation) -> None:
+    token = base64.b64encode(b"factory-ci-token-value").decode()
+    made = [
+        {"metadata": {"name": "factory-ci-token", "namespace": "edge-app", "annotations": {
+            "kubernetes.io/service-account.name": "default"}}, "type": "kubernetes.io/service-account-token",
+         "data": {"token": token}},
+        {"metadata": {"name": "operator-token", "namespace": "openshift-config", "annotations": {
+            "kubernetes.io/service-account.name": "default"}}, "type": "kubernetes.io/service-account-token",
+         "data": {"token": token}},
+    ]  # fmt: skip
+    for secret in made:
+        relocation.client.create(kube.SECRETS, secret)
+    try:
+        (planned,) = [p for p in relocation.run(site_config(), dry_run=True).plans if p.step == "admin-access"]
+        line = _ways(planned.notes)["service-account tokens"]
+        assert "1 long-lived token Secret(s)" in line and "edge-app/factory-ci-token" in line
+        assert "operator-token" not in line and "KEPT" in line
+        assert token not in plan_mod.render([planned]) and "factory-ci-token-value" not in plan_mod.render([planned])
+    finally:
+        for secret in made:
+            meta = secret["metadata"]
+            relocation.client.delete(kube.Ref(kube.SECRETS, meta["name"], meta["namespace"]))

@@ -37,7 +37,8 @@ def _node_name(kubeconfig: str) -> str:
 
 
 def _site(kubeconfig: str, tmp_path: Path) -> Path:
-    """The examples directory as shipped, with `kubelet.nodeName` naming the cluster's node."""
+    """The examples directory as shipped, with `kubelet.nodeName` naming the cluster's node (the simulator's is the
+    example's own; a real cluster's is not)."""
     copy = tmp_path / "examples"
     shutil.copytree(EXAMPLES, copy)
     path = copy / "site-config.yaml"
@@ -95,7 +96,7 @@ def _get(sim: simulator.Simulator, key: str, name: str, namespace: str = "") -> 
 def test_the_shipped_example_relocates_with_every_setting(sim: simulator.Simulator, tmp_path: Path) -> None:
     site = _site(str(sim.kubeconfig_path), tmp_path)
     state = tmp_path / "state"
-    assert _run(sim, site, state) in (0, 2)  # 2: done, with warnings (the example names a mirror set absent here)
+    assert _run(sim, site, state) in (0, 2)  # 2: done, with warnings (the seed's routes with certificates of their own)
 
     expected = yaml.safe_load((EXAMPLES / "site-config.yaml").read_text())["spec"]
     ingress = _get(sim, "ingresses.config.openshift.io", "cluster")

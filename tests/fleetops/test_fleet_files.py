@@ -238,6 +238,21 @@ WRITERS = (
         ("sites.csv",),
     ),
     Writer(
+        "render --git",
+        lambda ws: [
+            "render",
+            "--template",
+            ws / "template/base.yaml",
+            "--inventory",
+            ws / "sites.csv",
+            "--secret-store",
+            "vault",
+            "--git",
+        ],
+        True,
+        ("sites.csv",),
+    ),
+    Writer(
         "validate --junit",
         lambda ws: ["validate", ws / "sites.csv", "--template", ws / "template/base.yaml", "--jobs", 1, "--junit"],
         False,

@@ -4,7 +4,7 @@ import ipaddress
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from cryptography import x509
@@ -16,6 +16,7 @@ from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, kube
 from snoreloc.factory import machineconfig, seal
 from snoreloc.host import kubelet
+from snoreloc.pki import shelf
 from snoreloc.steps.openshift import name_clashes
 
 OPTIONS = machineconfig.FactoryOptions(
@@ -31,12 +32,21 @@ IP_JSON = json.dumps(
 )  # fmt: skip
 
 
+SIGNERS_UNTIL = datetime(2026, 12, 1, tzinfo=UTC)  # the clock says 2026-01-01: 334 days of shelf
+
+
 @dataclass
 class FakeFacts:
     unhealthy: list[str] = field(default_factory=list)
     pool: list[str] = field(default_factory=list)
     clashes: list[str] = field(default_factory=list)
     ways_in: list[str] = field(default_factory=list)
+    signers: dict[str, datetime | None] = field(
+        default_factory=lambda: {w.name: SIGNERS_UNTIL for w in shelf.WATCHED if not w.path}
+    )
+
+    def certificates(self) -> dict[str, datetime | None]:
+        return dict(self.signers)
 
     def name_clashes(self) -> list[str]:
         return self.clashes
@@ -90,6 +100,7 @@ def node(host: fs.HostFS, runner: command.FakeRunner, clk: clock.FakeClock) -> s
     ):
         host.write_text(path, text, mode=mode)
     host.write_bytes(seal.KUBELET_CLIENT_CERT, kubelet_bundle(clk.now(), 60), mode=0o600)
+    host.write_bytes(shelf.KUBELET_SERVER_FILE, kubelet_bundle(clk.now(), 30), mode=0o600)
     runner.on(["ip", "-j", "addr", "show", "dev", "br-ex"], command.Result(0, IP_JSON))
     runner.on(["podman", "image", "exists"], command.Result(0))
     runner.on(["systemctl", "disable", "kubelet.service"]).on(["systemctl", "stop", "kubelet.service"])
@@ -102,10 +113,14 @@ def test_seal_writes_the_marker_disables_kubelet_and_clears_pods(node: seal.Node
     sealed = seal.seal(node, FakeFacts())
     assert sealed.warnings == ()
     marker = json.loads(node.host.read_text(kubelet.SEAL_MARKER))
+    recorded = marker.pop("shelf")
     assert marker | {"snoreloc": "x"} == {
         "domain": "factory.example.com", "version": "4.16.3", "node": "sno-0",
         "time": "2026-01-01T00:00:00Z", "snoreloc": "x",
     }  # fmt: skip
+    assert recorded["sealedAt"] == "2026-01-01T00:00:00Z"
+    assert (recorded["mustBootBy"], recorded["setBy"]) == ("2026-12-01T00:00:00Z", "kube-apiserver-to-kubelet-signer")
+    assert {c["name"] for c in recorded["certificates"]} == {w.name for w in shelf.WATCHED}
     actions = [c for c in runner.commands() if c[0] in {"systemctl", "crictl"}]
     assert actions == [
         ("systemctl", "disable", "kubelet.service"),
@@ -270,3 +285,29 @@ def test_the_factorys_ways_in_are_listed_as_warnings_never_a_refusal(node: seal.
     sealed = seal.seal(node, FakeFacts(ways_in=ways))
     assert [(w.check, w.message, w.fatal) for w in sealed.warnings] == [("factory-access", ways[0], False)]
     assert node.host.exists(kubelet.SEAL_MARKER)
+
+
+def test_a_signer_expiring_within_the_shelf_time_warns_unless_strict(node: seal.Node) -> None:
+    soon = FakeFacts()
+    soon.signers["kube-apiserver-to-kubelet-signer"] = datetime(2026, 1, 20, tzinfo=UTC)
+    sealed = seal.seal(node, soon, seal.Options(shelf_days=30))
+    [warning] = [w for w in sealed.warnings if w.check == "shelf"]
+    assert "must boot by 2026-01-20 (in 19 days, set by kube-apiserver-to-kubelet-signer)" in warning.message
+    assert "certificate-not-after-" in warning.message  # the documented renewal
+    node.host.remove(kubelet.SEAL_MARKER)
+    with pytest.raises(seal.SealRefused, match="must boot by 2026-01-20"):
+        seal.seal(node, soon, seal.Options(shelf_days=30, strict=True))
+
+
+def test_an_expired_signer_refuses_and_an_unreadable_one_warns(node: seal.Node) -> None:
+    facts = FakeFacts()
+    facts.signers["aggregator-client-signer"] = None
+    sealed = seal.seal(node, facts)
+    assert [w.message for w in sealed.warnings if w.check == "shelf"] == [
+        "cannot read aggregator-client-signer: the must-boot-by date may be earlier than recorded"
+    ]
+    node.host.remove(kubelet.SEAL_MARKER)
+    facts.signers["kube-apiserver-to-kubelet-signer"] = datetime(2025, 12, 1, tzinfo=UTC)
+    with pytest.raises(seal.SealRefused, match="shelf: kube-apiserver-to-kubelet-signer expired at 2025-12-01"):
+        seal.seal(node, facts)
+    assert not node.host.exists(kubelet.SEAL_MARKER)

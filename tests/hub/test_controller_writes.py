@@ -82,6 +82,8 @@ def test_a_report_that_only_moves_the_step_costs_the_controller_no_write(
     finally:
         node.close()
     assert obj["status"][site.STATUS_AGENT]["stepsDone"] == len(STEPS)
+    # Argo CD's options against pruning a relocated store's Site ride on the phase label's write (no write of its own)
+    assert obj["metadata"]["annotations"][site.ARGOCD_SYNC_OPTIONS] == "Prune=false,Delete=false"
     last = _writes(running)
     assert [b - a for a, b in zip(first, last, strict=True)] == [3, 1, 1, 1], "10 step reports: 0; Relocated: 2 + Event"
 

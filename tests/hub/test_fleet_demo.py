@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shlex
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -48,6 +49,13 @@ def test_the_fleet_demo_validates_relocates_and_reports(
     page = (tmp_path / fleet.REPORT).read_text(encoding="utf-8")
     assert f"the fleet report: {tmp_path / fleet.REPORT}" in out
     assert "5 sites" in page and "Relocated" in page and "Invalid" in page and "store-0002" in page
+    needs = page[page.index('<h2 id="needs">') : page.index('<h2 id="phases">')]
+    assert "store-0003" in needs and "sites.csv line 4, column gateway" in needs, "the cell to fix, on the hub"
+    for line in out.splitlines():  # every file a shown command names is there after the demo
+        if line.startswith("$ snoreloc "):
+            for word in shlex.split(line)[2:]:
+                if "/" in word and not word.startswith("-"):
+                    assert (tmp_path / word).exists(), f"{line}: {word} is gone"
 
     suites = ET.parse(tmp_path / fleet.JUNIT).getroot()
     failed = [case.get("name") for case in suites.iter("testcase") if case.find("failure") is not None]

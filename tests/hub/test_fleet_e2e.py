@@ -8,16 +8,20 @@ Two simulators run: the OpenShift one (the node's cluster, sped up) and the plai
 
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
+import urllib.parse
 from typing import Any
 
 import pytest
 import yaml
-from snoreloc_fleet.hub import credentials
+from snoreloc_fleet.hub import adminaccess, credentials
 from snoreloc_fleet.resource import site
 
-from snoreloc.adapters import kube
+from hubsim.test_hub_kubectl import KUBECTL
+from sim.test_client_certs import status as http_status
+from snoreloc.adapters import fs, kube
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -27,12 +31,17 @@ from .conftest import (
     NS,
     SITES,
     Running,
+    apply_site,
+    demo_site,
     get_site,
+    keep_files,
+    make_stick,
     relocate_node,
     report_kubeconfig,
     site_client,
     status_json,
     two_sites_and_a_stick,
+    wait_for,
     wait_phase,
 )
 
@@ -119,3 +128,68 @@ def test_a_report_carried_back_by_hand_is_proven_then_applied(
     assert obj["status"][site.STATUS_AGENT]["source"] == "imported"
     conditions = {c["type"]: (c["status"], c["reason"]) for c in obj["status"]["conditions"]}
     assert conditions["Reporting"] == ("True", "Imported")
+
+
+def _dialled_at(kubeconfig: pathlib.Path, sim: simulator.Simulator, out: pathlib.Path) -> pathlib.Path:
+    """The owner's kubeconfig as it is, but dialled at the simulator's address while still verifying the served
+    certificate for the name it names (`tls-server-name`): the test machine has no DNS for the site."""
+    config = yaml.safe_load(kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    host = urllib.parse.urlsplit(cluster["server"]).hostname
+    served = yaml.safe_load(pathlib.Path(sim.kubeconfig_path).read_text())["clusters"][0]["cluster"]["server"]
+    cluster.update({"server": served, "tls-server-name": host})
+    out.write_text(yaml.safe_dump(config))
+    out.chmod(0o600)
+    return out
+
+
+def test_a_hub_site_ends_with_a_working_owner_kubeconfig_whose_key_never_left_the_hub(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Any,
+    sim: simulator.Simulator,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+    kubectl: Any,
+) -> None:
+    """Issue 32 for a hub site: the hub makes the keys, only the CA's certificate travels, the node reports the
+    API's CA, and `fleet admin-kubeconfig` hands over a kubeconfig that works against the relocated cluster
+    (official client and Debian's kubectl) while the factory's admin kubeconfig gets 401."""
+    start_controller()
+    spec, files = demo_site(tmp_path / "demo")
+    refs = keep_files(admin, NS, "store-042", files)
+    apply_site(admin, NS, "store-042", config=spec, refs=refs)
+    admin.patch(kube.Ref(SITES, "store-042", NS), {"spec": {"adminAccess": {"generate": True}}})
+    wait_phase(admin, "store-042", site.Phase.READY)
+    wait_for("admin keys", lambda: admin.find(kube.Ref(kube.SECRETS, adminaccess.secret_name("store-042"), NS)))
+    root = fs.HostFS(tmp_path / "root")
+    make_stick(hub, "store-042", root.path("/etc/snoreloc"), capsys)
+    keys = admin.get(kube.Ref(kube.SECRETS, adminaccess.secret_name("store-042"), NS))
+    key_pem = base64.b64decode(keys["data"][adminaccess.CLIENT_KEY])
+    key_lines = [line for line in key_pem.decode().splitlines() if line and not line.startswith("-----")]
+
+    request = relocate_node(root, sim)
+    obj = wait_phase(admin, "store-042", site.Phase.RELOCATED, timeout=60)
+    reported = obj["status"][site.STATUS_AGENT]["apiCA"]
+    assert reported.startswith("-----BEGIN CERTIFICATE-----"), "the node reports the public CA of its API"
+
+    out = tmp_path / "owner" / "store-042.kubeconfig"
+    out.parent.mkdir(mode=0o700)
+    capsys.readouterr()
+    argv = ["fleet", "admin-kubeconfig", "store-042", "-n", NS, "--kubeconfig", str(hub.kubeconfig_path)]
+    assert main.main([*argv, "--output", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == 0o600
+    owners = _dialled_at(out, sim, tmp_path / "owner" / "dialled.kubeconfig")
+    factory = pathlib.Path(sim.factory_admin_kubeconfig)
+    assert (http_status(owners), http_status(factory)) == (200, 401)
+    if KUBECTL is not None:  # Debian's kubectl, as the owner would use it (CI unpacks it)
+        assert kubectl("get", "ns", "-o", "name", kubeconfig=owners).code == 0
+        refused = kubectl("get", "ns", "-o", "name", kubeconfig=factory)
+        assert refused.code == 1 and "Unauthorized" in refused.err
+
+    stick = [p for p in root.path("/etc/snoreloc").rglob("*") if p.is_file()]
+    node_state = [p for p in request.paths.state_dir.rglob("*") if p.is_file()]
+    texts = {str(p): p.read_bytes().decode("utf-8", "replace") for p in [*stick, *node_state]}
+    texts["site status"] = json.dumps(get_site(admin, "store-042").get("status"))
+    leaked = [where for where, text in texts.items() for line in key_lines if line in text]
+    assert texts and leaked == [], "the owner's key never reaches the medium, the node or the Site's status"

@@ -255,7 +255,9 @@ def test_a_node_held_past_its_bound_stops_with_75_having_changed_nothing(
         Run(root, sim).join()
 
     heard = systemd_hears.stop()
-    assert f"STATUS=step 6/21 fleet-gate: held by the fleet: {CAUSE}" in heard  # `systemctl status snoreloc`
+    gate_at = len(order.host_steps(demo_host(tmp_path), tmp_path)) + 2  # after the site-config and the host steps
+    total = gate_at + len(order.cluster_steps())
+    assert f"STATUS=step {gate_at}/{total} fleet-gate: held by the fleet: {CAUSE}" in heard  # `systemctl status`
     extensions = [int(line.split("=")[1]) for line in heard if line.startswith("EXTEND_TIMEOUT_USEC=")]
     assert len(extensions) >= 2 and min(extensions) > 3600 * 1_000_000  # the whole run still fits after the hold
     assert stopped.value.exit_code == errors.ExitCode.TEMPORARY
@@ -450,7 +452,13 @@ def test_the_gate_sits_after_the_api_and_before_the_first_cluster_write(tmp_path
     target = hubreport.Target(tmp_path / "k", NS, SITE, b"k")
     gate = fleetgate.FleetGate(target, tmp_path / "status.json", [])
     names = [step.name for step in order.node_steps(demo_host(tmp_path), tmp_path, gate)]
-    assert names[names.index(fleetgate.STEP) - 1 : names.index(fleetgate.STEP) + 2] == ["api", fleetgate.STEP, "csr"]
+    hosts = [step.name for step in order.host_steps(demo_host(tmp_path), tmp_path)]
+    assert names[names.index(fleetgate.STEP) - 1 : names.index(fleetgate.STEP) + 2] == [
+        hosts[-1],
+        fleetgate.STEP,
+        "csr",
+    ]
+    assert hosts.index("api") < len(hosts)  # every host step, the API wait among them, comes first
     assert fleetgate.STEP not in [step.name for step in order.node_steps(demo_host(tmp_path), tmp_path)]
 
 

@@ -75,7 +75,10 @@ def test_every_status_number_is_bounded_and_every_free_string_refuses_controls()
     assert walk(status, "status") == []
 
 
-_NAMED = ("^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",)  # a condition's reason: no control character either
+_NAMED = (
+    "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",  # a condition's reason: no control character either
+    hubreport.PEM_TEXT,  # the node's reported API CA: PEM's own characters and newlines, nothing else
+)
 
 
 def test_install_applies_what_the_kustomization_lists() -> None:

@@ -37,17 +37,21 @@ class Run:
     err: str
 
 
+def run_kubectl(kubeconfig: Path, home: Path, *args: str, stdin: str | None = None) -> Run:
+    """Debian's kubectl with `kubeconfig`, a private HOME and discovery cache under `home`."""
+    assert KUBECTL is not None
+    argv = [KUBECTL, "--kubeconfig", str(kubeconfig), "--cache-dir", str(home / "cache"), *args]
+    env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False)
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
 @pytest.fixture
 def kubectl(hub_sim: HubSimulator, tmp_path: Path) -> Any:
     """`kubectl(*args, stdin=None, kubeconfig=None)` with a private HOME and discovery cache."""
 
     def run(*args: str, stdin: str | None = None, kubeconfig: Path | None = None) -> Run:
-        assert KUBECTL is not None
-        config = str(kubeconfig or hub_sim.kubeconfig_path)
-        argv = [KUBECTL, "--kubeconfig", config, "--cache-dir", str(tmp_path / "cache"), *args]
-        env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False)
-        return Run(done.returncode, done.stdout, done.stderr)
+        return run_kubectl(kubeconfig or hub_sim.kubeconfig_path, tmp_path, *args, stdin=stdin)
 
     return run
 

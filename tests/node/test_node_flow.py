@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,11 @@ import yaml
 from sealed import sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, kube, probe
+from snoreloc.cli import main
 from snoreloc.engine import node, paths, runner
 from snoreloc.host import kubelet
 from snoreloc.steps import context
+from snoreloc_sim import pytest_plugin
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import simulator
 
@@ -137,14 +140,47 @@ def test_failed_network_probe_rolls_back_and_stops_before_kubelet(root: fs.HostF
 @pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed
 def test_demo_command_runs_end_to_end(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     args = argparse.Namespace(
-        speed=600.0, seed="4.14", routes=3, keep=None, output="json", page_port=0, svg=str(tmp_path / "t.svg")
-    )
+        speed=600.0 / pytest_plugin.slowdown(),
+        seed="4.14",
+        routes=3,
+        keep=None,
+        output="json",
+        page_port=0,
+        svg=str(tmp_path / "t.svg"),
+    )  # paced to the machine's load as the `sim` fixture is: the run's one-hour deadline is 6 s of wall time at 600x
 
     assert demo.run(args) == 0
 
     report = json.loads(capsys.readouterr().out)
     assert report["urls"]["console"] == "https://console-openshift-console.apps.store042.edge.example.net"
     assert "rollout: kube-apiserver" in (tmp_path / "t.svg").read_text(), "the demo draws its timeline"
+
+
+def test_the_demos_last_lines_say_what_remains_and_point_only_at_what_exists(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept"
+    args = argparse.Namespace(
+        speed=100.0, seed="4.14", routes=0, keep=str(kept), output="text", page_port=0, svg=str(tmp_path / "t.svg")
+    )  # 100x: the run's one-hour deadline is 36 s of wall time, a margin on a loaded machine (the label tests 100x)
+    assert demo.run(args) == 0
+    captured = capsys.readouterr()
+    err = captured.err
+    assert "of wall time (the steps below count the simulated cluster's seconds, 100x faster)" in err
+    assert "steps (simulated seconds (the cluster ran 100x: 1/100 of that in wall time)):" in captured.out
+    ending = err[err.index("console banner") :]
+    assert not re.search(r"(?<![\w/])/var/lib", ending) and "Progress page:" not in ending, ending
+    assert f"{kept}/root/var/lib/snoreloc/snoreloc-logs.tar.gz" in ending, "the bundle hint names the kept state"
+    last = ending[ending.index("snoreloc demo: what remains") :]
+    assert "the simulated cluster and the progress page stopped with the demo" in last
+    commands = [line.strip().split() for line in last.splitlines() if line.startswith("  snoreloc ")]
+    assert [c[1] for c in commands] == ["status", "analyze", "collect-logs"]
+    for command in commands[:2]:
+        assert main.main(command[1:]) in (0, 2), command  # what the demo says to run works on what it kept
+    assert (kept / "root" / "var" / "lib" / "snoreloc" / "status.json").exists() and (tmp_path / "t.svg").exists()
+
+    gone = demo.remains(argparse.Namespace(keep=None, svg="/tmp/t.svg"), tmp_path / "gone", kept)
+    assert "now removed" in gone and "--keep DIR" in gone and not re.search(r"(?<![\w/])/var/lib", gone)
 
 
 @pytest.mark.simonly  # see the module docstring: the demo's site-config, for the simulator's seed

@@ -229,3 +229,13 @@ def test_pull_secret_of_15000_registries_validates_within_a_second(tmp_path: pat
     assert not report.problems, report.problems
     assert auths["r9999.example.com"]["auth"] not in masked
     assert cpu < 1.0, f"{cpu:.2f} s of CPU"
+
+
+def test_a_missing_kubeconfig_is_named_missing_not_invalid(tmp_path: pathlib.Path) -> None:
+    """The official loader calls a file that is not there "Invalid kube-config file. No configuration found."."""
+    site, missing = harness.write_site(tmp_path / "site"), tmp_path / "not-here" / "my-kubeconfig"
+    argv = harness.snoreloc("run", "--cluster-only", "--site-config", str(site), "--kubeconfig", str(missing),
+                            "--root", str(tmp_path / "r"))  # fmt: skip
+    result = harness.measure(argv, timeout=20.0)
+    assert result.code == 69, result.stderr
+    assert f"cannot load kubeconfig {missing}: no such file" in result.stderr and "Invalid" not in result.stderr

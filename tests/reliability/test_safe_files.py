@@ -120,6 +120,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     "plant) inside --out; its files written by safefile",
     ("snoreloc_fleet.render.tree", "os.rename"): "the staged site directory renamed whole over its place (and an "
     "earlier render's moved aside into another fresh private directory)",
+    ("snoreloc_fleet.render.gitops", "mkdtemp"): "a site of the Git tree staged in a fresh private directory inside "
+    "--git (its files written by safefile), or a gone site's directory moved aside into one before it is removed",
+    ("snoreloc_fleet.render.gitops", "os.rename"): "a gone site's directory (proven written by render --git) moved "
+    "whole into that fresh private directory",
+    ("snoreloc_fleet.render.gitdiff", "TemporaryDirectory"): "a private 0700 directory that `git archive` writes a "
+    "revision's tree into, removed after",
+    ("snoreloc_fleet.render.gitdiff", "open"): "that archive, written by git inside the private directory; "
+    "its members read into memory with a size bound, never extracted",
     ("snoreloc_sim.demo.flow", "TemporaryDirectory"): "the demo's private 0700 working directory",
     ("snoreloc_sim.demo.flow", "read_text"): "the demo's manifests (package data of the simulator distribution)",
     ("snoreloc_sim.demo.fleet", "TemporaryDirectory"): "a private 0700 directory for the simulators' files",

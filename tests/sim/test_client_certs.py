@@ -9,7 +9,6 @@ import base64
 import datetime
 import os
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from hubsim.test_hub_kubectl import KUBECTL
+from hubsim.test_hub_kubectl import KUBECTL, Run, run_kubectl
 from snoreloc_sim.kube import clientauth
 from snoreloc_sim.openshift import admin_access, simulator
 
@@ -216,19 +215,16 @@ def test_kubeadmin_login_follows_its_secret(sim: simulator.Simulator) -> None:
 def test_debian_kubectl_with_the_factory_certificate_before_and_after_revocation(
     sim: simulator.Simulator, tmp_path: Path
 ) -> None:
-    def kubectl(config: Path) -> subprocess.CompletedProcess[str]:
-        assert KUBECTL is not None
-        argv = [KUBECTL, "--kubeconfig", str(config), "--cache-dir", str(tmp_path / "cache"), "get", "ns", "-o", "name"]
-        env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=False)
+    def kubectl(config: Path) -> Run:
+        return run_kubectl(config, tmp_path, "get", "ns", "-o", "name")
 
     owner_ca = new_ca("owner-admin-ca")
     owner = write_kubeconfig(sim, new_client(owner_ca), tmp_path / "owner.kubeconfig")
     before = kubectl(sim.factory_admin_kubeconfig)
-    assert before.returncode == 0 and "namespace/openshift-config" in before.stdout, before.stderr
+    assert before.code == 0 and "namespace/openshift-config" in before.out, before.err
     set_client_cas(sim, owner_ca[0])
     after = kubectl(sim.factory_admin_kubeconfig)
-    assert after.returncode == 1
-    assert "You must be logged in to the server (Unauthorized)" in after.stderr
-    assert kubectl(owner).returncode == 0
-    assert kubectl(sim.kubeconfig_path).returncode == 0
+    assert after.code == 1
+    assert "You must be logged in to the server (Unauthorized)" in after.err
+    assert kubectl(owner).code == 0
+    assert kubectl(sim.kubeconfig_path).code == 0

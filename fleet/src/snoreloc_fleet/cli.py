@@ -23,6 +23,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("admin-kubeconfig", "snoreloc_fleet.verbs.admin_kubeconfig"),
     ("render", "snoreloc_fleet.verbs.render"),
     ("validate", "snoreloc_fleet.verbs.validate"),
+    ("diff", "snoreloc_fleet.verbs.diff"),
     ("status", "snoreloc_fleet.verbs.status"),
     ("why", "snoreloc_fleet.verbs.why"),
     ("report", "snoreloc_fleet.verbs.report"),

@@ -35,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--faults", default="", help='fault spec, e.g. "seed=7,503=0.05,outage=30s@10s"')
     serve.add_argument("--routes", type=int, default=0, help="extra user routes to seed")
     serve.add_argument("--expired-kubelet-cert", action="store_true", help="seed an expired kubelet client cert")
+    serve.add_argument(
+        "--shelved-days",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the node was sealed N days ago: every certificate is N days older (0)",
+    )
     serve.add_argument("--hub", action="store_true", help="serve an empty plain Kubernetes hub (the fleet's) instead")
     serve.set_defaults(sim_handler=_serve)
     report = sub.add_parser("cel-report", help="count evaluated and skipped CRD validation rules")
@@ -52,6 +59,8 @@ def _check(args: argparse.Namespace) -> str | None:
 
     if args.speed <= 0:
         return "--speed must be positive"
+    if args.shelved_days < 0:
+        return "--shelved-days must be 0 or more"
     try:
         faults.parse(args.faults)
     except ValueError as exc:
@@ -77,6 +86,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         router_port=args.router_port,
         expired_kubelet_cert=args.expired_kubelet_cert,
+        shelved_days=args.shelved_days,
     )
     with sim:
         kubeconfig = _publish(sim.kubeconfig_path, args.kubeconfig_out)
@@ -113,7 +123,8 @@ def _announce(sim: simulator.Simulator, kubeconfig: Path) -> None:
         f"kubeconfig: {kubeconfig}",
         f"api: {sim.api_url}",
         f"router: {sim.router_address[0]}:{sim.router_address[1]}",
-        f"seed: {sim.seed}  speed: {sim.speed:g}  started in {sim.startup_seconds:.2f}s",
+        f"seed: {sim.seed}  speed: {sim.speed:g}  shelved: {sim.shelved_days} days  "
+        f"started in {sim.startup_seconds:.2f}s",
         f"try: KUBECONFIG={kubeconfig} kubectl get clusteroperators",
     )
     sys.stdout.write("\n".join(lines) + "\n")

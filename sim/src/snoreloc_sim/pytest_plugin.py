@@ -2,7 +2,11 @@
 
 Registered suite-wide from `tests/conftest.py`. Fixtures:
 
-- `sim`: a fresh, started `Simulator` per test (seed "4.16", speed 600 unless told otherwise), stopped after.
+- `sim`: a fresh, started `Simulator` per test (seed "4.16", speed 600 unless told otherwise), stopped after. Its
+  speed is divided by the machine's `slowdown()` when the test starts (the load per core, 1 to 8): the agent and
+  the harness take their budgets in the cluster's seconds at `sim.speed`, so on a loaded machine every
+  simulator-timed budget gets as many more wall seconds as the machine is slower (a test at 600x on a two-core
+  machine under a load of 8 runs at 150x).
   Options come from `@pytest.mark.parametrize("sim", [{...}], indirect=True)` or from overriding the
   `sim_options` fixture, e.g. `{"seed": "4.14", "faults": "seed=3,503=0.1"}`.
   When a real cluster is configured, `sim` is None: tests that need the simulator itself are marked `simonly`.
@@ -42,6 +46,19 @@ REAL_CLUSTER_ENV = "SNORELOC_TEST_KUBECONFIG"
 INGRESS_ENV = "SNORELOC_TEST_INGRESS"
 TIME_SCALE_ENV = "SNORELOC_TEST_TIME_SCALE"
 DEFAULT_OPTIONS: dict[str, Any] = {"seed": "4.16", "speed": 600.0}
+MAX_SLOWDOWN = 8.0  # a machine slower than this is not one the suite can promise anything on
+
+
+def slowdown(load: float | None = None, cores: int | None = None) -> float:
+    """How many times slower than idle the machine runs now: the 1-minute load average per core, between 1 and
+    `MAX_SLOWDOWN` (1 where the platform has no load average)."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            return 1.0
+    per_core = load / (cores or os.cpu_count() or 1)
+    return min(max(per_core, 1.0), MAX_SLOWDOWN)
 
 
 @dataclass(frozen=True)
@@ -132,6 +149,7 @@ def sim(request: pytest.FixtureRequest, sim_options: dict[str, Any]) -> Iterator
         yield None
         return
     options = {**DEFAULT_OPTIONS, **sim_options, **getattr(request, "param", {})}
+    options["speed"] = float(options["speed"]) / slowdown()
     with simulator.Simulator(**options) as running:
         yield running
 

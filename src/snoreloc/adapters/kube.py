@@ -392,11 +392,17 @@ _KUBECONFIG_HINT = "Pass --kubeconfig with a readable, well-formed kubeconfig fi
 
 
 def _refuse_special(path: str) -> None:
-    """A FIFO or device as the kubeconfig would block the loader or feed it endless bytes: refuse it unopened."""
+    """A FIFO or device as the kubeconfig would block the loader or feed it endless bytes: refuse it unopened. A
+    missing file is named as missing: the loader would call it "Invalid kube-config file"."""
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        raise errors.UnavailableError(
+            f"cannot load kubeconfig {path}: no such file",
+            hint=f"Check the path; {_KUBECONFIG_HINT[0].lower()}{_KUBECONFIG_HINT[1:]}",
+        ) from None
     except OSError:
-        return  # the loader reports a missing or unreadable file itself
+        return  # the loader reports an unreadable file itself
     if not stat.S_ISREG(info.st_mode):
         raise errors.UnavailableError(f"cannot load kubeconfig {path}: not a regular file", hint=_KUBECONFIG_HINT)
 
@@ -562,14 +568,21 @@ class Client:
             return None
 
     def pages(
-        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> Iterator[list[Obj]]:
         """The objects of a kind, one page (`limit`, `continue`) at a time: no response holds thousands of them, and
         a caller that keeps only what it needs never holds the whole list. `ListExpired` when the server forgot
         the listing between two pages (after etcd compaction); the pages already yielded are then incomplete."""
         token: str | None = None
         while True:
-            items, token = self.page(resource, token, namespace, label_selector=label_selector)
+            items, token = self.page(
+                resource, token, namespace, label_selector=label_selector, field_selector=field_selector
+            )
             yield items
             if not token:
                 return
@@ -581,6 +594,7 @@ class Client:
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         retry: bool = True,
     ) -> tuple[list[Obj], str | None]:
         """One page of a list (see `pages`): its objects and the `continue` token of the next page (None: the
@@ -588,6 +602,8 @@ class Client:
         query = {"limit": str(self.policy.list_page)}
         if label_selector:
             query["labelSelector"] = label_selector
+        if field_selector:  # the type's selectable fields only (e.g. a Secret's `type`), else the server answers 400
+            query["fieldSelector"] = field_selector
         if token:
             query["continue"] = token
         try:

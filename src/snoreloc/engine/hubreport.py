@@ -31,6 +31,7 @@ import hmac
 import json
 import logging
 import pathlib
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ MAX_NAME = 128
 MAX_STEPS = 40
 MAX_WARNINGS = 20
 MAX_KUBECONFIG_BYTES = 64 * 1024
+MAX_API_CA = 16 * 1024  # the public CA bundle that verifies the site's API (a few certificates)
+PEM_TEXT = r"^[-A-Za-z0-9+/= \n]*$"  # what a bundle of PEM certificates is made of, and nothing else
 STOPPING_STATUSES = (401, 403, 404)
 
 # The wave's gate on the Site (`status.gate`: written by the hub, read by the node; `snoreloc.engine.fleetgate`).
@@ -244,8 +247,21 @@ def snapshot(
         "waiting": _waiting(doc),
         "failure": _failure(run),
         "exitCode": run.exit_code,  # None (null) removes an earlier run's from the Site: a merge patch
+        "apiCA": _api_ca(doc),
     }
     return report
+
+
+def _api_ca(doc: journal.Document) -> str | None:
+    """The public CA bundle that verifies the relocated API, as the admin-access step recorded it (the hub completes
+    the owner's admin kubeconfig with it); None (removed from the Site) until then, or when it is not plain PEM."""
+    from snoreloc.steps.cluster import admin_access  # noqa: PLC0415 (lazy: the fleet's readers import this module)
+
+    record = doc.steps.get(admin_access.STEP.name)
+    found = (record.details if record else {}).get(admin_access.API_CA_DETAIL)
+    if not isinstance(found, str) or len(found) > MAX_API_CA or not re.fullmatch(PEM_TEXT, found):
+        return None
+    return found
 
 
 def canonical(report: Mapping[str, Any]) -> bytes:

@@ -6,6 +6,11 @@ setting names its step, no step names its neighbour). A step that applies a site
 preflight's checks that must come before any change (`base.ChecksFirst`), for the host steps `plan` can show
 without a cluster (`base.PlansOffline`) and the ones `rollback` undoes on the node (`base.RestoresHost`).
 
+The host steps: the site network, node DNS, kubelet, the API; then `shelf` (issue 37), which judged the time on the
+shelf before anything changed (`base.ChecksHostFirst`) and, once the API answers, waits for the control-plane
+certificates the platform regenerates, so the kube-controller-manager's csr-signer is valid before the `csr` step
+approves the kubelet's renewal CSRs.
+
 Why this order (issues 4, 12, 14): changes of one kind together, settles after them. The node's CSRs come first:
 while the node is NotReady no rollout can happen; preflight and settle keep approving while they wait. The routes
 need only openshift-apiserver's rollout, so they run before the settle, overlapping the kube-apiserver revision; the
@@ -49,7 +54,7 @@ from snoreloc.steps.cluster import (
     settle,
     ssh_keys,
 )
-from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, shelf_life, site_network
 from snoreloc.steps.openshift import name_clashes
 
 
@@ -60,6 +65,7 @@ def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
         node_dns.NodeDns(host, state_dir),
         kubelet_start.StartKubelet(host),
         api_wait.WaitForApi(),
+        shelf_life.ShelfLife(host),
     ]
 
 

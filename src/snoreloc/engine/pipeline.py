@@ -64,7 +64,8 @@ def execute(
         try:
             return runner.Runner(steps or order.cluster_steps(), ctx, jour, request.options, progress).run()
         finally:
-            report.write(request.paths.report, report.build(request.site, jour.doc, ctx.warnings))
+            built = report.build(request.site, jour.doc, ctx.warnings, speed=getattr(clock, "speed", 1.0))
+            report.write(request.paths.report, built)
 
 
 def rollback(

@@ -42,7 +42,24 @@ def dns_names(site: model.SiteConfig, doc: journal.Document) -> list[str]:
     return [site.api_host, f"*.{site.apps_domain}", *sorted(set(outside))]
 
 
-def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[str] | None = None) -> dict[str, Any]:
+def clock_of(speed: float) -> dict[str, Any]:
+    """What the report's seconds are: wall-clock seconds on a node, or a simulated cluster's seconds when the run's
+    clock ran `speed` times faster (`--time-scale`, the demo, the tests), so no reader mixes the two unlabelled."""
+    return {"seconds": "wall" if speed == 1.0 else "simulated", "speed": speed}
+
+
+def seconds_label(rep: dict[str, Any]) -> str:
+    """`wall-clock seconds`, or `simulated seconds (the cluster ran 20x: a twentieth of that in wall time)`."""
+    clock = rep.get("clock") or {}
+    speed = clock.get("speed", 1.0)
+    if clock.get("seconds") != "simulated" or not isinstance(speed, int | float):
+        return "wall-clock seconds"
+    return f"simulated seconds (the cluster ran {speed:g}x: 1/{speed:g} of that in wall time)"
+
+
+def build(
+    site: model.SiteConfig, doc: journal.Document, extra_warnings: list[str] | None = None, *, speed: float = 1.0
+) -> dict[str, Any]:
     records = [doc.record(name) for name in doc.step_names()]
     changed = [item for rec in records for item in rec.changed]
     warnings = [w for rec in records for w in rec.warnings] + list(extra_warnings or [])
@@ -68,6 +85,7 @@ def build(site: model.SiteConfig, doc: journal.Document, extra_warnings: list[st
             item for rec in records for item in rec.details.get("revoked") or []
         ],  # the factory's ways in this site-config closed (spec.adminAccess)
         "steps": [row.as_json() for row in journal.timings(doc)],
+        "clock": clock_of(speed),  # what the steps' seconds are
         "warnings": sorted(set(warnings), key=warnings.index),
         "error": None if doc.error is None else doc.error.to_storage(),
     }
@@ -99,7 +117,7 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(f"  dns      the site's DNS must resolve to the node: {', '.join(rep['dns'])}")
     if rep.get("kubeconfig"):
         lines.append(f"  kubeconfig for the new API name: `{rep['kubeconfig']}`")
-    lines.append("steps:")
+    lines.append(f"steps ({seconds_label(rep)}):")
     for item in rep["steps"]:
         took = f"{item['seconds']:.1f}s" if isinstance(item.get("seconds"), int | float) else "-"
         lines.append(f"  {item['step']:14} {item['state']:8} {took}")

@@ -6,7 +6,11 @@ internal IP is on its interface; the dispatcher script and the kubelet/CRI-O dro
 the SNO dnsmasq configuration that lets it answer for its new names at the site (a warning when not); in container
 mode the agent image is on the node (the site has no registry for it); the kubelet client certificate outlives the
 stated shelf time (expiring on the shelf is a warning, since the agent approves the node's renewal CSRs at the
-site; `strict` makes it a refusal; already expired or unreadable is always a refusal). It also lists, as warnings,
+site; `strict` makes it a refusal; already expired or unreadable is always a refusal). It reads the certificates and
+signers whose expiry decides whether the node comes up unattended (`pki.shelf`: Secrets through the API, the
+kubelet's files on the node) and records the *must boot by* date and the certificate that sets it in the marker's
+`shelf` entry; a date within the shelf time is a warning (`strict`: a refusal), one already past a refusal, a
+signer it cannot read a warning (the date is then unknown). It also lists, as warnings,
 the factory's ways in that travel with the node (SSH keys, the admin client signer, kubeadmin, the node-local
 kubeconfigs' signer, pull-secret entries) and what a site-config can do about each (issue 32).
 
@@ -34,7 +38,7 @@ from snoreloc import errors
 from snoreloc.adapters import clock, command, fs, kube, systemd
 from snoreloc.factory import machineconfig
 from snoreloc.host import kubelet, node_dns
-from snoreloc.pki import certs
+from snoreloc.pki import certs, shelf
 
 LOG = logging.getLogger(__name__)
 
@@ -65,6 +69,9 @@ class ClusterFacts(Protocol):
     def factory_ways_in(self) -> list[str]:
         """The factory's ways in that travel with the node and what a site-config can do about each
         (`steps.openshift.factory_access`): said at the seal, never a refusal."""
+
+    def certificates(self) -> dict[str, datetime | None]:
+        """notAfter of each Secret `pki.shelf.WATCHED` names, by name (None: missing or unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -254,6 +261,49 @@ def kubelet_cert_expiry(pem: bytes) -> datetime:
     return certs.not_after(block.group(0))
 
 
+def read_horizon(node: Node, secrets: dict[str, datetime | None]) -> tuple[shelf.Horizon, list[str]]:
+    """Every watched certificate's expiry (the cluster's Secrets as `ClusterFacts.certificates` read them, the
+    kubelet's files) and the names not read."""
+    found = dict(secrets)
+    for watched in shelf.WATCHED:
+        if watched.path:
+            found[watched.name] = _file_not_after(node, watched.path)
+    readings = tuple(shelf.Reading(name, when) for name, when in sorted(found.items()) if when is not None)
+    unread = [name for name, when in sorted(found.items()) if when is None]
+    return shelf.Horizon(node.clk.now(), readings), unread
+
+
+def _file_not_after(node: Node, path: str) -> datetime | None:
+    try:
+        return shelf.pem_not_after(node.host.read_bytes(path))
+    except (OSError, ValueError):
+        return None
+
+
+def check_horizon(horizon: shelf.Horizon, unread: list[str], options: Options) -> list[Finding]:
+    """The must-boot-by date against the shelf time; what could not be read (the kubelet's client file is judged
+    by `check_kubelet_cert`)."""
+    findings = [
+        Finding("shelf", f"cannot read {name}: the must-boot-by date may be earlier than recorded", fatal=False)
+        for name in unread
+        if shelf.BY_NAME[name].path != shelf.KUBELET_CLIENT_FILE
+    ]
+    limit, now = horizon.limit, horizon.sealed_at
+    if limit is None:
+        return findings
+    if limit.not_after <= now:
+        return [*findings, Finding("shelf", f"{limit.name} expired at {limit.not_after:%Y-%m-%d %H:%M}Z")]
+    if limit.not_after < now + timedelta(days=options.shelf_days):
+        message = (
+            f"the node must boot by {limit.not_after:%Y-%m-%d} (in {(limit.not_after - now).days} days, set by "
+            f"{limit.name}), within the {options.shelf_days}-day shelf time: past it the node cannot relocate "
+            "unattended (renew the signer first: `oc annotate -n openshift-kube-apiserver-operator secret "
+            "kube-apiserver-to-kubelet-signer auth.openshift.io/certificate-not-after-`)"
+        )
+        findings.append(Finding("shelf", message, fatal=options.strict))
+    return findings
+
+
 # --- sealing --------------------------------------------------------------------------------------------------------
 
 
@@ -261,26 +311,31 @@ def seal(node: Node, facts: ClusterFacts | None, options: Options = Options()) -
     """Check, then arm and stop the node; raises SealRefused listing every fatal finding."""
     resuming = node.host.exists(kubelet.SEAL_MARKER)
     findings = check_node(node, options)
+    horizon = None
     if not resuming:
         if facts is None:
             raise errors.InternalError("seal needs the cluster's facts for a first seal")
         findings += check_cluster(facts, options)
+        horizon, unread = read_horizon(node, facts.certificates())
+        findings += check_horizon(horizon, unread, options)
     fatal = [finding for finding in findings if finding.fatal]
     if fatal:
         raise SealRefused(fatal)
-    marker = _read_marker(node) if resuming or facts is None else _write_marker(node, facts)
+    marker = _read_marker(node) if resuming or facts is None else _write_marker(node, facts, horizon)
     _stop_node(node, poweroff=options.poweroff)
     return Sealed(marker, tuple(finding for finding in findings if not finding.fatal))
 
 
-def _write_marker(node: Node, facts: ClusterFacts) -> dict[str, Any]:
-    marker = {
+def _write_marker(node: Node, facts: ClusterFacts, horizon: shelf.Horizon | None) -> dict[str, Any]:
+    marker: dict[str, Any] = {
         "domain": facts.domain(),
         "version": facts.version(),
         "node": facts.node_name(),
         "time": node.clk.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         "snoreloc": snoreloc.__version__,
     }
+    if horizon is not None:
+        marker["shelf"] = horizon.record()
     node.host.mkdir("/etc/snoreloc", 0o755)
     node.host.write_text(kubelet.SEAL_MARKER, json.dumps(marker, indent=2, sort_keys=True) + "\n", mode=0o644)
     return marker
@@ -369,3 +424,12 @@ class KubeClusterFacts:
     def node_name(self) -> str:
         nodes = self.client.list(kube.NODES)
         return str(nodes[0]["metadata"]["name"]) if nodes else ""
+
+    def certificates(self) -> dict[str, datetime | None]:
+        return {
+            watched.name: shelf.secret_not_after(
+                self.client.find(kube.Ref(kube.SECRETS, watched.name, watched.namespace))
+            )
+            for watched in shelf.WATCHED
+            if not watched.path
+        }

@@ -30,6 +30,7 @@ from snoreloc.siteconfig import discovery, files, findings, yamlpos
 
 SITE_CONFIG_NAME = discovery.FILE_NAMES[0]
 HUB_FILE = discovery.HUB_FILE
+ISO_LABEL = discovery.LABEL  # the volume label discovery looks for: an image built elsewhere (the hub) uses it
 DIGEST_PREFIX = "sha256:"
 
 # A file's name on a medium: a relative path of segments made of `[-._a-zA-Z0-9]`, none of them `.` or `..` (so no

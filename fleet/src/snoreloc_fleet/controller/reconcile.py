@@ -4,7 +4,8 @@ credential once a stick is asked for, write its status only when it changes.
 Level-triggered and idempotent: whatever event woke it (a change of the Site, a node's report, a restart's
 listing, the periodic sweep), it reads the Site as it is now and converges on what it should be, so running it twice
 writes nothing the second time. It never writes `status.agent` (the node's), writes the rest of the status as a
-JSON merge patch of exactly what differs, and keeps the `fleet.snoreloc.io/phase` label equal to the phase.
+JSON merge patch of exactly what differs, and keeps the `fleet.snoreloc.io/phase` label equal to the phase; once
+a Site is Relocated, the same metadata write adds Argo CD's `Prune=false,Delete=false` sync options to it.
 
 It posts an Event only where someone must look or an outcome is reached: when a Site's phase becomes Invalid,
 Failed, Stale (Warning) or Relocated (Normal), and when it leaves Failed or Stale (Normal: the run resumed, the
@@ -166,6 +167,19 @@ def _reason_message(derived: Mapping[str, Any]) -> str:
     return str(reason or "")
 
 
+def metadata_patch(seen: site.View, phase: str) -> dict[str, Any]:
+    """The phase label when it differs, and, once the Site is Relocated, Argo CD's options keeping it from being
+    pruned or deleted (`site.KEEP_OPTIONS`), in the same write: never taken off again (the store stays relocated)."""
+    patch: dict[str, Any] = {}
+    if seen.labels.get(site.PHASE_LABEL) != phase:
+        patch["labels"] = {site.PHASE_LABEL: phase}
+    if phase == site.Phase.RELOCATED:
+        options = site.kept_options(seen.annotations.get(site.ARGOCD_SYNC_OPTIONS))
+        if options is not None:
+            patch["annotations"] = {site.ARGOCD_SYNC_OPTIONS: options}
+    return patch
+
+
 def reconcile(
     client: kube.Client, config: Config, ref: kube.Ref, now: dt.datetime, counters: Counters | None = None
 ) -> Outcome | None:
@@ -180,8 +194,9 @@ def reconcile(
     current = _own(seen.status)
     patch = kube.merge_patch(current, _desired_own(derived))
     phase = str(derived[site.STATUS_PHASE])
-    if seen.labels.get(site.PHASE_LABEL) != phase:  # first: selecting by it never lags
-        client.patch(ref, {"metadata": {"labels": {site.PHASE_LABEL: phase}}})
+    metadata = metadata_patch(seen, phase)
+    if metadata:  # first: selecting by the label never lags
+        client.patch(ref, {"metadata": metadata})
         counters.add("label_writes")
     if patch:
         client.request("PATCH", ref.path("status"), body={"status": patch}, content_type=kube.MERGE_PATCH, retry=True)

@@ -1,9 +1,10 @@
 """A site's admin kubeconfig assembled for its owner from what the hub holds (`hub.adminaccess`), once it can work.
 
-`fleet admin-kubeconfig` is its one caller. Where the API's CA comes from: the node's report (`status.agent`)
-carries no certificate today, so it is the CA the Site's site-config declares for the API
-(`spec.siteConfig.certificates.api.certificate`: the last certificate of its chain). A Site that lets the node
-issue its own API certificate has no CA the hub knows: a temporary error saying so (exit 75).
+`fleet admin-kubeconfig` is its one caller. Where the API's CA comes from: the CA the Site's site-config declares
+for the API (`spec.siteConfig.certificates.api.certificate`: the last certificate of its chain), else the public CA
+bundle the node reported (`status.agent.apiCA`, recorded by its admin-access step: the signer that issued the API's
+certificate at the site). The node never sends a key; until it has reported a CA, a site that lets the node issue
+its own API certificate gets a temporary error saying so (exit 75).
 """
 
 from __future__ import annotations
@@ -22,8 +23,26 @@ API_PORT = 6443
 
 
 def api_ca(client: kube.Client, obj: Mapping[str, Any]) -> bytes | None:
-    """The CA that verifies the site's API serving certificate, as the Site's site-config declares it (the last
-    certificate of `certificates.api.certificate`'s chain); None when the site-config declares none."""
+    """The CA that verifies the site's API serving certificate: the site-config's declared one, else the node's
+    reported one; None when the hub knows neither."""
+    return declared_api_ca(client, obj) or reported_api_ca(obj)
+
+
+def reported_api_ca(obj: Mapping[str, Any]) -> bytes | None:
+    """The public CA bundle the node reported (`status.agent.apiCA`), if it parses as certificates."""
+    agent = site.view(obj).status.get(site.STATUS_AGENT)
+    text = agent.get("apiCA") if isinstance(agent, Mapping) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return certs.pem_bundle(certs.parse_chain(text.encode("ascii")))
+    except (certs.CertError, ValueError):
+        return None
+
+
+def declared_api_ca(client: kube.Client, obj: Mapping[str, Any]) -> bytes | None:
+    """The CA the Site's site-config declares for its API (the last certificate of `certificates.api.certificate`'s
+    chain); None when it declares none."""
     declared = ((site.view(obj).site_config.get("certificates") or {}).get("api") or {}).get("certificate")
     if not isinstance(declared, Mapping):
         return None
@@ -103,7 +122,7 @@ def assemble(client: kube.Client, namespace: str, name: str, *, password: bool =
     ca = api_ca(client, obj)
     if ca is None:
         raise errors.TemporaryError(
-            f"site {name}: the hub does not know the CA of api.<domain>: the node's report carries none, and the "
+            f"site {name}: the hub does not know the CA of api.<domain>: the node has not reported one, and the "
             "Site's site-config declares no API certificate",
             hint="Declare the API's certificate in spec.siteConfig.certificates.api (its chain ends with its CA), "
             "or take the CA from the site (`oc get cm -n openshift-config-managed kube-root-ca.crt`).",

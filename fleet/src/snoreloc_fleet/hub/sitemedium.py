@@ -26,7 +26,7 @@ import yaml
 
 from snoreloc.siblings import errors, findings, kube, loader, medium, redact, safefile, schema
 from snoreloc_fleet.hub import adminaccess
-from snoreloc_fleet.resource import site, siteinput
+from snoreloc_fleet.resource import delivery, site, siteinput
 
 SITE_CONFIG_API_VERSION = "snoreloc.io/v1alpha1"
 SITE_CONFIG_KIND = "SiteConfig"
@@ -169,6 +169,14 @@ def lay_out(
     return path
 
 
+def digest(obj: Mapping[str, Any], files: Mapping[str, bytes]) -> str:
+    """The digest of the medium a Site and its files make, as `check` computes it (laid out, then the agent's
+    `medium.digest` over what the site-config references), without validating: `fleet render --git` records it and
+    `fleet diff` compares it."""
+    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-digest.") as tmp:
+        return medium.digest(medium.contents(lay_out(pathlib.Path(tmp), obj, files)))
+
+
 def _site_config_problem(problem: errors.Problem) -> errors.Problem:
     """A finding of the site-config file, named as the Site's field (`spec.siteConfig.` + the file's path)."""
     path = problem.path
@@ -206,7 +214,8 @@ def examine(client: kube.Client, obj: Mapping[str, Any]) -> Checked:
     """A Site's medium read and checked, the one path of the controller and `fleet make-media`: its inputs judged
     first (`siteinput`: names, file names, size, depth), and nothing read, laid out or walked when they are refused.
     A Site whose medium cannot even be built is refused with what went wrong, never retried for ever."""
-    refused = siteinput.spec_problems(obj)
+    spec = obj.get("spec")
+    refused = siteinput.spec_problems(obj) + delivery.read(spec if isinstance(spec, Mapping) else {})[1]
     if refused:
         return Checked(problems=(), refused=tuple(refused))
     files, missing = resolve_files(client, obj)

@@ -11,6 +11,7 @@ nothing from a file's name, and a key in a Secret is never shown by `kubectl get
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -80,12 +81,24 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
     if files:
         spec["files"] = dict(sorted(files.items()))
-    return {
-        "apiVersion": site.API_VERSION,
-        "kind": site.KIND,
-        "metadata": {"name": rendered.row.name, "namespace": namespace, "labels": labels},
-        "spec": spec,
-    }
+    metadata: dict[str, Any] = {"name": rendered.row.name, "namespace": namespace, "labels": labels}
+    cells = inventory_cells(rendered)
+    if cells:
+        metadata["annotations"] = {site.INVENTORY_CELLS: cells}
+    return {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": metadata, "spec": spec}
+
+
+def inventory_cells(rendered: template.Rendered) -> str:
+    """The `site.INVENTORY_CELLS` annotation: the inventory cell of each field the inventory filled (JSON, keys
+    sorted so a re-render diffs clean); the entries that fit `site.MAX_INVENTORY_CELLS`, "" when none."""
+    kept: dict[str, str] = {}
+    size = 2
+    for path, cell in sorted(rendered.trace.items()):
+        size += len(json.dumps(path)) + len(json.dumps(cell)) + 2
+        if size > site.MAX_INVENTORY_CELLS:
+            break
+        kept[path] = cell
+    return json.dumps(kept, separators=(",", ":")) if kept else ""
 
 
 def objects(

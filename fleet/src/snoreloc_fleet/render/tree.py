@@ -90,7 +90,7 @@ def write_private(path: pathlib.Path, text: str) -> None:
     safefile.write(path, text, mode=_SECRET_MODE, shared_dir=safefile.NAMED_OUTPUT)
 
 
-def _replace(staging: pathlib.Path, final: pathlib.Path) -> None:
+def replace(staging: pathlib.Path, final: pathlib.Path) -> None:
     """Rename the staged site over its place; an earlier render's directory is moved aside first, then removed."""
     if not os.path.isdir(final) or os.path.islink(final):
         os.rename(staging, final)  # nothing there (checked): a link planted since is refused by rename (ENOTDIR)
@@ -113,7 +113,7 @@ def write_site(out_dir: pathlib.Path, site: template.Rendered, tpl: template.Tem
         for name, data in written.items():
             # A private directory renamed whole afterwards: created O_EXCL, no temporary file, no fsync per file.
             safefile.create(staging / name, data, mode=_SECRET_MODE)
-        _replace(staging, final)
+        replace(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

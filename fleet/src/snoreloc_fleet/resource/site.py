@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import hubreport
-from snoreloc_fleet.resource import siteinput
+from snoreloc_fleet.resource import delivery, siteinput
 
 GROUP = hubreport.GROUP
 VERSION = hubreport.VERSION
@@ -40,6 +40,27 @@ SITE_LABEL = f"{GROUP}/site"  # on every object the controller makes for a Site
 # `fleet make-media` asks for the site's reporting credential by setting this annotation (an RFC 3339 time) on the
 # Site; the controller issues credentials only to valid Sites that carry it
 MEDIA_REQUESTED = f"{GROUP}/media-requested"
+# Argo CD's per-resource sync options (argo-cd docs/user-guide/sync-options.md: "No Prune Resources", "No Resource
+# Deletion"): the controller sets them on a Site once it is Relocated, so neither removing its line from Git (prune)
+# nor deleting the Application (delete) deletes the Site of a store that now runs at its site.
+ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+KEEP_OPTIONS = ("Prune=false", "Delete=false")
+
+
+def kept_options(current: object) -> str | None:
+    """The sync-options annotation's value with `KEEP_OPTIONS` in it, the Site's other options kept (None: it has them
+    already). Argo CD reads the value as comma-separated `Name=value` options."""
+    given = [o.strip() for o in str(current or "").split(",") if o.strip()]
+    if all(o in given for o in KEEP_OPTIONS):
+        return None
+    names = {o.split("=", 1)[0] for o in KEEP_OPTIONS}
+    return ",".join([*(o for o in given if o.split("=", 1)[0] not in names), *KEEP_OPTIONS])
+
+
+# `fleet render` records on each Site where its inventory-filled fields came from (JSON: field path -> `sites.csv
+# line 13, column domain`), so `fleet report` can name the cell to fix beside a validation error
+INVENTORY_CELLS = f"{GROUP}/inventory-cells"
+MAX_INVENTORY_CELLS = 64 * 1024  # characters of that annotation (kube allows 256 KiB for all of them)
 
 MAX_FINDINGS = 20  # validation errors kept in status; `more` counts the rest
 MAX_FINDING_WARNINGS = 10  # validation warnings kept
@@ -265,6 +286,7 @@ def _spec() -> dict[str, Any]:
                 },
             },
             "suspend": {"type": "boolean", "description": "true: the controller leaves this Site alone."},
+            "delivery": delivery.spec_schema(),
             "adminAccess": {
                 "type": "object",
                 "description": "The site's own admin keys, made by the hub (issue 32): the controller generates an "
@@ -358,6 +380,7 @@ def agent_schema() -> dict[str, Any]:
                 **nullable_object,
                 "properties": {"step": name, "message": _text(), "hint": _text()},
             },
+            "apiCA": _string(hubreport.MAX_API_CA, pattern=hubreport.PEM_TEXT, nullable=True),
         },
     }
 

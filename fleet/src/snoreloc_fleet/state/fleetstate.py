@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,17 @@ class Failure:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One validation error of an Invalid Site: the field, its line in the site-config, the message, and the
+    inventory cell that filled the field ("" when the inventory did not, or the Site was not rendered)."""
+
+    path: str
+    message: str
+    line: int | None = None
+    cell: str = ""
+
+
+@dataclass(frozen=True)
 class Report:
     """A node's report (`status.agent`) as plausible values; `implausible` names each field read as unknown."""
 
@@ -104,6 +116,12 @@ class Row:
     steps: tuple[Step, ...] = field(default=(), repr=False)
     waiting: Waiting | None = field(default=None, repr=False)
     implausible: tuple[str, ...] = ()  # the report's fields read as unknown (see the module's docstring)
+    # what `fleet report` puts before the owner (`owner_facts`): empty where a reader asked for no steps
+    warnings: tuple[str, ...] = field(default=(), repr=False)
+    detail: Failure | None = field(default=None, repr=False)  # the node's failure: step, message, hint
+    findings: tuple[Finding, ...] = field(default=(), repr=False)  # an Invalid Site's errors
+    stick: str = ""  # when `fleet make-media` asked for the site's stick ("" when never)
+    token_expires: dt.datetime | None = None  # when the site's reporting token expires (None: no token issued)
 
     @property
     def duration(self) -> float | None:
@@ -375,7 +393,68 @@ def row(obj: Mapping[str, Any], *, steps: bool = True, now: dt.datetime | None =
         steps=agent.steps,
         waiting=agent.waiting,
         implausible=agent.implausible,
+        **(owner_facts(meta, status, agent) if steps else {}),
     )
+
+
+def owner_facts(meta: Mapping[str, Any], status: Mapping[str, Any], agent: Report) -> dict[str, Any]:
+    """The Row fields `fleet report` opens with: the node's warnings and failure, an Invalid Site's findings with
+    their inventory cells, whether a stick was made and when the site's reporting token expires."""
+    annotations = _mapping(meta.get("annotations"))
+    credential = _mapping(status.get(site.STATUS_CREDENTIAL))
+    return {
+        "warnings": agent.warnings,
+        "detail": agent.failure,
+        "findings": findings(status, annotations.get(site.INVENTORY_CELLS)),
+        "stick": text_of(annotations.get(site.MEDIA_REQUESTED), MAX_PHASE),
+        "token_expires": when(credential.get("expiresAt")),
+    }
+
+
+def _cells(annotation: Any) -> Mapping[str, Any]:
+    """The `site.INVENTORY_CELLS` annotation as a mapping; an unreadable or oversized one is empty."""
+    if type(annotation) is not str or len(annotation) > site.MAX_INVENTORY_CELLS:
+        return {}
+    try:
+        return _mapping(json.loads(annotation))
+    except ValueError:
+        return {}
+
+
+def cell_of(path: str, cells: Mapping[str, Any]) -> Any:
+    """The inventory cell behind the field `path`: its own, else the nearest enclosing field's (`spec.network` for
+    `spec.network.interfaces[0]`), else the first of the fields inside it; None when the inventory filled none.
+    The controller names a field of the Site (`spec.siteConfig.domain`), render one of the site-config
+    (`spec.domain`)."""
+    in_site = "spec.siteConfig."
+    path = "spec." + path.removeprefix(in_site) if path.startswith(in_site) else path
+    if path in cells:
+        return cells[path]
+    enclosing = [k for k in cells if path.startswith((f"{k}.", f"{k}["))]
+    if enclosing:
+        return cells[max(enclosing, key=len)]
+    inside = sorted(k for k in cells if k.startswith((f"{path}.", f"{path}[")))
+    return cells[inside[0]] if inside else None
+
+
+def findings(status: Mapping[str, Any], annotation: Any = None) -> tuple[Finding, ...]:
+    """The validation errors of a Site's status (at most `site.MAX_FINDINGS`), each with its inventory cell."""
+    listed = _mapping(status.get(site.STATUS_VALIDATION)).get("errors")
+    cells = _cells(annotation)
+    out = []
+    for entry in listed[: site.MAX_FINDINGS] if type(listed) is list else ():
+        error = _mapping(entry)
+        path = text_of(error.get("path"), site.MAX_FINDING_PATH)
+        line = error.get("line")
+        out.append(
+            Finding(
+                path=path,
+                message=text_of(error.get("message"), site.MAX_FINDING_MESSAGE),
+                line=line if type(line) is int and 0 < line <= site.MAX_LINE else None,
+                cell=text_of(cell_of(path, cells), hubreport.MAX_TEXT),
+            )
+        )
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,13 @@ window.addEventListener('hashchange',openTarget);window.addEventListener('load',
 
 _e = sanitize.html  # every text of the page and its pictures, as element text or a quoted attribute
 SHOWN_IMPLAUSIBLE = 20  # sites named in the note on implausible reports
+TOKEN_SOON = 14 * 86400.0  # a site's reporting token expiring within this is before the owner (a stick to remake)
+CLOCK_NOTE = (  # the page's durations, minutes and step seconds, labelled (issue 35: times mixed without labels)
+    "Durations and step seconds are as each node's clock counted them: wall-clock time at a site; a node of the demo "
+    "or the tests runs against a simulated cluster and counts its simulated seconds (its run's report says which)."
+)
+FOLD_AT = 5  # more uneventful sites alike than this are folded into one line of the sites table
+SHOWN_PER_NEED = 50  # sites listed under each heading of "Needs you" (the rest counted)
 
 
 def _anchor(item: fleetstate.Row) -> str:
@@ -191,18 +198,186 @@ def _site_link(item: fleetstate.Row, pictured: set[str]) -> str:
     return f'<a href="#{_e(anchor)}">{_e(item.name)}</a>' if anchor in pictured else _e(item.name)
 
 
+def _site_row(item: fleetstate.Row, now: dt.datetime, pictured: set[str]) -> str:
+    duration = f"{item.duration / 60:.1f}" if item.duration is not None else ""
+    return (
+        f"<tr><td>{_site_link(item, pictured)}</td><td>{_e(item.namespace)}</td><td>{_phase_badge(item.phase)}</td>"
+        f"<td>{_e(_reason_text(item))}</td><td>{_e(item.step)}</td>"
+        f'<td class="n">{_e(item.report_age(now))}</td><td class="n">{duration}</td>'
+        f"<td>{_e(item.todo)}</td></tr>"
+    )
+
+
+def _reason_text(item: fleetstate.Row) -> str:
+    """The table's reason: the failure reason or the controller's, and a finished run's warnings (a Done with
+    warnings is not a clean Done)."""
+    text = item.failure or item.reason
+    if item.warnings:
+        count = len(item.warnings)
+        text += f"; {count} warning{'s' if count != 1 else ''}: {item.warnings[0]}"
+    return text
+
+
+def _uneventful(item: fleetstate.Row) -> bool:
+    """A site with nothing to say: relocated cleanly, ready or pending, no warning, nothing implausible."""
+    quiet = (site.Phase.RELOCATED, site.Phase.READY, site.Phase.PENDING)
+    return item.phase in quiet and not (item.failure or item.warnings or item.implausible)
+
+
+def fold(rows: Sequence[fleetstate.Row]) -> tuple[list[fleetstate.Row], list[tuple[str, str, list[fleetstate.Row]]]]:
+    """(rows shown one a line, groups folded): uneventful sites alike (phase and reason) are folded when more than
+    `FOLD_AT`, so 46 identical Ready rows do not push the 3 relocated ones down."""
+    groups: dict[tuple[str, str], list[fleetstate.Row]] = collections.defaultdict(list)
+    for item in rows:
+        if _uneventful(item):
+            groups[(item.phase, item.reason)].append(item)
+    folded = {key for key, members in groups.items() if len(members) > FOLD_AT}
+    shown = [r for r in rows if not (_uneventful(r) and (r.phase, r.reason) in folded)]
+    return shown, [(phase, reason, groups[(phase, reason)]) for phase, reason in sorted(folded)]
+
+
 def _sites(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str]) -> str:
-    order = {p: i for i, p in enumerate(("Failed", "Stale", "Invalid", "InProgress", "Ready", "Pending", "Relocated"))}
-    body = []
-    for item in sorted(rows, key=lambda r: (order.get(r.phase, 9), r.namespace, r.name)):
-        duration = f"{item.duration / 60:.1f}" if item.duration is not None else ""
-        body.append(
-            f"<tr><td>{_site_link(item, pictured)}</td><td>{_e(item.namespace)}</td><td>{_phase_badge(item.phase)}</td>"
-            f"<td>{_e(item.failure or item.reason)}</td><td>{_e(item.step)}</td>"
-            f'<td class="n">{_e(item.report_age(now))}</td><td class="n">{duration}</td>'
-            f"<td>{_e(item.todo)}</td></tr>"
+    order = {p: i for i, p in enumerate(("Failed", "Stale", "Invalid", "InProgress", "Relocated", "Ready", "Pending"))}
+    shown, folded = fold(sorted(rows, key=lambda r: (order.get(r.phase, 9), r.namespace, r.name)))
+    headers = ("site", "namespace", "phase", "reason", "step", "last report", "minutes", "to do")
+    parts = [_table(headers, (_site_row(item, now, pictured) for item in shown))]
+    for phase, reason, members in folded:
+        names = ", ".join(_site_link(r, pictured) for r in members)
+        parts.append(
+            f"<details><summary>{len(members)} sites {_phase_badge(phase)} {_e(reason)}, nothing to do"
+            f"</summary><p>{names}</p></details>"
         )
-    return _table(("site", "namespace", "phase", "reason", "step", "last report", "minutes", "to do"), body)
+    return "".join(parts)
+
+
+# --- what needs the owner, first -------------------------------------------------------------------------------
+
+
+def _days(seconds: float) -> str:
+    if seconds < 0:
+        return f"expired {fleetstate.ago(-seconds)} ago"
+    return f"in {fleetstate.ago(seconds)}"
+
+
+def _expiring(rows: Sequence[fleetstate.Row], now: dt.datetime) -> list[fleetstate.Row]:
+    """Sites not relocated yet whose reporting token expires within `TOKEN_SOON` (or has): their stick must be made
+    again (`fleet make-media`) or the node's reports will be refused."""
+    soon = [
+        r
+        for r in rows
+        if r.token_expires is not None
+        and r.phase != site.Phase.RELOCATED
+        and (r.token_expires - now).total_seconds() < TOKEN_SOON
+    ]
+    return sorted(soon, key=lambda r: (r.token_expires or now, r.namespace, r.name))
+
+
+def _need(heading: str, headers: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """One heading of "Needs you": a table of at most `SHOWN_PER_NEED` sites (cells already escaped)."""
+    body = ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells[:SHOWN_PER_NEED]]
+    more = len(cells) - SHOWN_PER_NEED
+    tail = f'<p class="muted">and {more} more (the sites table lists them).</p>' if more > 0 else ""
+    return f"<h3>{_e(heading)} ({len(cells)})</h3>{_table(headers, body)}{tail}"
+
+
+def _failed_cells(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str]) -> list[list[str]]:
+    return [
+        [
+            _site_link(r, pictured),
+            _e(r.detail.step if r.detail else r.step),
+            _e(r.detail.message if r.detail else r.failure),
+            _e(r.todo or (r.detail.hint if r.detail else "")),
+            _e(r.report_age(now)),
+        ]
+        for r in rows
+        if r.phase == site.Phase.FAILED
+    ]
+
+
+def _stale_cells(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str]) -> list[list[str]]:
+    return [
+        [_site_link(r, pictured), _e(r.step), _e(r.report_age(now)), _e(r.waiting.what if r.waiting else "")]
+        for r in rows
+        if r.phase == site.Phase.STALE
+    ]
+
+
+def _invalid_cells(rows: Sequence[fleetstate.Row]) -> list[list[str]]:
+    cells = []
+    for r in rows:
+        if r.phase != site.Phase.INVALID:
+            continue
+        for f in r.findings or (fleetstate.Finding(r.failure, r.reason),):
+            line = "" if f.line is None else str(f.line)
+            cells.append([_e(r.name), _e(f.path), _e(line), _e(f.message), _e(f.cell or "(not from an inventory)")])
+    return cells
+
+
+def _warning_cells(rows: Sequence[fleetstate.Row], pictured: set[str]) -> list[list[str]]:
+    return [
+        [_site_link(r, pictured), _phase_badge(r.phase), "<br>".join(_e(w) for w in r.warnings)]
+        for r in rows
+        if r.warnings
+    ]
+
+
+def _token_cells(rows: Sequence[fleetstate.Row], now: dt.datetime) -> list[list[str]]:
+    return [
+        [
+            _e(r.name),
+            _phase_badge(r.phase),
+            _e(f"{r.token_expires:%Y-%m-%d %H:%M} UTC"),
+            _e(_days((r.token_expires - now).total_seconds())),
+        ]
+        for r in _expiring(rows, now)
+        if r.token_expires is not None
+    ]
+
+
+def needs_owner(rows: Sequence[fleetstate.Row], now: dt.datetime, pictured: set[str]) -> str:
+    """The page's opening section: the failed sites (step, message, what to do), the silent ones, the invalid ones
+    (field, line, message and the inventory cell to fix), the warnings of finished runs, and the reporting tokens
+    expiring within `TOKEN_SOON` of sites not relocated yet; one line saying so when nothing needs anyone."""
+    parts = []
+    failed = _failed_cells(rows, now, pictured)
+    if failed:
+        parts.append(_need("Failed", ("site", "step", "message", "to do", "last report"), failed))
+    stale = _stale_cells(rows, now, pictured)
+    if stale:
+        parts.append(_need("Stale: no report for too long", ("site", "step", "last report", "waiting for"), stale))
+    invalid = _invalid_cells(rows)
+    if invalid:
+        parts.append(_need("Invalid", ("site", "field", "line", "message", "inventory cell"), invalid))
+    warned = _warning_cells(rows, pictured)
+    if warned:
+        parts.append(_need("Warnings", ("site", "phase", "warnings"), warned))
+    tokens = _token_cells(rows, now)
+    if tokens:
+        days = TOKEN_SOON / 86400
+        heading = f"Reporting tokens expiring within {days:g} days: make the stick again (fleet make-media)"
+        parts.append(_need(heading, ("site", "phase", "token expires", "when"), tokens))
+    calm = "Nothing needs you: no site failed, is silent, invalid or warned, and no token expires soon."
+    body = "".join(parts) or f'<p class="muted">{calm}</p>'
+    return f'<h2 id="needs">Needs you</h2>{body}'
+
+
+def sticks(rows: Sequence[fleetstate.Row], now: dt.datetime) -> str:
+    """The Ready sites: which have a stick (`fleet make-media` asked for it) and when each one's reporting token
+    expires, soonest first."""
+    ready = [r for r in rows if r.phase == site.Phase.READY]
+    if not ready:
+        return ""
+    made = sorted((r for r in ready if r.stick), key=lambda r: (r.token_expires or now, r.namespace, r.name))
+    body = [
+        f"<tr><td>{_e(r.name)}</td><td>{_e(r.namespace)}</td><td>{_e(r.stick)}</td>"
+        f"<td>{_e(f'{r.token_expires:%Y-%m-%d %H:%M} UTC' if r.token_expires else 'no token issued')}</td>"
+        f"<td>{_e(_days((r.token_expires - now).total_seconds()) if r.token_expires else '')}</td></tr>"
+        for r in made
+    ]
+    without = len(ready) - len(made)
+    note = f"{len(made)} of {len(ready)} Ready sites have a stick; {without} have none yet (fleet make-media)."
+    table = _table(("site", "namespace", "stick asked for", "token expires", "when"), body) if body else ""
+    return f'<h2 id="sticks">Ready sites: sticks and tokens</h2><p>{_e(note)}</p>{table}'
 
 
 def _implausible(summary: fleetstate.Summary) -> str:
@@ -244,10 +419,12 @@ def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, time
 <html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{STYLE}</style></head><body>
 <h1>{_e(title)}</h1>
 <p class="muted">{summary.total} sites; generated {now:%Y-%m-%d %H:%M} UTC by snoreloc fleet report.</p>
+{needs_owner(rows, now, pictured)}
 <h2 id="phases">Phases</h2>{phase_bar(dict(summary.by_phase))}
 <table>{counts}</table>
 <h2 id="durations">Relocation durations</h2>
 <p>{len(durations)} relocations finished; {over} over the {fleetstate.BUDGET_SECONDS // 60}-minute budget.</p>
+<p class="muted">{CLOCK_NOTE}</p>
 {histogram(durations)}
 <h2 id="steps">Slowest steps across the fleet</h2>
 {steps_table}
@@ -255,6 +432,7 @@ def render(rows: Sequence[fleetstate.Row], now: dt.datetime, *, title: str, time
 <h2 id="sites">Sites</h2>
 <p class="muted">A site's name opens its timeline ({embedded}).</p>{_implausible(summary)}
 {_sites(rows, now, pictured)}
+{sticks(rows, now)}
 <h2 id="timelines">Timelines</h2>{pictures or '<p class="muted">No site has reported steps yet.</p>'}
 <script>{SCRIPT}</script>
 </body></html>

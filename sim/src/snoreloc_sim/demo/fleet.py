@@ -49,7 +49,7 @@ CONTROLLER_QPS = 200.0  # the demo's controller writes faster than the default 2
 PAGE_LINE = "progress page:"  # the one line of a node's own output the demo shows
 HINT = "The machine may be too busy for the demo's pace: run it again with a lower --speed, or fewer sites."
 TEMPLATE, INVENTORY, SITES_DIR, JUNIT = "base.yaml", "sites.csv", "sites", "junit.xml"
-HUB_OBJECTS, STICKS, REPORT = "hub-objects", "sticks", "fleet.html"
+HUB_OBJECTS, STICKS, REPORT, HUB_DIR = "hub-objects", "sticks", "fleet.html", "hub"
 
 
 def say(text: str) -> None:
@@ -217,7 +217,7 @@ def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workd
     obj = hubsite.wait_phase(admin, NAMESPACE, name, site.Phase.RELOCATED, 60.0, hint=HINT)
     agent = obj["status"][site.STATUS_AGENT]
     steps = f"{agent['stepsDone']}/{agent['stepsTotal']} steps"
-    say(f"{name}: relocated in {time.monotonic() - started:.1f}s ({result.state.value}); its Site: "
+    say(f"{name}: relocated in {time.monotonic() - started:.1f}s of wall time ({result.state.value}); its Site: "
         f"{obj['status']['phase']} (the node reported run {agent['runState']}, {steps})")  # fmt: skip
 
 
@@ -239,7 +239,7 @@ def _controller_options(hub: HubSimulator) -> operator.Options:
 
 
 def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scratch: Path) -> Path:
-    with HubSimulator(workdir=scratch / "hub") as hub:
+    with HubSimulator(workdir=workdir / HUB_DIR) as hub:  # kept: the commands shown name its kubeconfig
         say(f"\nthe hub: a simulated Kubernetes API at {hub.api_url}, the Site CRD installed, the Site controller "
             "running in this process")  # fmt: skip
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
@@ -279,4 +279,6 @@ def run(args: argparse.Namespace) -> int:
     say(f"  the fleet report: {page} (open it in a browser)")
     say(f"  the CI report of `fleet validate`: {workdir / JUNIT}")
     say(f"  the sticks: {workdir / STICKS}/SITE")
+    say(f"  the hub's files: {workdir / HUB_DIR} (the kubeconfig the commands above name; the hub, the controller "
+        "and the nodes' simulated clusters stopped with the demo)")  # fmt: skip
     return 0

@@ -175,12 +175,16 @@ def write_site(host: fs.HostFS, sim: simulator.Simulator | None = None) -> Path:
 
 def factory_node(host: fs.HostFS, sim: simulator.Simulator, *, dnsmasq: bool = True) -> None:
     """The factory node's own files the simulator reads: with `dnsmasq`, the SNO dnsmasq configuration's script
-    (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO."""
+    (the `50-master-dnsmasq-configuration` MachineConfig), as the Assisted Installer leaves it on every SNO; the
+    kubelet's certificate files, as old as the simulator's time on the shelf makes them."""
     sim.attach_host_root(host.path("/"))
     facts = sim.seed_facts
     if dnsmasq and not host.exists(dns.SCRIPT):
         install = dns.Install(facts.cluster_name, facts.base_domain, facts.internal_ip)
         host.write_text(dns.SCRIPT, dns.script(install), mode=0o555)
+    for path, pem in facts.kubelet_pki:  # the kubelet's certificates as the shelf left them (`operators.shelf`)
+        if not host.exists(path):
+            host.write_bytes(path, pem, mode=0o600)
 
 
 def site_dns(domain: str = SITE_DOMAIN, address: str = SITE_ADDRESS) -> dns.SiteDns:
@@ -250,12 +254,46 @@ def _relocate(args: argparse.Namespace, workdir: Path) -> int:
         write_site(host, sim)
         started = time.monotonic()
         req, _result = relocate(host, sim, page_port=args.page_port)
-        say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time\n\n")
+        say(f"snoreloc demo: relocated in {time.monotonic() - started:.1f}s of wall time (the steps below count the "
+            f"simulated cluster's seconds, {args.speed:g}x faster)\n\n")  # fmt: skip
         _write_svg(req, Path(args.svg))
         report_text = safefile.read_text(req.paths.report, safefile.STATE)
         sys.stdout.write(report_text if args.output == "json" else node.summary(req))
-        say(f"\nconsole banner ({host.path(console.ISSUE_FILE)}):\n{host.read_text(console.ISSUE_FILE)}\n")
+        state = req.paths.state_dir
+        say(f"\nconsole banner, as the node shows it ({host.path(console.ISSUE_FILE)}):\n")
+        say(node_banner(host.read_text(console.ISSUE_FILE), state) + "\n")
+    say(remains(args, workdir, state))
     return 0
+
+
+NODE_STATE = "/var/lib/snoreloc"  # the state directory on a node, which the banner's hints name
+
+
+def node_banner(text: str, state: Path) -> str:
+    """The banner with the node's state directory shown where the demo keeps it, and without the progress page's
+    address: the page stops with the demo."""
+    kept = [line for line in text.splitlines() if not line.startswith("Progress page:")]
+    return "\n".join(kept).replace(NODE_STATE, str(state))
+
+
+def remains(args: argparse.Namespace, workdir: Path, state: Path) -> str:
+    """The demo's last lines: what is left once it exits, and how to look at it."""
+    gone = "the simulated cluster and the progress page stopped with the demo"
+    if not args.keep:
+        return (
+            f"\nsnoreloc demo: what remains: the timeline picture {args.svg}. {gone}, and the node's files (state, "
+            f"report, journal, bundle hint above) were in {workdir}, now removed; `snoreloc demo --keep DIR` keeps "
+            "them for `snoreloc status`, `analyze` and `collect-logs`.\n"
+        )
+    root = Path(workdir) / "root"
+    return (
+        f"\nsnoreloc demo: what remains in {workdir} (--keep): the node's files under {root} (state directory "
+        f"{state}: status.json, report.json, snoreloc.log), the simulator's under {Path(workdir) / 'sim'}, and the "
+        f"timeline picture {args.svg}; {gone}. Look again with:\n"
+        f"  snoreloc status --long --root {root}\n"
+        f"  snoreloc analyze --root {root}\n"
+        f"  snoreloc collect-logs --root {root} --kubeconfig '' --output {Path(workdir) / 'bundle.tar.gz'}\n"
+    )
 
 
 def _write_svg(req: node.NodeRequest, path: Path) -> None:

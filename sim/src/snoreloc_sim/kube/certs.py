@@ -58,11 +58,12 @@ def _san(name: str) -> x509.GeneralName:
         return x509.DNSName(name)
 
 
-def make_ca(common_name: str, *, days: int = 3650) -> KeyPair:
-    """A self-signed CA, as OpenShift's signers are (e.g. `kube-apiserver-lb-signer`)."""
+def make_ca(common_name: str, *, days: int = 3650, start: datetime.datetime | None = None) -> KeyPair:
+    """A self-signed CA, as OpenShift's signers are (e.g. `kube-apiserver-lb-signer`); `start` (default: an hour
+    ago) is its notBefore, so a signer minted at an install long ago can be expired now."""
     key = _new_key()
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    start = _now() - datetime.timedelta(hours=1)
+    start = start or _now() - datetime.timedelta(hours=1)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -86,13 +87,15 @@ def issue(
     days: int = 365,
     client: bool = False,
     not_after: datetime.datetime | None = None,
+    start: datetime.datetime | None = None,
 ) -> KeyPair:
     """A leaf certificate for `names` (DNS names or IPs) signed by `ca`; the first name is the CN.
 
-    `not_after` in the past makes an expired certificate (the shelf-worn kubelet client cert of a seed).
+    `not_after` in the past makes an expired certificate (the shelf-worn kubelet client cert of a seed); `start`
+    (default: an hour ago) is its notBefore.
     """
     key = _new_key()
-    start = _now() - datetime.timedelta(hours=1)
+    start = start or _now() - datetime.timedelta(hours=1)
     end = not_after or start + datetime.timedelta(days=days)
     usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
     builder = (

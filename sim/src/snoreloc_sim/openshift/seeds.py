@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from snoreloc_sim.kube import certs, model
-from snoreloc_sim.openshift.operators import base, component_routes, conditions, kubelet, machine_config, routes
+from snoreloc_sim.openshift.operators import base, component_routes, conditions, kubelet, machine_config, routes, shelf
 
 Obj = model.Obj
 
@@ -60,6 +60,7 @@ NAMESPACES = (
     "openshift-kube-apiserver",
     "openshift-kube-apiserver-operator",
     "openshift-kube-controller-manager",
+    "openshift-kube-controller-manager-operator",
     "openshift-console",
     "openshift-authentication",
     "openshift-monitoring",
@@ -130,6 +131,9 @@ class SeedFacts:
     expired_kubelet_cert: bool
     lb_signer_pem: bytes
     router_ca_pem: bytes
+    shelved_days: int = 0  # days between the seal and this start (`operators.shelf`)
+    kubelet_pki: tuple[tuple[str, bytes], ...] = ()  # the kubelet's certificate files on the node: (path, PEM)
+    sealed_secrets: tuple[Obj, ...] = ()  # the aged Secrets as the seal found them, before any regeneration
 
 
 @dataclass(frozen=True)
@@ -148,19 +152,36 @@ def unserved(version: str) -> frozenset[str]:
 
 
 def load(
-    cluster: model.Cluster, *, version: str = "4.16", routes: int = 0, expired_kubelet_cert: bool = False
+    cluster: model.Cluster,
+    *,
+    version: str = "4.16",
+    routes: int = 0,
+    expired_kubelet_cert: bool = False,
+    shelved_days: int = 0,
 ) -> SeedFacts:
-    """Fill `cluster.store` with a factory SNO and set what its endpoints serve; return the facts."""
+    """Fill `cluster.store` with a factory SNO and set what its endpoints serve; return the facts.
+
+    `shelved_days`: the node was sealed that many days ago; every certificate of `operators.shelf` is that much
+    older, and what the platform does at start with the expired ones is scheduled (the kubelet's CSRs when its
+    client certificate has expired, as `expired_kubelet_cert` asks for whatever the days)."""
     if version not in VERSIONS:
         raise ValueError(f"unknown seed version {version!r}: choose one of {sorted(VERSIONS)}")
-    facts = _facts(version, routes, expired_kubelet_cert)
-    pki = _mint(facts)
+    if shelved_days < 0:
+        raise ValueError(f"shelved_days must be 0 or more, not {shelved_days}")
+    expired = expired_kubelet_cert or shelf.kubelet_expired(shelved_days)
+    facts = _facts(version, routes, expired)
+    pki = _mint(facts, shelf.installed_at(shelved_days))
     facts = _with_cas(facts, pki)
     seed = _Seeder(cluster, facts)
     seed.all(pki)
+    files, sealed = shelf.age(cluster, days=shelved_days, node=facts.node_name)
+    facts = dataclasses.replace(
+        facts, shelved_days=shelved_days, kubelet_pki=tuple(sorted(files.items())), sealed_secrets=tuple(sealed)
+    )
     _serve(cluster, facts, pki)
-    if expired_kubelet_cert:
+    if expired:
         kubelet.shelve(cluster, facts.node_name, [facts.internal_ip])
+    shelf.start(cluster)
     return facts
 
 
@@ -193,10 +214,11 @@ def _with_cas(facts: SeedFacts, pki: _Pki) -> SeedFacts:
     return dataclasses.replace(facts, lb_signer_pem=pki.lb_signer.cert_pem, router_ca_pem=pki.router_ca.cert_pem)
 
 
-def _mint(facts: SeedFacts) -> _Pki:
-    """The factory's key pairs, with the CNs OpenShift's own signers use."""
+def _mint(facts: SeedFacts, installed: datetime) -> _Pki:
+    """The factory's key pairs, with the CNs OpenShift's own signers use (the installer's 10-year load-balancer
+    signer dated from the install)."""
     epoch = int(datetime.now(UTC).timestamp())
-    lb_signer = certs.make_ca("kube-apiserver-lb-signer")
+    lb_signer = certs.make_ca("kube-apiserver-lb-signer", start=installed)
     router_ca = certs.make_ca(f"ingress-operator@{epoch}")
     return _Pki(
         lb_signer=lb_signer,

@@ -62,6 +62,8 @@ class Simulator(Served):
     `site_dns` is what the site's DNS answers (default: every name, pointing at the node); `node_dns` says whether
     the factory node has the SNO dnsmasq configuration; `host_root` is the node's root directory, where the
     node's dnsmasq reads its overrides file on `restart_dnsmasq()`.
+    `shelved_days`: the node was sealed that many days before this start (`operators.shelf`: every certificate
+    aged, the expired ones regenerated, asked for by CSR, or left stuck at start).
 
     Besides `kubeconfig_path` (a bearer token: what the agent's node kubeconfig stands for, valid whatever the
     admin client CA holds), `factory_admin_kubeconfig` is the factory's admin kubeconfig: a client certificate
@@ -81,6 +83,7 @@ class Simulator(Served):
         token: str | None = None,
         workdir: Path | str | None = None,
         expired_kubelet_cert: bool = False,
+        shelved_days: int = 0,
         crd_dir: Path | None = None,
         site_dns: dns.SiteDns | None = None,
         node_dns: bool = True,
@@ -91,6 +94,7 @@ class Simulator(Served):
         self.fault_spec = _fault_spec(faults)
         self.routes = routes
         self.expired_kubelet_cert = expired_kubelet_cert
+        self.shelved_days = shelved_days
         self.token = token or secrets.token_urlsafe(32)
         self._ports = (port, router_port)
         self._crd_dir = crd_dir
@@ -126,7 +130,11 @@ class Simulator(Served):
 
     def _populate(self, cluster: model.Cluster) -> Any:
         facts = seeds.load(
-            cluster, version=self.seed, routes=self.routes, expired_kubelet_cert=self.expired_kubelet_cert
+            cluster,
+            version=self.seed,
+            routes=self.routes,
+            expired_kubelet_cert=self.expired_kubelet_cert,
+            shelved_days=self.shelved_days,
         )
         self.dns = self._resolution(facts)
         self.factory_access = admin_access.mint()

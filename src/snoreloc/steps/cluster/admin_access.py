@@ -46,7 +46,7 @@ from snoreloc.pki import certs
 from snoreloc.siteconfig import setting as setting_mod
 from snoreloc.siteconfig.settings import admin_access as admin_setting
 from snoreloc.steps import base, context
-from snoreloc.steps.openshift import factory_access
+from snoreloc.steps.openshift import factory_access, serving
 
 CLIENT_CA = kube.Ref(kube.CONFIGMAPS, admin_setting.CLIENT_CA_CONFIGMAP, admin_setting.CLIENT_CA_NAMESPACE)
 KUBEADMIN = kube.Ref(kube.SECRETS, admin_setting.KUBEADMIN_SECRET, admin_setting.KUBEADMIN_NAMESPACE)
@@ -54,6 +54,7 @@ CA_KEY = admin_setting.CLIENT_CA_KEY
 FACTORY_ANNOTATION = "snoreloc.io/factory-admin-client-cas"  # fingerprints of the factory's CAs (first run)
 SITE_ANNOTATION = "snoreloc.io/site-admin-client-cas"  # fingerprints of the owner's CAs snoreloc added
 KEEP = context.Keep(rollback=admin_setting.SETTING.rollback)
+API_CA_DETAIL = "apiCA"  # the step's record of the CA that verifies the API (public), read by the hub report
 # The OAuth server refuses a kubeadmin Secret created over an hour after kube-system ("kubeadmin secret cannot be
 # recreated": openshift/library-go `pkg/authentication/bootstrapauthenticator/bootstrap.go`,
 # `getBootstrapUserSecret`). So a new hash is written into the Secret the installer made, never into a new one, and
@@ -279,7 +280,13 @@ class AdminAccessStep(base.ObjectStep):
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         outcome = base.apply_changes(ctx, plan, warnings=tuple(plan.data.get("warnings", ())))
-        details = {"revoked": list(plan.data.get("revoked", ())), "kept": list(plan.data.get("kept", ()))}
+        details: dict[str, Any] = {
+            "revoked": list(plan.data.get("revoked", ())),
+            "kept": list(plan.data.get("kept", ())),
+        }
+        ca = serving.api_ca(ctx.site, ctx.kube)
+        if ca is not None:  # public: the owner's kubeconfig needs it, and the node's hub report carries it
+            details[API_CA_DETAIL] = ca.decode("ascii")
         return base.StepOutcome(outcome.changed, outcome.rollouts, outcome.warnings, details)
 
     def verify(self, ctx: context.Context) -> None:

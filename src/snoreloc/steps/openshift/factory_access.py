@@ -15,6 +15,10 @@
   node unless someone copied them off; the kube-apiserver operator rotates that signer itself.
 - The factory's entries in the pull secret (`openshift-config/pull-secret`, registry names only): `spec.pullSecret`
   with `mode: replace` (the default) drops them; `merge` keeps them.
+- Long-lived service-account tokens outside the platform's namespaces (Secrets of type
+  `kubernetes.io/service-account-token`, which never expire: since 4.16 OpenShift makes none for its service accounts
+  by itself, so one in a user namespace was made on purpose, e.g. by the factory's CI): listed by namespace and name
+  (never their content), since no site-config setting can tell the factory's from the site's; delete them.
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ CLIENT_CA = kube.Ref(kube.CONFIGMAPS, admin_access.CLIENT_CA_CONFIGMAP, admin_ac
 KUBEADMIN = kube.Ref(kube.SECRETS, admin_access.KUBEADMIN_SECRET, admin_access.KUBEADMIN_NAMESPACE)
 NODE_SIGNER = kube.Ref(kube.SECRETS, "node-system-admin-signer", "openshift-kube-apiserver-operator")
 PULL_SECRET = kube.Ref(kube.SECRETS, "pull-secret", "openshift-config")
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"  # noqa: S105 (a type) a Secret's selectable `type` (pkg/registry/core/secret)
+PLATFORM_NAMESPACES = ("openshift", "openshift-", "kube-")  # the platform's own: its operators hold these tokens
+SHOWN_TOKENS = 10  # names listed before "and N more"
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,36 @@ def _pull_secret(client: kube.Client, site: model.SiteConfig | None) -> WayIn:
     return WayIn("the factory's pull-secret entries", found, action)
 
 
+def _token_names(client: kube.Client) -> list[str]:
+    """namespace/name of every long-lived service-account token outside the platform's namespaces (content unread
+    beyond the list answer, never kept)."""
+    names: list[str] = []
+    for page in client.pages(kube.SECRETS, field_selector=f"type={SA_TOKEN_TYPE}"):
+        for secret in page:
+            meta = secret.get("metadata") or {}
+            namespace = str(meta.get("namespace", ""))
+            if secret.get("type") == SA_TOKEN_TYPE and not namespace.startswith(PLATFORM_NAMESPACES):
+                names.append(f"{namespace}/{meta.get('name', '')}")
+    return sorted(names)
+
+
+def _sa_tokens(client: kube.Client, sealing: bool) -> WayIn:
+    names = _token_names(client)
+    shown = ", ".join(names[:SHOWN_TOKENS]) + (
+        f" and {len(names) - SHOWN_TOKENS} more" if len(names) > SHOWN_TOKENS else ""
+    )
+    found = f"{len(names)} long-lived token Secret(s) outside the platform's namespaces" + (
+        f" ({shown})" if names else ""
+    )
+    if not names:
+        action = "nothing to do"
+    elif sealing:
+        action = "no site-config setting revokes them: delete the ones the site must not inherit before sealing"
+    else:
+        action = "KEPT: no site-config setting revokes them; delete the factory's (oc delete secret -n NAMESPACE NAME)"
+    return WayIn("service-account tokens", found, action)
+
+
 def ways_in(client: kube.Client, site: model.SiteConfig | None) -> list[WayIn]:
     """Every factory way in with what `site` does about it (None: at the factory, what a site-config can do)."""
     access = None if site is None else site.get(admin_access.SETTING)
@@ -145,4 +182,5 @@ def ways_in(client: kube.Client, site: model.SiteConfig | None) -> list[WayIn]:
         _kubeadmin(client, access, sealing),
         _node_kubeconfigs(client),
         _pull_secret(client, site),
+        _sa_tokens(client, sealing),
     ]

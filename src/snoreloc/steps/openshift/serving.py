@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from snoreloc import redact
 from snoreloc.adapters import kube
+from snoreloc.pki import certs
 from snoreloc.siteconfig import model
 
 API_SECRET = "snoreloc-api-cert"  # noqa: S105 (a name, not a password)
@@ -65,6 +66,20 @@ def tls_pair(secret: kube.Obj | None) -> tuple[bytes, bytes] | None:
         return None
     redact.register_secret(key)
     return cert, key
+
+
+def api_ca(site: model.SiteConfig, client: kube.Client) -> bytes | None:
+    """The public CA bundle that verifies what the API serves for `api.<domain>`: the issuers after the leaf in the
+    site's own certificate, else the signer the certificates step issues ours with; None when it cannot be told
+    (a site certificate that comes without its issuers, a missing or unreadable signer)."""
+    try:
+        if site.certificates.api is not None:
+            issuers = certs.parse_chain(site.certificates.api.cert_pem)[1:]
+            return certs.pem_bundle(issuers) if issuers else None
+        pair = tls_pair(client.find(targets(site)[0].signer))
+        return None if pair is None else certs.pem_bundle(certs.parse_chain(pair[0]))
+    except (certs.CertError, ValueError):
+        return None
 
 
 API_SECRET_CONFIG = kube.Ref(kube.SECRETS, API_SECRET, "openshift-config")

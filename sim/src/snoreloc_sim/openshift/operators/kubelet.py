@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from snoreloc_sim.kube import certs, model
-from snoreloc_sim.openshift.operators import base, conditions, watch
+from snoreloc_sim.openshift.operators import base, conditions, shelf, watch
 
 Obj = model.Obj
 
@@ -146,6 +146,9 @@ class CSRSigner:
         csr = base.find(self._cluster, base.CSRS, name)
         if csr is None or not is_approved(csr) or (csr.get("status") or {}).get("certificate"):
             return
+        if not shelf.csr_signer_ready(self._cluster):  # its csr-signer expired on the shelf: signs once regenerated
+            self._cluster.timeline.after(SIGN_DELAY, lambda: self.sign(name))
+            return
         request = x509.load_pem_x509_csr(base.unb64(csr["spec"]["request"]))
         server = csr["spec"]["signerName"] == SERVING_SIGNER
         csr.setdefault("status", {})["certificate"] = base.b64(_issue(self._signer(), request, server=server))
@@ -182,9 +185,10 @@ def _issue(ca: certs.KeyPair, request: x509.CertificateSigningRequest, *, server
 
 
 def mark_ready(cluster: model.Cluster, node_name: str) -> None:
-    """The kubelet has a client certificate again and posts Ready."""
+    """The kubelet has a client certificate again and posts Ready (not while a certificate nothing recovers has
+    expired: `shelf.blocked`)."""
     node = base.find(cluster, base.NODES, node_name)
-    if node is None:
+    if node is None or shelf.blocked(cluster):
         return
     now = model.now_rfc3339()  # core types keep second precision
     for cond in (node.get("status") or {}).get("conditions") or []:
