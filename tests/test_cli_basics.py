@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -92,3 +93,41 @@ def test_the_command_line_polls_at_the_engine_default_pace() -> None:
     argv = ["run", "--cluster-only", "--site-config", "x.yaml"]
     settings = common.make_settings(main.build_parser(argv).parse_args(argv))
     assert settings.poll_interval == context.Settings().poll_interval == 2.0
+
+
+def _journal(tmp_path: pathlib.Path) -> pathlib.Path:
+    from snoreloc.engine import journal  # noqa: PLC0415
+
+    state = tmp_path / "state"
+    state.mkdir()
+    doc = journal.Document(state=journal.RunState.DONE, order=["csr"])
+    doc.steps["csr"] = journal.StepRecord(state=journal.StepState.DONE, duration=1.5)
+    (state / "status.json").write_text(json.dumps(doc.to_storage()))
+    return state
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["schema"], 0),
+        (["validate", "examples/minimal.yaml"], 0),
+        (["analyze", "--state-dir", "{state}"], 0),
+        (["analyze", "--state-dir", "{state}", "--output", "json"], 0),
+        (["status", "--state-dir", "{state}", "--long"], 0),
+        (["--help"], 0),
+    ],
+    ids=["schema", "validate", "analyze", "analyze-json", "status", "help"],
+)
+def test_a_reader_that_goes_away_is_not_an_internal_error(argv: list[str], code: int, tmp_path: pathlib.Path) -> None:
+    """Issue 35: `snoreloc analyze | head -1` exited 70 "internal error: BrokenPipeError". The reader closing the
+    pipe (here: before the verb writes anything) leaves the verb's own exit code and nothing on stderr."""
+    state = _journal(tmp_path)
+    args = [arg.format(state=state) for arg in argv]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "snoreloc", *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # `| head -1` that has read its line, or `| true`
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=60) == code, err
+    assert "BrokenPipe" not in err and "internal error" not in err and "Exception ignored" not in err, err

@@ -54,3 +54,22 @@ def test_verbose_shows_info_and_the_file_log_ends_with_its_block(tmp_path: Path)
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     assert "debug detail" in path.read_text() and "after the block" not in path.read_text()
     assert "debug detail" not in out.getvalue()
+
+
+def test_a_record_after_the_verb_finds_no_closed_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: a verb run in-process (tests, the demo) left the `snoreloc` handler holding the stderr of its day;
+    once that stream was closed (pytest closes each test's capture), every later record printed "--- Logging error
+    ---" and "ValueError: I/O operation on closed file" from sanitize.py. The handler now writes to the stderr of
+    the moment."""
+    from snoreloc.cli import main  # noqa: PLC0415
+
+    during = io.StringIO()
+    monkeypatch.setattr("sys.stderr", during)
+    assert main.main(["schema"]) == 0
+    during.close()  # as pytest closes the capture of a finished test
+    after = io.StringIO()
+    monkeypatch.setattr("sys.stderr", after)
+    logging.getLogger("snoreloc.engine").warning("a record from a thread the verb left behind")
+    text = after.getvalue()
+    assert "Logging error" not in text and "closed file" not in text, text
+    assert "a record from a thread the verb left behind" in text

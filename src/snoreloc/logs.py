@@ -71,8 +71,28 @@ def under_systemd() -> bool:
     return bool(os.environ.get("INVOCATION_ID") or os.environ.get("JOURNAL_STREAM"))
 
 
-def make_handler(stream: TextIO) -> logging.Handler:
-    handler = logging.StreamHandler(stream)
+class CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler that writes to whatever `sys.stderr` is when a record comes (as the logging module's own
+    last-resort handler does), not to the stream it was made with. `cli.main` wraps stderr for the length of one
+    verb and puts it back after; a handler holding the wrapper would, once that stream is closed (a test's
+    captured stderr), fail every later record with "Logging error: I/O operation on closed file" (issue 35)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        """Ignored: the stream is always the current stderr."""
+
+
+def make_handler(stream: TextIO | None = None) -> logging.Handler:
+    """A redacting handler for `stream`, or for the current stderr at each record when `stream` is None."""
+    handler = CurrentStderr() if stream is None else logging.StreamHandler(stream)
+    stream = stream or sys.stderr
     handler.addFilter(RedactingFilter())
     if under_systemd():
         handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
@@ -89,7 +109,7 @@ def setup(verbosity: int = 0, stream: TextIO | None = None) -> None:
     root = logging.getLogger("snoreloc")
     for old in list(root.handlers):
         root.removeHandler(old)
-    handler = make_handler(stream or sys.stderr)
+    handler = make_handler(stream)
     handler.addFilter(LevelOrProgress(level))
     root.addHandler(handler)
     root.setLevel(level)

@@ -22,6 +22,7 @@ JSON and YAML that snoreloc prints are already escaped by their encoders, so the
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import TextIO
 
@@ -80,13 +81,23 @@ def label(text: object) -> str:
 class TerminalStream:
     """A text stream whose every write passes through `visible` (line feeds and tabs kept), for stdout and stderr.
 
+    A reader that goes away (`snoreloc analyze | head -1`) is not an error of the verb: from the first
+    `BrokenPipeError` on, the stream's descriptor is pointed at /dev/null (so the interpreter's last flush finds no
+    broken pipe either, as the Python documentation's note on SIGPIPE advises) and what is written after is
+    dropped; the verb goes on and exits with its own code. A run whose output is cut off thus still finishes.
+
     Anything not overridden (`isatty`, `fileno`, `buffer`, `encoding`) is the wrapped stream's."""
 
     def __init__(self, stream: TextIO) -> None:
         self.wrapped = stream
+        self.reader_gone = False
 
     def write(self, text: str) -> int:
-        self.wrapped.write(visible(text))
+        if not self.reader_gone:
+            try:
+                self.wrapped.write(visible(text))
+            except BrokenPipeError:
+                self._drop()
         return len(text)
 
     def writelines(self, lines: list[str]) -> None:
@@ -94,7 +105,24 @@ class TerminalStream:
             self.write(line)
 
     def flush(self) -> None:
-        self.wrapped.flush()
+        if not self.reader_gone:
+            try:
+                self.wrapped.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        """The reader closed the pipe: send the rest, and whatever is still buffered, to /dev/null."""
+        self.reader_gone = True
+        try:
+            descriptor = self.wrapped.fileno()
+        except (OSError, ValueError):  # a stream without a descriptor (a test's StringIO): dropping is enough
+            return
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, descriptor)
+        finally:
+            os.close(null)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.wrapped, name)

@@ -143,27 +143,34 @@ def check_refusal(error: errors.ConfigError) -> None:
 
 @ICSP_ERA
 @pytest.mark.parametrize(
-    ("options", "failed"),
-    [({}, "csr"), ({"step": "cluster-config"}, "cluster-config"), ({"dry_run": True}, None)],
+    ("options", "journaled"),
+    [({}, True), ({"step": "cluster-config"}, True), ({"dry_run": True}, False)],
     ids=["run", "step-cluster-config", "dry-run"],
 )
 def test_tag_mirrors_are_refused_before_any_change(
-    relocation: Relocation, sim: simulator.Simulator, options: dict[str, Any], failed: str | None
+    relocation: Relocation,
+    sim: simulator.Simulator,
+    options: dict[str, Any],
+    journaled: bool,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """Refused before any step: the run's error, and no step is blamed (issue 35: "csr: failed" was shown)."""
     before = writes(relocation, sim)
     with pytest.raises(errors.ConfigError) as caught:
         relocation.run(site_config(), **options)  # the default test site has image tag mirrors
     check_refusal(caught.value)
     assert writes(relocation, sim) == before == (0, 0)
     assert icsp_names(relocation) == ["factory-mirror"]
-    if failed is None:
+    if not journaled:
         return
     status = relocation.status()
-    assert status["state"] == "failed"
-    states = {name: step["state"] for name, step in status["steps"].items()}
-    assert states.pop(failed) == "failed"
-    assert set(states.values()) == {"pending"}
-    assert status["steps"][failed]["error"]["exit_code"] == 65
+    assert status["state"] == "failed" and status["error"]["exit_code"] == 65
+    assert {step["state"] for step in status["steps"].values()} <= {"pending"}
+    capsys.readouterr()
+    assert main.main(["status", "--root", str(relocation.root)]) == 1
+    shown = capsys.readouterr().out
+    assert "error: spec.imageTagMirrors cannot be applied" in shown and "hint: Remove spec.imageTagMirrors" in shown
+    assert [line for line in shown.splitlines()[1:] if line.endswith(": failed")] == [], shown  # no step blamed
 
 
 @ICSP_ERA

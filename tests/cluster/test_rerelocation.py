@@ -85,12 +85,20 @@ def test_a_to_b_and_back_moves_every_route_each_time(relocation: Relocation) -> 
 
     site_b = site_config(domain=B)
     planned = plan_mod.render(relocation.run(site_b, dry_run=True).plans)
+    # issue 35: the console operator's console-custom route carries the componentRoute's certificate (for A) and
+    # follows the componentRoutes: it is no user's route with "its own certificate"; shop and payments are
+    warned = {line.split()[2] for line in planned.splitlines() if "has its own certificate" in line}
+    assert {"edge-app/payments", "edge-app/shop"} <= warned, planned
+    assert not {name for name in warned if name.startswith("openshift-console/")}, planned
     assert f"on apps.{A}, an earlier site's apps domain: moved like the factory's" in planned
     assert f"shop.apps.{A} -> shop.apps.{B}" in planned
     relocation.run(site_b)
     _check_at(relocation, B, A, legacy)
-    counts = relocation.report()["route_counts"]
-    assert counts[routes.EARLIER_COUNT] >= 2  # shop and api-gateway at least (operators' routes may add)
+    report = relocation.report()
+    assert report["routes_from_earlier"] >= 2  # shop and api-gateway at least (operators' routes may add)
+    # the counts by result are a partition of the routes (issue 35: 21 routes added up to 32)
+    assert sum(report["route_counts"].values()) == report["route_total"] == len(report["routes"])
+    assert routes.EARLIER_COUNT not in report["route_counts"]
     rows = {(row["namespace"], row["name"]): row for row in relocation.report()["routes"]}
     assert rows[("edge-app", "shop")]["earlier"] == f"apps.{A}" and rows[("edge-app", "shop")]["result"] == "migrated"
     assert "earlier" not in rows[("edge-data", "legacy")]
@@ -98,7 +106,7 @@ def test_a_to_b_and_back_moves_every_route_each_time(relocation: Relocation) -> 
 
     relocation.run(site_config())  # and back
     _check_at(relocation, A, B, legacy)
-    assert relocation.report()["route_counts"][routes.EARLIER_COUNT] >= 2
+    assert relocation.report()["routes_from_earlier"] >= 2
 
     roll_back_and_compare(relocation, before)
     assert relocation.client.find(site_domains.RECORD) is None  # the record is ours: rollback removes it

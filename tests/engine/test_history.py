@@ -103,3 +103,29 @@ def _about(doc: journal.Document) -> dict[str, str]:
     started = doc.run.started if doc.run else None
     mode = doc.run.mode if doc.run else ""
     return {"state": doc.state.value, "mode": mode, "started": started.isoformat(timespec="seconds") if started else ""}
+
+
+def test_after_a_rollback_status_says_rolled_back_and_analyze_shows_the_relocation(
+    state: tuple[paths.Paths, journal.Journal, clock_mod.FakeClock], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 35: after a successful rollback `status` exited 1 (documented as failed) and `analyze` showed the
+    rollback's empty table (it waited for rollouts, so it "did work", but a rollback forgets every step)."""
+    the_paths, jour, clock = state
+    _run(jour, clock, work=True)
+    jour.begin_rollback()
+    jour.observe("kube-apiserver", True, clock.now())  # the rollback's restores set a rollout moving
+    clock.advance(30.0)
+    jour.observe("kube-apiserver", False, clock.now())
+    jour.end_rollback(None)
+    root = root_of(the_paths)
+
+    assert main.main(["status", "--root", root]) == 4
+    assert capsys.readouterr().out.startswith("status: rolled-back")
+    assert main.main(["analyze", "--root", root, "--output", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["run"]["number"] == 1 and shown["run"]["mode"] == "cluster-only" and shown["total_seconds"] == 30.0
+    assert [row["step"] for row in shown["steps"]] == STEPS
+    assert main.main(["analyze", "--root", root]) == 0
+    assert "run 2 (rollback, rolled-back) came after it: --run 2 shows it" in capsys.readouterr().out
+    assert main.main(["analyze", "--root", root, "--run", "-1", "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["run"]["mode"] == "rollback"

@@ -186,3 +186,35 @@ def test_a_journal_with_the_route_table_inline_still_loads(tmp_path: Path) -> No
     rows = [{"namespace": "shop", "name": "r", "result": "migrated", "new_host": "r.apps.x"}]
     path.write_text(json.dumps({"version": 2, "steps": {"routes": {"state": "done", "details": {"routes": rows}}}}))
     assert journal.read(path).record("routes").details["routes"] == rows
+
+
+def _table(results: list[tuple[str, bool]]) -> list[dict[str, str]]:
+    rows = []
+    for number, (result, earlier) in enumerate(results):
+        row = {"namespace": "ns", "name": f"r{number}", "old_host": "h", "new_host": "h", "result": result}
+        rows.append({**row, "earlier": "apps.a.example.com"} if earlier else row)
+    return rows
+
+
+def test_the_reports_route_counts_add_up_to_the_routes(tmp_path: Path) -> None:
+    """Issue 35: 21 routes, counts adding up to 32 (those from an earlier site domain were counted beside the
+    results). Now the counts by result are a partition (`route_total` = the routes) and the earlier-domain routes
+    a separate, labelled view; a journal written before the fix reads the same way."""
+    from snoreloc.steps.cluster import routes  # noqa: PLC0415
+
+    table = _table([("migrated", True)] * 11 + [("moved by componentRoutes", False)] * 3 + [("untouched", False)] * 7)
+    site = model.SiteConfig(name="s", domain="b.example.com")
+    new = {"routes": table, "counts": routes.counts(table), routes.EARLIER_KEY: routes.from_earlier(table)}
+    old = {"routes": table, "counts": {"migrated": 11, "moved by componentRoutes": 3, "untouched": 7}}
+    old["counts"][routes.EARLIER_COUNT] = 11  # what the step wrote before issue 35
+    for details in (new, old):
+        doc = journal.Document(state=journal.RunState.DONE, order=["routes"])
+        doc.steps["routes"] = journal.StepRecord(state=journal.StepState.DONE, details=details)
+        rep = report.build(site, doc)
+        assert sum(rep["route_counts"].values()) == rep["route_total"] == len(rep["routes"]) == 21
+        assert rep["routes_from_earlier"] == 11
+        line = next(line for line in report.render(rep).splitlines() if line.startswith("routes ("))
+        assert line == (
+            "routes (21: 11 migrated, 3 moved by componentRoutes, 7 untouched; "
+            "11 of them from an earlier site's apps domain):"
+        )

@@ -11,7 +11,7 @@ import pytest
 
 from snoreloc import redact
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.adapters import command
+from snoreloc.adapters import command, kube
 from snoreloc.cli import main
 from snoreloc.engine import bundle, cluster_read, journal
 from snoreloc.steps.host import site_network
@@ -43,9 +43,23 @@ def _runner() -> command.FakeRunner:
     return runner.on(["nmstatectl", "show"], command.Result(0, json.dumps(NOW)))
 
 
+PROXY_PASSWORD = "proxy-pw-hunter2-77"  # in a URL, the way a proxy's credentials surface in an Event
+
+
+def _event(client: kube.Client, name: str, message: str, last: str) -> None:
+    involved = {"kind": "ClusterOperator", "name": "authentication"}
+    body = {"metadata": {"name": name, "namespace": "default"}, "involvedObject": involved, "reason": "Degraded"}
+    client.create(kube.EVENTS, {**body, "type": "Warning", "message": message, "lastTimestamp": last})
+
+
 def test_the_bundle_holds_what_support_asks_for_and_lists_it(sim: simulator.Simulator, tmp_path: pathlib.Path) -> None:
     redact.register_secret(SECRET)
     connect = cluster_read.connector(str(sim.kubeconfig_path), clock_mod.ScaledClock(sim.speed))
+    client = connect()
+    _event(client, "older", "RouteHealthDegraded: no such host", "2026-01-01T10:00:00Z")
+    leak = f"route key {SECRET}, via http://edge:{PROXY_PASSWORD}@proxy.example.com:3128"
+    _event(client, "newer", leak, "2026-01-01T11:00:00Z")
+    client.close()
     members = bundle.collect(_state(tmp_path), _runner(), cluster=lambda: cluster_read.read(connect))
     assert {
         "routes.jsonl",
@@ -59,8 +73,30 @@ def test_the_bundle_holds_what_support_asks_for_and_lists_it(sim: simulator.Simu
         "cluster/machineconfigpool-master.json",
         "cluster/nodes.json",
         "cluster/csrs.json",
+        "cluster/clusterversion.json",
+        "cluster/config/apiserver.json",
+        "cluster/config/ingress.json",
+        "cluster/config/ingresscontroller-default.json",
+        "cluster/config/proxy.json",
+        "cluster/config/image.json",
+        "cluster/config/imagedigestmirrorsets.json",
+        "cluster/config/imagetagmirrorsets.json",
+        "cluster/config/imagecontentsourcepolicies.json",
+        "cluster/events.json",
+        "journal-dnsmasq.txt",
         bundle.MANIFEST,
     } <= set(members)
+    # the cluster's current configuration (issue 35): what a relocation changes, as it is now
+    assert json.loads(members["cluster/clusterversion.json"])["metadata"]["name"] == "version"
+    assert json.loads(members["cluster/config/ingress.json"])["spec"]["domain"].startswith("apps.")
+    assert json.loads(members["cluster/config/ingresscontroller-default.json"])["metadata"]["name"] == "default"
+    assert all(
+        "managedFields" not in json.loads(members[f"cluster/config/{n}.json"])["metadata"] for n in ("proxy", "image")
+    )
+    events = json.loads(members["cluster/events.json"])["events"]
+    ours = [e for e in events if e["namespace"] == "default" and e["object"].get("name") == "authentication"]
+    assert [e["message"][:20] for e in ours] == ["route key <redacted>", "RouteHealthDegraded:"]  # newest first
+    assert PROXY_PASSWORD.encode() not in members["cluster/events.json"]
     assert json.loads(members["network/before.json"])["interfaces"] == [
         {"name": "eno1", "type": "ethernet", "mtu": 1500}
     ]
@@ -102,3 +138,16 @@ def test_the_verb_writes_the_manifest(tmp_path: pathlib.Path) -> None:
     state = _state(tmp_path)
     code = main.main(["collect-logs", "--state-dir", str(state), "--output", str(output), "--kubeconfig", ""])
     assert code == 0 and output.stat().st_size > 0
+
+
+def test_a_dead_api_costs_one_read_not_one_per_member(sim: simulator.Simulator) -> None:
+    """Fourteen reads of the cluster: once one finds the API unreachable, the others are named, not tried."""
+    sim.cluster.availability.outage(3600.0, "refuse")
+    read = cluster_read.read(cluster_read.connector(str(sim.kubeconfig_path), clock_mod.ScaledClock(sim.speed)))
+    first = cluster_read.READS[0][0]
+    assert read.members == {} and set(read.unread) == {name for name, _ in cluster_read.READS}
+    assert all(
+        why == f"not tried: the API did not answer the read of {first}"
+        for name, why in read.unread.items()
+        if name != first
+    )

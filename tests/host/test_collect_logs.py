@@ -61,6 +61,25 @@ def state(tmp_path: pathlib.Path) -> tuple[pathlib.Path, list[str]]:
     return state, [PASSWORD, AUTH, PSK, SECRET_DATA, key_body]
 
 
+def _node_dns(root: pathlib.Path, state: pathlib.Path) -> None:
+    """The node's DNS files as a relocated SNO has them, one carrying a secret a careless hand left in a comment;
+    resolv.conf a symlink (absolute, so inside the host's root), and the kept original of the overrides file."""
+    (root / "etc/default").mkdir(parents=True)
+    (root / "etc/default/sno_dnsmasq_configuration_overrides").write_text(
+        "SNO_CLUSTER_NAME_OVERRIDE=store-042\nSNO_BASE_DOMAIN_OVERRIDE=example.com\n"
+    )
+    (root / "etc/dnsmasq.d").mkdir(parents=True)
+    (root / "etc/dnsmasq.d/single-node.conf").write_text("address=/apps.store-042.example.com/10.0.0.5\n")
+    (root / "etc/dnsmasq.d/upstream.conf").write_text(f"# upstream login {PASSWORD}\nserver=192.0.2.53\n")
+    (root / "run/NetworkManager").mkdir(parents=True)
+    (root / "run/NetworkManager/resolv.conf").write_text("search store-042.example.com\nnameserver 10.0.0.5\n")
+    (root / "etc/resolv.conf").symlink_to("/run/NetworkManager/resolv.conf")
+    (state / "host-backups").mkdir()
+    original = base64.b64encode(b"SNO_DNSMASQ_IP_OVERRIDE=10.0.0.5\n").decode()
+    backup = {"path": "/etc/default/sno_dnsmasq_configuration_overrides", "existed": True, "content": original}
+    (state / "host-backups/sno_dnsmasq_configuration_overrides.json").write_text(json.dumps({**backup, "mode": 420}))
+
+
 def _members(path: pathlib.Path) -> dict[str, str]:
     with tarfile.open(path) as tar:
         return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
@@ -70,18 +89,29 @@ def test_tarball_holds_everything_useful_and_no_secret(
     tmp_path: pathlib.Path, state: tuple[pathlib.Path, list[str]]
 ) -> None:
     directory, secrets = state
+    _node_dns(tmp_path, directory)
     journal = f"Jan 01 snoreloc[1]: pulling with {PASSWORD}\nJan 01 snoreloc[1]: Authorization: Bearer abc.def.ghi\n"
     runner = command.FakeRunner().on(["journalctl"], command.Result(0, journal))
+    runner.on(["systemctl", "status"], command.Result(0, f"dnsmasq.service - DNS caching server.\n  {PASSWORD}\n"))
+    runner.on(["getent", "hosts"], command.Result(2, "10.0.0.5  api.store042.example.com\n"))
     output = tmp_path / "logs.tar.gz"
-    bundle.write_tarball(output, bundle.collect(directory, runner))
+    bundle.write_tarball(output, bundle.collect(directory, runner, root=tmp_path))
 
     assert stat.S_IMODE(output.stat().st_mode) == 0o600
     members = _members(output)
     assert sorted(members) == [
         "snoreloc-logs/MANIFEST.txt",
         "snoreloc-logs/backups.json",
+        "snoreloc-logs/dns/dnsmasq-status.txt",
+        "snoreloc-logs/dns/dnsmasq.d/single-node.conf",
+        "snoreloc-logs/dns/dnsmasq.d/upstream.conf",
+        "snoreloc-logs/dns/getent-hosts.txt",
+        "snoreloc-logs/dns/host-backups/sno_dnsmasq_configuration_overrides.json",
+        "snoreloc-logs/dns/resolv.conf",
+        "snoreloc-logs/dns/sno_dnsmasq_configuration_overrides",
         "snoreloc-logs/journal-NetworkManager.txt",
         "snoreloc-logs/journal-crio.txt",
+        "snoreloc-logs/journal-dnsmasq.txt",
         "snoreloc-logs/journal-kubelet.txt",
         "snoreloc-logs/journal-nmstate.txt",
         "snoreloc-logs/journal-snoreloc.txt",
@@ -107,7 +137,18 @@ def test_tarball_holds_everything_useful_and_no_secret(
     ]
     assert "pulling with <redacted>" in members["snoreloc-logs/journal-snoreloc.txt"]
     units = [c[2] for c in runner.commands() if c[0] == "journalctl"]
-    assert units == ["snoreloc", "kubelet", "NetworkManager", "nmstate", "crio"]
+    assert units == ["snoreloc", "kubelet", "NetworkManager", "nmstate", "crio", "dnsmasq"]
+    # the node's DNS (issue 35): as it is, as it was, and what the site's names resolve to, secrets masked
+    assert "SNO_CLUSTER_NAME_OVERRIDE=store-042" in members["snoreloc-logs/dns/sno_dnsmasq_configuration_overrides"]
+    resolv = members["snoreloc-logs/dns/resolv.conf"]
+    assert "is a symlink to /run/NetworkManager/resolv.conf" in resolv and "nameserver 10.0.0.5" in resolv
+    assert "# upstream login <redacted>" in members["snoreloc-logs/dns/dnsmasq.d/upstream.conf"]
+    kept = json.loads(members["snoreloc-logs/dns/host-backups/sno_dnsmasq_configuration_overrides.json"])
+    assert kept["content"] == "SNO_DNSMASQ_IP_OVERRIDE=10.0.0.5\n" and kept["existed"] is True
+    getent = next(c for c in runner.commands() if c[0] == "getent")
+    assert getent[:4] == ("getent", "hosts", "api.store042.example.com", "api-int.store042.example.com")
+    manifest = members["snoreloc-logs/MANIFEST.txt"]
+    assert "dns/getent-hosts.txt: getent hosts api.store042.example.com" in manifest and "exited 2" in manifest
 
 
 def test_missing_state_and_failing_journal_still_make_a_tarball(tmp_path: pathlib.Path) -> None:

@@ -202,3 +202,26 @@ def test_plan_shows_the_node_before_the_cluster(root: fs.HostFS, sim: simulator.
     assert planned.plans[3].notes == ("start kubelet (seal stopped it)",) and not planned.kubelet_running
     assert svc.host.nmstate.show() == before, "plan changes nothing"
     assert not svc.host.units.runner.ran("systemctl", "start")  # type: ignore[attr-defined]
+
+
+@pytest.mark.simonly  # a 4.12 seed
+@pytest.mark.parametrize("sim", [{"seed": "4.12"}], indirect=True)
+def test_tag_mirrors_on_a_4_12_node_blame_the_site_config_not_a_step(root: fs.HostFS, sim: simulator.Simulator) -> None:
+    """Issue 35: a refused `imageTagMirrors` was shown as "csr: failed". It is checked once the API answers (after
+    the host steps) and before the first cluster step: the run's error, the banner names the site-config."""
+    demo.write_site(root, sim)
+    doc: dict[str, Any] = yaml.safe_load(root.read_text("/etc/snoreloc/site-config.yaml"))
+    doc["spec"]["imageTagMirrors"] = [{"source": "quay.io/store/app", "mirrors": ["mirror.store042.example.net/app"]}]
+    root.write_text("/etc/snoreloc/site-config.yaml", yaml.safe_dump(doc), mode=0o600)
+    svc = _services(root, sim)
+
+    with pytest.raises(errors.ConfigError) as caught:
+        node.relocate(_request(root, sim), svc)
+
+    assert caught.value.exit_code == 65 and "spec.imageTagMirrors cannot be applied" in caught.value.message
+    status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
+    assert status["state"] == "failed" and status["error"]["exit_code"] == 65
+    assert "failed" not in {step["state"] for step in status["steps"].values()}, status["steps"]
+    assert status["steps"]["api"]["state"] == "done"  # the host steps ran: the API answered for the check
+    banner = root.read_text(console.ISSUE_FILE)
+    assert "FAILED at step site-config" in banner and "Now: Re-insert the stick labelled relocation-config" in banner

@@ -185,7 +185,7 @@ SINKS: dict[str, Callable[[HubSimulator, pathlib.Path, pytest.CaptureFixture[str
     "controller-metrics": _metrics,
 }
 # The page's own elements (its head, tables, badges, the pictures' SVG, the timelines' details and its one script).
-PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "span", "a", "table", "tr", "th"}
+PAGE_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "span", "a", "table", "tr", "th"}
 PAGE_TAGS |= {"td", "code", "svg", "defs", "pattern", "path", "rect", "line", "text", "g", "details", "summary"}
 PAGE_TAGS |= {"script"}
 

@@ -2,11 +2,12 @@
 
 The runs: a full relocation with debug logging, `plan`, `status`, `analyze`, a run that fails part-way (an
 unknown node, after the pull secret was written), a run whose API vanishes mid-way (debug traces of retries and
-of the failure), and `collect-logs` with a journal that itself carries secrets. Scanned: stdout and stderr of
-every command, every file under the host root except the backups (which must hold originals, see below), and
-every member of the tarball. The secrets: the site's pull-secret auths (base64, decoded, the password), the
-factory pull secret's auths the agent read, the private keys of the signers it used and of the certificates it
-issued (every base64 line of the PEM body), and the kubeconfig's bearer token.
+of the failure), and `collect-logs` reading the cluster (its configuration and Events too) with a journal, the
+node's DNS files and the DNS commands' answers that themselves carry secrets. Scanned: stdout and stderr of every
+command, every file under the host root except the backups (which must hold originals, see below) and the DNS
+files planted as the bundle's input, and every member of the tarball. The secrets: the site's pull-secret auths
+(base64, decoded, the password), the factory pull secret's auths the agent read, the private keys of the signers
+it used and of the certificates it issued (every base64 line of the PEM body), and the kubeconfig's bearer token.
 """
 
 from __future__ import annotations
@@ -46,6 +47,21 @@ FAKE_JOURNALCTL = """#!/bin/sh
 echo "Nov 20 10:00:01 sno1 kubelet[812]: pulling image with auth {auth}"
 echo "Nov 20 10:00:02 sno1 snoreloc[901]: Authorization: Bearer {token}"
 """
+FAKE_ANSWER = """#!/bin/sh
+echo "$0 $*: pulling with auth {auth}, token {token}"
+"""  # systemctl status dnsmasq and getent hosts (the bundle's DNS part, issue 35)
+
+
+PLANTED = ("etc/dnsmasq.d/upstream.conf", "etc/default/sno_dnsmasq_configuration_overrides", "etc/resolv.conf")
+
+
+def _plant_node_dns(root: pathlib.Path, auth: str) -> None:
+    """The node's DNS files the bundle takes (issue 35), a secret left in two of them."""
+    (root / "etc/dnsmasq.d").mkdir(parents=True, exist_ok=True)
+    (root / "etc/dnsmasq.d/upstream.conf").write_text(f"# mirror login {auth}\nserver=192.0.2.53\n")
+    (root / "etc/default").mkdir(parents=True, exist_ok=True)
+    (root / "etc/default/sno_dnsmasq_configuration_overrides").write_text(f"SNO_CLUSTER_NAME_OVERRIDE=x # {auth}\n")
+    (root / "etc/resolv.conf").write_text("nameserver 10.0.0.5\n")
 
 
 def _auth_forms(auth: str) -> list[str]:
@@ -72,7 +88,14 @@ def _key_lines(sim: simulator.Simulator) -> list[str]:
         found = _secret(sim, namespace, name)
         if found is not None:
             pem = base64.b64decode(found["data"]["tls.key"]).decode()
-            lines += [line for line in pem.splitlines() if len(line) >= 32 and not line.startswith("-----")]
+            # an EC key's PEM ends with its public point, which the certificate carries too: a line found in the
+            # certificate is public (the node reports its API's CA, issue 32), never a leak
+            public = "".join(base64.b64decode(found["data"].get("tls.crt", "")).decode().split())
+            lines += [
+                line
+                for line in pem.splitlines()
+                if len(line) >= 32 and not line.startswith("-----") and line not in public
+            ]
     return lines
 
 
@@ -180,10 +203,19 @@ def test_no_secret_leaves_in_any_output(
     journalctl.chmod(0o755)
     (fake_bin / "nsenter").write_text(FAKE_NSENTER)  # collect-logs enters the host's namespaces in a container
     (fake_bin / "nsenter").chmod(0o755)
+    for program in ("systemctl", "getent"):
+        (fake_bin / program).write_text(FAKE_ANSWER.format(auth=harness.SITE_USER_AUTH, token=sim.token))
+        (fake_bin / program).chmod(0o755)
+    _plant_node_dns(root, harness.SITE_USER_AUTH)
     env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}"}
-    s.command("collect-logs", harness.snoreloc("collect-logs", *s.state_args(), "--output", str(tarball)), (0,), env)
+    bundle = ["collect-logs", *s.state_args(), "--output", str(tarball), "--kubeconfig", str(sim.kubeconfig_path)]
+    s.command("collect-logs", harness.snoreloc(*bundle), (0,), env)
     for base in (root, failed_root, vanished):
-        s.outputs |= {f"{base.name}/{name}": data for name, data in _files(base) if "site-config/" not in name}
+        s.outputs |= {
+            f"{base.name}/{name}": data
+            for name, data in _files(base)
+            if "site-config/" not in name and name not in PLANTED  # the bundle's inputs, not snoreloc's output
+        }
     s.outputs |= dict(_tar_members(tarball))
     hits = _hits(s.outputs, secrets)
     scanned = sum(len(data) for data in s.outputs.values())
@@ -194,6 +226,9 @@ def test_no_secret_leaves_in_any_output(
     assert any(
         b"<redacted>" in data for name, data in s.outputs.items() if name.startswith("tarball:") and "journal-" in name
     )
+    taken = {name.removeprefix("tarball:snoreloc-logs/") for name in s.outputs if name.startswith("tarball:")}
+    assert {"cluster/config/proxy.json", "cluster/events.json", "dns/dnsmasq.d/upstream.conf"} <= taken, taken
+    assert {"dns/getent-hosts.txt", "dns/dnsmasq-status.txt", "dns/sno_dnsmasq_configuration_overrides"} <= taken
     assert hits == []
 
 

@@ -55,11 +55,11 @@ class TestExamples:
         assert config.pull_secret.auths
         assert config.image_digest_mirrors[1].mirror_source_policy == "NeverContactSource"
         assert config.image_tag_mirrors[0].source == "registry.redhat.io/rhel9"
-        assert config.remove_mirrors == ("factory-mirrors",)
+        assert config.remove_mirrors == ("factory-mirror",)
         assert config.registry_ca[0].registry == "registry.store-0412.example.com:8443"
         assert config.registry_ca[0].bundle_pem.startswith("-----BEGIN CERTIFICATE-----")  # comment stripped
         assert config.timeouts == model.Timeouts(total=5400, network_probe=180, api=1200, settle=2700)
-        assert config.kubelet == model.Kubelet(node_name="sno1", approve_csrs=True)
+        assert config.kubelet == model.Kubelet(node_name="sno1-node", approve_csrs=True)
         assert config.certificates == model.Certificates()
 
     def test_minimal_example_keeps_defaults(self) -> None:

@@ -176,3 +176,17 @@ def test_decided_csrs_are_not_pending() -> None:
     assert node_csrs.pending({"status": {}})
     assert not node_csrs.pending({"status": {"conditions": [{"type": "Approved"}]}})
     assert not node_csrs.pending({"status": {"certificate": "abc"}})
+
+
+@pytest.mark.parametrize("name", ["console-custom", "downloads-custom"])
+def test_the_console_operators_custom_routes_follow_the_component_routes(name: str) -> None:
+    """Issue 35: after A, `plan` for B warned that console-custom and downloads-custom "have their own certificate".
+    The console operator writes them from the componentRoutes, with the componentRoute's certificate (for A's
+    names): the domain step moves them, no route step of ours rewrites them or warns about their certificate."""
+    earlier = "apps.a.example.net"
+    pair = sim_certs.issue(sim_certs.make_ca("ingress"), [f"*.{earlier}"])
+    tls = {"termination": "edge", "certificate": pair.cert_pem.decode(), "key": pair.key_pem.decode()}
+    host = f"{name.removesuffix('-custom')}-openshift-console.{earlier}"
+    route = {"metadata": {"namespace": "openshift-console", "name": name}, "spec": {"host": host, "tls": tls}}
+    info = routes.classify(route, OLD, NEW, earlier=(earlier,))
+    assert info.handling is routes.Handling.COMPONENT and info.certificate_warning is None

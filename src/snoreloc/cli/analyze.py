@@ -1,7 +1,8 @@
 """`snoreloc analyze`: where the time went, step by step, from status.json (cloud-init's `analyze` is the model).
 
-The journal keeps the last runs (`journal.MAX_HISTORY`); `analyze` shows the last one that did work, so a re-run
-that found nothing to do does not hide the relocation, unless `--run N` asks for another (`view.pick_run`)."""
+The journal keeps the last runs (`journal.MAX_HISTORY`); `analyze` shows the last one that ran a step, so neither a
+re-run that found nothing to do nor a rollback (which forgets every step) hides the relocation, unless `--run N`
+asks for another (`view.pick_run`); the runs after the one shown are named below its headline."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from snoreloc.cli import common
 if TYPE_CHECKING:
     from snoreloc.engine import journal
 
-HELP = "per-step timings of the last run that did work (or of --run N), from status.json"
+HELP = "per-step timings of the last run that ran a step (or of --run N), from status.json"
 OUTPUTS = ("svg",)  # argument names of the files this verb writes (checked before it runs: cli.main)
 INPUTS: tuple[str, ...] = ()  # argument names of the files it reads, which no output may be
 
@@ -57,6 +58,17 @@ def _about(doc: journal.Document) -> dict[str, str]:
     }
 
 
+def _later(whole: journal.Document, number: int) -> list[str]:
+    """A line for each run after the one shown (a rollback, a re-run that changed nothing), so none is missed."""
+    lines = []
+    for later, doc in enumerate(whole.runs()[number:], start=number + 1):
+        about = _about(doc)
+        lines.append(
+            f"run {later} ({about['mode'] or 'run'}, {about['state']}) came after it: --run {later} shows it\n"
+        )
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     from snoreloc.engine import journal, view  # noqa: PLC0415 (lazy: `--help` builds this parser too)
 
@@ -80,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     about = _about(doc)
     sys.stdout.write(f"run {number} of {len(whole.runs())}: {about['mode'] or 'run'}, {about['state']}, started ")
     sys.stdout.write(f"{about['started'] or 'unknown'} (--run N shows another)\n")
+    sys.stdout.write("".join(_later(whole, number)))
     sys.stdout.write(f"{'step':16} {'state':10} {'seconds':>9}  share\n")
     for row in rows:
         seconds = row.seconds or 0.0

@@ -13,8 +13,9 @@ import time
 from snoreloc.cli import common
 
 HELP = (
-    "write a tarball of status, report, route table, logs, journals, network states, a read of the cluster and the "
-    "redacted site-config for triage, with a MANIFEST of what is in it and what could not be read"
+    "write a tarball of status, report, route table, logs, journals, network states, the node's DNS files, a read of "
+    "the cluster and its configuration and the redacted site-config for triage, with a MANIFEST of what is in it and "
+    "what could not be read"
 )
 OUTPUTS = ("output",)  # argument names of the files this verb writes (checked before it runs: cli.main)
 INPUTS = ("kubeconfig",)  # argument names of the files it reads, which no output may be
@@ -26,8 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubeconfig",
         default=common.DEFAULT_KUBECONFIG,
-        help="read ClusterOperators, the master pool, the Node and CSRs through this kubeconfig (default: the "
-        "node-local one; an empty value skips the cluster)",
+        help="read ClusterOperators, the master pool, the Node, CSRs, the cluster's configuration and recent Events "
+        "through this kubeconfig (default: the node-local one; an empty value skips the cluster)",
     )
 
 

@@ -1,11 +1,12 @@
 """`snoreloc status`: the relocation's state from status.json, for people and for scripts.
 
-Exit codes: 0 done, 1 failed (or cut off, rolled back, rollback failed), 2 done with warnings, 3 still running (a
-relocation or a rollback). `--wait` blocks (bounded) until the run is no longer running. A journal that says
-"running" or "rolling-back" while no process holds the run lock was cut off (a crash, a reboot): it is shown as
-interrupted and exits 1, and the line to act on says which verb resumes it. Every number and time in the journal
-is read through one plausibility check (`journal.plausible`): a garbage one is unknown, never exit 70; only a
-file that cannot be read at all exits 69.
+Exit codes: 0 done, 1 failed (or cut off, or a rollback that failed), 2 done with warnings, 3 still running (a
+relocation or a rollback), 4 rolled back (a rollback finished: the cluster's objects are as before the relocation;
+neither a relocation done nor a failure). `--wait` blocks (bounded) until the run is no longer running. A journal
+that says "running" or "rolling-back" while no process holds the run lock was cut off (a crash, a reboot): it is
+shown as interrupted and exits 1, and the line to act on says which verb resumes it. Every number and time in the
+journal is read through one plausibility check (`journal.plausible`): a garbage one is unknown, never exit 70; only
+a file that cannot be read at all exits 69.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from snoreloc.cli import common
 if TYPE_CHECKING:
     from snoreloc.engine import journal
 
-HELP = "show the relocation's progress (exit 0 done, 1 failed, 2 done with warnings, 3 running)"
+HELP = "show the relocation's progress (exit 0 done, 1 failed, 2 done with warnings, 3 running, 4 rolled back)"
 
 OUTPUTS: tuple[str, ...] = ()  # writes nothing (stdout only)
 INPUTS: tuple[str, ...] = ()
 INTERRUPTED_EXIT = 1
+ROLLED_BACK_EXIT = 4  # a rollback that finished is not a failure, nor a relocation done (issue 35)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +51,7 @@ def exit_codes() -> dict[journal.RunState, int]:
         state.FAILED: 1,
         state.PARTIAL: 1,
         state.ROLLING_BACK: 3,
-        state.ROLLED_BACK: 1,
+        state.ROLLED_BACK: ROLLED_BACK_EXIT,
         state.ROLLBACK_FAILED: 1,
     }
 
@@ -101,11 +103,24 @@ def _guide(doc: journal.Document, interrupted: bool, args: argparse.Namespace) -
     return {"now": view.todo_of(view.facts(doc), state), "page": page}
 
 
+def _run_error(doc: journal.Document) -> list[str]:
+    """The run's error when no step carries it (a refusal before the first step, where the site-config asks what
+    this cluster cannot do; a rollback that failed), so it is said, and no step is blamed for it."""
+    from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
+
+    failed = any(doc.record(name).state is journal.StepState.FAILED for name in doc.step_names())
+    if doc.error is None or failed:
+        return []
+    lines = [f"  error: {doc.error.message}"]
+    return lines + ([f"  hint: {doc.error.hint}"] if doc.error.hint else [])
+
+
 def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[str, str]) -> str:
     from snoreloc.engine import journal  # noqa: PLC0415 (lazy, as above)
 
     lines = [_headline(doc, interrupted), *(f"{key}: {value}" for key, value in guide.items() if value)]
     lines += _waiting_line(doc)
+    lines += _run_error(doc)
     for name in doc.step_names():
         record = doc.record(name)
         if long or record.state is not journal.StepState.DONE:

@@ -13,9 +13,14 @@ files only; the log as its last part), and the site-config the journal names is 
 
 What support asks for first is in it too: the route table (`routes.jsonl`), the journals of NetworkManager, nmstate
 and CRI-O, the node's network state before and after the network step (from the journal) and now (`nmstatectl
-show`), and a read of the cluster at collection time (`engine.cluster_read`). Every member is bounded in size
-(`MAX_MEMBER_BYTES`; a cut says so) and every command or read in time. `MANIFEST.txt` lists what is in the bundle
-with its size, and what could not be read and why, so a missing item is a fact rather than a question.
+show`), and a read of the cluster at collection time (`engine.cluster_read`: its operators, pool, Node and CSRs,
+and its current configuration and recent Events). For the node's own DNS (`host.node_dns`, what docs/access.md's
+troubleshooting asks for): the dnsmasq journal and `systemctl status`, the overrides file, every file of
+`/etc/dnsmasq.d`, `/etc/resolv.conf`, the originals snoreloc kept of the files it changed (`host-backups/`, their
+content decoded), and what the node resolves the site's names to now (`getent hosts`), all under `dns/`. Every
+member is bounded in size (`MAX_MEMBER_BYTES`; a cut says so) and every command or read in time. `MANIFEST.txt`
+lists what is in the bundle with its size, and what could not be read and why, so a missing item is a fact rather
+than a question.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import base64
 import io
 import json
 import logging
+import os
 import pathlib
 import tarfile
 import time
@@ -45,6 +51,7 @@ JOURNAL_UNITS: tuple[tuple[str, int], ...] = (
     ("NetworkManager", 3000),
     ("nmstate", 1000),
     ("crio", 3000),
+    ("dnsmasq", 2000),
 )
 JOURNAL_TIMEOUT = 60.0
 NMSTATE_TIMEOUT = 30.0
@@ -77,6 +84,9 @@ def collect(
         if why:
             unread[f"journal-{unit}.txt"] = why
     found, missing = network_members(state / "status.json", runner)
+    members |= found
+    unread |= missing
+    found, missing = dns_members(state, root, runner, site_domain(state, used))
     members |= found
     unread |= missing
     if cluster is None:
@@ -135,6 +145,118 @@ def network_members(status: pathlib.Path, runner: Any) -> tuple[dict[str, bytes]
     else:
         unread["network/now.json"] = f"nmstatectl show exited {result.returncode}: {result.stderr.strip()[:200]}"
     return found, unread
+
+
+# --- the node's own DNS ---------------------------------------------------------------------------------------------
+
+DNS_DIR = "/etc/dnsmasq.d"
+RESOLV_CONF = "/etc/resolv.conf"
+MAX_DNS_FILES = 64  # files of /etc/dnsmasq.d taken at most (an SNO has two or three)
+GETENT_TIMEOUT = 10.0
+
+
+def dns_members(
+    state: pathlib.Path, root: pathlib.Path, runner: Any, domain: str | None
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The node's DNS as it is now and as it was before snoreloc changed it, under `dns/`: the overrides file,
+    `/etc/dnsmasq.d/*`, `/etc/resolv.conf` (read under `root`, the host's root), the kept originals, dnsmasq's unit
+    status and, with the site's domain, what the node resolves its names to."""
+    from snoreloc.host import node_dns  # noqa: PLC0415 (lazy, as the other readers of node files)
+
+    found: dict[str, bytes] = {}
+    unread: dict[str, str] = {}
+    names = [(node_dns.OVERRIDES, "dns/" + pathlib.PurePath(node_dns.OVERRIDES).name), (RESOLV_CONF, "dns/resolv.conf")]
+    names += _dns_dir_files(root, unread)
+    for host_path, name in names:
+        data, why = host_file(root, host_path)
+        if data is not None:
+            found[name] = data
+        if why:
+            unread[name] = why
+    found |= host_backups(state / node_dns.BACKUP_DIR)
+    for name, argv in _dns_commands(node_dns.UNIT, node_dns.names(domain) if domain else ()):
+        found[name], why = _command(runner, argv, GETENT_TIMEOUT)
+        if why:
+            unread[name] = why
+    if not domain:
+        unread["dns/getent-hosts.txt"] = "no site-config at hand: the site's names are not known"
+    return found, unread
+
+
+def _dns_dir_files(root: pathlib.Path, unread: dict[str, str]) -> list[tuple[str, str]]:
+    directory = root / DNS_DIR.lstrip("/")
+    if not directory.is_dir() or directory.is_symlink():
+        unread["dns/dnsmasq.d/"] = f"no directory {DNS_DIR} on this node"
+        return []
+    entries = sorted(directory.iterdir())
+    if len(entries) > MAX_DNS_FILES:
+        unread["dns/dnsmasq.d/"] = f"{len(entries)} entries in {DNS_DIR}: the first {MAX_DNS_FILES} are taken"
+    return [(f"{DNS_DIR}/{entry.name}", f"dns/dnsmasq.d/{entry.name}") for entry in entries[:MAX_DNS_FILES]]
+
+
+def host_file(root: pathlib.Path, host_path: str) -> tuple[bytes | None, str]:
+    """A node file under `root`, redacted, and a note ("" when there is none). A symlink (resolv.conf often is one)
+    is followed once, inside `root` (an absolute target is the host's path): the member says where it pointed."""
+    local = root / host_path.lstrip("/")
+    head = ""
+    if local.is_symlink():
+        target = os.readlink(local)
+        head = f"# {host_path} is a symlink to {target}\n"
+        local = root / target.lstrip("/") if target.startswith("/") else local.parent / target
+        if not local.resolve().is_relative_to(root.resolve()):
+            return redact.redact(head).encode(), f"a symlink to {target}, outside the host's root: not followed"
+    if not local.exists() and not local.is_symlink():
+        return None, f"no {host_path} on this node"
+    try:
+        text = safefile.read_text(local, safefile.HOST_FILE)
+    except (OSError, safefile.Unfit) as exc:
+        return None, redact.redact(f"{host_path}: not read: {exc}")
+    return redact.redact(head + text).encode("utf-8"), ""
+
+
+def host_backups(directory: pathlib.Path) -> dict[str, bytes]:
+    """The originals snoreloc kept of the node files it changed, with their content decoded (no secret: DNS names
+    and addresses; redacted all the same)."""
+    members: dict[str, bytes] = {}
+    for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
+        text = _text(path, safefile.BACKUP)
+        try:
+            doc = json.loads(text or "")
+            content = doc.get("content")
+            doc["content"] = None if content is None else base64.b64decode(content).decode("utf-8", "replace")
+        except (ValueError, TypeError, AttributeError):
+            doc = {"unreadable": f"{path.name} is not a backup snoreloc wrote"}
+        members[f"dns/host-backups/{path.name}"] = _json(doc)
+    return members
+
+
+def _dns_commands(unit: str, names: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """`systemctl status` of dnsmasq, and `getent hosts` of the site's names (exit 2 when one does not resolve)."""
+    commands = [("dns/dnsmasq-status.txt", ["systemctl", "status", unit, "--no-pager", "--lines", "0"])]
+    return commands + ([("dns/getent-hosts.txt", ["getent", "hosts", *names])] if names else [])
+
+
+def _command(runner: Any, argv: list[str], timeout: float) -> tuple[bytes, str]:
+    """A command's output (bounded in time) and why it failed ("" when it exited 0)."""
+    try:
+        result = runner.run(argv, timeout=timeout, check=False)
+    except Exception as exc:  # a missing program is a fact for the manifest
+        why = redact.redact(f"{argv[0]} failed: {exc}")
+        return (why + "\n").encode(), why
+    why = "" if result.returncode == 0 else redact.redact(f"{' '.join(argv)} exited {result.returncode}")
+    return redact.redact(f"$ {' '.join(argv)}\n{result.stdout}{result.stderr}").encode("utf-8"), why
+
+
+def site_domain(state: pathlib.Path, used: pathlib.Path | None) -> str | None:
+    """The site's domain, from the site-config the last run used (or the stick's copy): for `getent`."""
+    documents = [document for document, _base in _site_config_documents(state / "site-config")]
+    documents += _yaml_or_none(used) if used is not None else []
+    for document in reversed(documents):
+        spec = document.get("spec") if isinstance(document, dict) else None
+        domain = spec.get("domain") if isinstance(spec, dict) else None
+        if isinstance(domain, str) and domain:
+            return domain
+    return None
 
 
 # --- secrets --------------------------------------------------------------------------------------------------------

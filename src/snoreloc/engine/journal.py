@@ -307,13 +307,18 @@ class Document:
         past = [Document.from_storage(entry) for entry in self.history if isinstance(entry, Mapping)]
         return [*past, self]
 
+    def ran_a_step(self) -> bool:
+        """Whether this run ran a step (rather than finding every step unchanged, or rolling back)."""
+        started = self.run.started if self.run else None
+        return started is not None and any(
+            rec.started is not None and rec.started >= started for rec in self.steps.values()
+        )
+
     def did_work(self) -> bool:
         """Whether this run ran a step (rather than finding every step unchanged), or a rollback waited."""
-        started = self.run.started if self.run else None
-        if started is None:
+        if self.run is None or self.run.started is None:
             return False
-        ran = any(rec.started is not None and rec.started >= started for rec in self.steps.values())
-        return ran or bool(self.wait_log) or bool(self.rollout_log)
+        return self.ran_a_step() or bool(self.wait_log) or bool(self.rollout_log)
 
     def archived(self) -> dict[str, Any]:
         """This run as `history` keeps it: what the timeline and the timings need, no step details."""

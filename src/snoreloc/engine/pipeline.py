@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 
 from snoreloc.adapters import clock as clock_mod
 from snoreloc.adapters import kube
-from snoreloc.engine import backups, journal, lock, order, paths, report, restore, runner
+from snoreloc.engine import backups, journal, lock, order, paths, report, restore, runner, view
 from snoreloc.siteconfig import model
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
+from snoreloc.steps.openshift import mirrors
 
 LOG = logging.getLogger(__name__)
 
@@ -44,6 +45,18 @@ def _context(request: Request, client: kube.Client, clock: clock_mod.Clock, jour
     )
 
 
+def admit(ctx: context.Context) -> None:
+    """What this cluster cannot express of the site-config, refused before the first cluster step writes (the
+    runner journals it as the run's error): tag mirrors on a cluster without ImageTagMirrorSet."""
+    mirrors.require_mirror_support(ctx.site, base.cluster_version(ctx))
+
+
+def admission() -> runner.Admission:
+    """`admit`, before the first cluster step, named as the site-config's check (`view.SITE_CONFIG_STEP`)."""
+    names = frozenset(step.name for step in order.cluster_steps())
+    return runner.Admission(admit, names, view.SITE_CONFIG_STEP)
+
+
 def execute(
     request: Request,
     client: kube.Client,
@@ -53,16 +66,17 @@ def execute(
     progress: runner.Progress | None = None,
 ) -> runner.Result:
     """Run (or with dry_run, plan) the cluster steps. Holds the run lock unless dry-running."""
+    steps = steps or order.cluster_steps()
     if request.options.dry_run:
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
-        return runner.Runner(steps or order.cluster_steps(), ctx, jour, request.options, progress).run()
+        return runner.Runner(steps, ctx, jour, request.options, progress, admission=admission()).run()
     request.paths.ensure()
     with lock.RunLock(request.paths.lock):
         jour = journal.Journal(request.paths.status, clock)
         ctx = _context(request, client, clock, jour)
         try:
-            return runner.Runner(steps or order.cluster_steps(), ctx, jour, request.options, progress).run()
+            return runner.Runner(steps, ctx, jour, request.options, progress, admission=admission()).run()
         finally:
             built = report.build(request.site, jour.doc, ctx.warnings, speed=getattr(clock, "speed", 1.0))
             report.write(request.paths.report, built)

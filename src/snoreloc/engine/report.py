@@ -76,8 +76,7 @@ def build(
         "kubeconfig": KUBECONFIG_COMMAND,
         "changed": changed,
         "routes": doc.record("routes").details.get("routes", []),
-        "route_counts": doc.record("routes").details.get("counts", {}),  # by result; and how many were on an
-        # earlier site's apps domain (a relocation after a relocation)
+        **route_counts(doc.record("routes").details),
         "kept": [
             item for rec in records for item in rec.details.get("kept") or []
         ],  # users' settings left as they were
@@ -89,6 +88,27 @@ def build(
         "warnings": sorted(set(warnings), key=warnings.index),
         "error": None if doc.error is None else doc.error.to_storage(),
     }
+
+
+def route_counts(details: dict[str, Any]) -> dict[str, Any]:
+    """The routes by result (`route_counts`, a partition: they add up to `route_total`), and how many of them were
+    on an earlier site's apps domain (`routes_from_earlier`, a relocation after a relocation: the same routes seen
+    another way). A journal written before issue 35 kept that count among the results: it is taken out."""
+    from snoreloc.steps.cluster import routes  # noqa: PLC0415 (lazy: the page and kubeconfig load no kube client)
+
+    by_result = {str(key): value for key, value in (details.get("counts") or {}).items()}
+    earlier = by_result.pop(routes.EARLIER_COUNT, None)
+    earlier = details.get(routes.EARLIER_KEY, earlier or 0)
+    total = sum(value for value in by_result.values() if isinstance(value, int))
+    return {"route_counts": by_result, "route_total": total, "routes_from_earlier": earlier}
+
+
+def _route_line(rep: dict[str, Any]) -> str:
+    """`routes (21: 12 migrated, 9 untouched; 11 of them from an earlier site's apps domain):`"""
+    counts = ", ".join(f"{n} {what}" for what, n in (rep.get("route_counts") or {}).items())
+    earlier = rep.get("routes_from_earlier") or 0
+    also = f"; {earlier} of them from an earlier site's apps domain" if earlier else ""
+    return f"routes ({len(rep['routes'])}{': ' + counts if counts else ''}{also}):"
 
 
 def write(path: Path, rep: dict[str, Any]) -> None:
@@ -125,8 +145,7 @@ def render(rep: dict[str, Any]) -> str:
         lines.append(f"changed ({len(rep['changed'])}):")
         lines += [f"  {item}" for item in rep["changed"]]
     if rep["routes"]:
-        counts = ", ".join(f"{n} {what}" for what, n in (rep.get("route_counts") or {}).items())
-        lines.append(f"routes ({len(rep['routes'])}{': ' + counts if counts else ''}):")
+        lines.append(_route_line(rep))
         lines += [f"  {r['namespace']}/{r['name']}: {r['result']} {r['new_host']}" for r in rep["routes"]]
     lines += [f"kept: {k}" for k in rep.get("kept") or []]
     lines += [f"revoked: {r}" for r in rep.get("revoked") or []]

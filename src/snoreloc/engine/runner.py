@@ -50,6 +50,18 @@ class Result:
 Progress = Callable[[str, str], None]
 
 
+@dataclass(frozen=True)
+class Admission:
+    """A check of the site-config against the cluster, made once, just before the first selected step of `before`
+    (the cluster steps: on a node the host steps run first, and the API answers only after them). What it raises is
+    the run's error, not a step's: a step blamed for it would send the technician to the wrong place (issue 35).
+    `label` is what the progress and a node's banner name while it checks (and if it refuses)."""
+
+    check: Callable[[context.Context], None]
+    before: frozenset[str]
+    label: str
+
+
 def _selected(steps: Sequence[base.Step], options: Options) -> list[base.Step]:
     names = [s.name for s in steps]
     for wanted in (options.step, options.start_from):
@@ -72,6 +84,8 @@ class Runner:
         journal_: journal.Journal,
         options: Options = Options(),
         progress: Progress | None = None,
+        *,
+        admission: Admission | None = None,
     ) -> None:
         names = [s.name for s in steps]
         if len(set(names)) != len(names):
@@ -81,6 +95,7 @@ class Runner:
         self.journal = journal_
         self.options = options
         self._progress = progress or (lambda step, what: None)
+        self._admission = admission
 
     def _check_deadline(self, step: str) -> None:
         remaining = self.ctx.remaining()
@@ -141,9 +156,24 @@ class Runner:
         finally:
             unsubscribe()
 
+    def _admit(self, step: base.Step) -> None:
+        """The admission's check, once, before the first step it guards (see `Admission`)."""
+        admission = self._admission
+        if admission is None or step.name not in admission.before:
+            return
+        self._admission = None
+        self._progress(admission.label, "checking it against what this cluster can take")
+        try:
+            admission.check(self.ctx)
+        except errors.SnorelocError as exc:
+            if not self.options.dry_run:
+                self.journal.end_run(journal.RunState.FAILED, exc)
+            raise
+
     def _run_selected(self, selected: list[base.Step]) -> Result:
         result = Result()
         for step in selected:
+            self._admit(step)
             try:
                 self._run_step(step, result)
             except errors.SnorelocError as exc:

@@ -240,8 +240,9 @@ def facts(doc: journal.Document) -> RunFacts:
 
 def pick_run(doc: journal.Document, number: int | None = None) -> tuple[int, journal.Document]:
     """The run `analyze`, the bundle and the timeline show, with its number (1: the oldest kept): `number` when
-    given (negative counts back from the latest), else the last run that did work (a re-run that found nothing to
-    do would draw an empty axis), else the latest."""
+    given (negative counts back from the latest), else the last run that ran a step (a re-run that found nothing to
+    do would draw an empty axis; a rollback forgets every step, so its table is empty), else the last that did work
+    (a rollback that waited), else the latest."""
     runs = doc.runs()
     if number is not None:
         if not (1 <= number <= len(runs) or -len(runs) <= number <= -1):
@@ -250,8 +251,9 @@ def pick_run(doc: journal.Document, number: int | None = None) -> tuple[int, jou
             )
         index = number - 1 if number > 0 else len(runs) + number
         return index + 1, runs[index]
+    stepped = [i for i, run in enumerate(runs) if run.ran_a_step()]
     worked = [i for i, run in enumerate(runs) if run.did_work()]
-    index = worked[-1] if worked else len(runs) - 1
+    index = (stepped or worked or [len(runs) - 1])[-1]
     return index + 1, runs[index]
 
 

@@ -14,7 +14,7 @@ On a Single Node OpenShift the `50-master-dnsmasq-configuration` MachineConfig (
   internal address, which a relocation keeps (`snoreloc.host.internal_ip`), so resolv.conf already points at
   dnsmasq; only the search suffix stays the factory's until the next such event (the site network's own apply
   is one), and nothing looks names up by that suffix.
-- the lifecycle agent does the same at an image-based install (`pkg/postpivot/postpivot.go`
+- the lifecycle agent does the same at an image-based install (`lca-cli/postpivot/postpivot.go`
   `setDnsMasqConfiguration`, then `systemctl restart dnsmasq.service`), and decides whether a node has this
   configuration by the script's presence, as `configured` does here.
 
@@ -55,7 +55,11 @@ NAME, BASE, IP = "SNO_CLUSTER_NAME_OVERRIDE", "SNO_BASE_DOMAIN_OVERRIDE", "SNO_D
 SPLIT = (NAME, BASE)  # the domain the overrides name, as <cluster name>.<base domain>
 BACKUP_DIR = "host-backups"
 BACKUP_FILES = {OVERRIDES: "sno_dnsmasq_configuration_overrides.json", KEPT: "snoreloc-factory-names.conf.json"}
-MODE = 0o644  # what the lifecycle agent and the relocation PoC leave (world-readable: it holds no secret)
+# A new overrides file is 0600, as the lifecycle agent creates it (openshift-kni/lifecycle-agent
+# lca-cli/postpivot/postpivot.go `setDnsMasqConfiguration`: `os.WriteFile(dnsmasqOverridesFiles, ..., 0o600)`);
+# like os.WriteFile, a file that exists keeps its mode. Only root reads it (the script, run by dnsmasq.service).
+MODE = 0o600
+KEPT_MODE = 0o644  # the kept names beside the script's own single-node.conf, which `cat >` leaves 0644
 APPS_PROBE = "snoreloc-dns-check"  # a name under apps.<domain> that no route owns
 
 
@@ -255,7 +259,7 @@ def write(host: fs.HostFS, state_dir: Path, values: dict[str, str]) -> None:
     factory = factory_lines(answered(host), values)
     if factory and not host.exists(KEPT):
         header = "# written by snoreloc: the factory names the node keeps answering after its relocation\n"
-        host.write_text(KEPT, header + "\n".join(factory) + "\n", mode=MODE)
+        host.write_text(KEPT, header + "\n".join(factory) + "\n", mode=KEPT_MODE)
     mode = host.mode(OVERRIDES) if current is not None else MODE
     host.write_text(OVERRIDES, text, mode=mode)
 

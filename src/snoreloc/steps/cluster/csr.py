@@ -14,7 +14,7 @@ from snoreloc import errors
 from snoreloc.siteconfig.settings import kubelet as kubelet_setting
 from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
-from snoreloc.steps.openshift import mirrors, node_csrs
+from snoreloc.steps.openshift import node_csrs
 
 
 class Csr:
@@ -28,8 +28,6 @@ class Csr:
         }
 
     def plan(self, ctx: context.Context) -> base.Plan:
-        # The first cluster step: a site-config this cluster cannot express is refused before anything is written.
-        mirrors.require_mirror_support(ctx.site, base.cluster_version(ctx))
         node = node_csrs.this_node(ctx)
         notes = [problem for problem in [node_csrs.not_ready(node_csrs.node_object(ctx))] if problem]
         if not ctx.site.get(kubelet_setting.SETTING).approve_csrs:

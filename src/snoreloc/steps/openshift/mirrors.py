@@ -1,8 +1,8 @@
 """Which mirror API the cluster reads, and the mirrors it cannot express (refused before any change).
 
 ImageDigestMirrorSet and ImageTagMirrorSet exist from OpenShift 4.13; before that ImageContentSourcePolicy is the
-only mirror API, and it mirrors by digest only. The csr step (the first cluster step), preflight and cluster-config
-all ask here.
+only mirror API, and it mirrors by digest only. The run asks here before its first step (`engine.pipeline.admit`:
+the refusal is the run's, not a step's), and preflight and cluster-config again.
 """
 
 from __future__ import annotations

@@ -97,3 +97,12 @@ COMPONENT_ROUTES = (
     ("openshift-console", "downloads", "downloads-openshift-console", "console"),
     ("openshift-authentication", "oauth-openshift", "oauth-openshift", "authentication"),
 )
+
+# The routes the console operator makes for a componentRoute with a custom hostname, carrying the certificate of
+# its secret (openshift/console-operator `pkg/api/api.go`: OpenshiftConsoleCustomRouteName = "console-custom"; the
+# downloads' counterpart is "downloads-custom", which openshift-tests-private waits for after adding a
+# componentRoute). They follow the componentRoutes the domain step writes: no route step of ours moves them, and
+# their certificate is the componentRoute's, not a user's own (issue 35: `plan` warned about them).
+COMPONENT_CUSTOM_ROUTES = tuple(
+    (namespace, f"{name}-custom") for namespace, name, _prefix, operator in COMPONENT_ROUTES if operator == "console"
+)
