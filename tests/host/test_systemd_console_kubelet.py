@@ -33,6 +33,12 @@ def test_sd_notify_sends_a_status_datagram(notify_socket: tuple[str, socket.sock
     assert sock.recv(4096) == b"STATUS=network: probing gateway"
 
 
+def test_a_hold_asks_systemd_for_more_start_time(notify_socket: tuple[str, socket.socket]) -> None:
+    path, sock = notify_socket
+    assert systemd.extend_timeout(3720.5, environ={"NOTIFY_SOCKET": path})
+    assert sock.recv(4096) == b"EXTEND_TIMEOUT_USEC=3720500000"
+
+
 def test_sd_notify_reaches_an_abstract_socket() -> None:
     name = f"snoreloc-test-{os.getpid()}"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:

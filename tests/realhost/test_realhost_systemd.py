@@ -34,6 +34,12 @@ sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.connect(os.environ["NOTIFY_SOCKET"])
 sock.send(b"STATUS=stub agent: applying the site network")
 time.sleep(1)
+if os.path.exists("/etc/snoreloc/stub-hold"):  # a hold: "USEC ROUNDS", 2 s a round, EXTEND_TIMEOUT_USEC each
+    usec, rounds = open("/etc/snoreloc/stub-hold").read().split()
+    for _ in range(int(rounds)):
+        if usec != "0":
+            sock.send(f"EXTEND_TIMEOUT_USEC={usec}".encode())
+        time.sleep(2)
 sys.exit(int(open("/etc/snoreloc/stub-exit").read()))
 """
 BOOT_TIMEOUT = 90.0
@@ -72,8 +78,12 @@ class Container:
             time.sleep(0.5)
 
 
-def boot(tmp_path: Path, *, exit_code: int, disabled: bool = False) -> Iterator[Container]:
-    """Boot a container whose snoreloc unit is sealed (and maybe disabled) with a stub exiting `exit_code`."""
+def boot(
+    tmp_path: Path, *, exit_code: int, disabled: bool = False, hold: str = "", start_timeout: str = ""
+) -> Iterator[Container]:
+    """Boot a container whose snoreloc unit is sealed (and maybe disabled) with a stub exiting `exit_code`; with
+    `hold` ("USEC ROUNDS") the stub first waits as a held node does, with `start_timeout` the unit's
+    TimeoutStartSec is that (a drop-in)."""
     require("systemd-nspawn", "nsenter")
     if not Path("/usr/bin/python3").exists():
         pytest.skip("the stub podman needs /usr/bin/python3")
@@ -87,10 +97,16 @@ def boot(tmp_path: Path, *, exit_code: int, disabled: bool = False) -> Iterator[
     (state / "stub-exit").write_text(str(exit_code))
     if disabled:
         (state / "disabled").touch()
+    if hold:
+        (state / "stub-hold").write_text(hold)
     unit.write_text(machineconfig.unit_text(machineconfig.Runtime.CONTAINER))
     argv = ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--volatile=yes", "-D", "/"]
     argv += ["--private-network", f"--overlay-ro=/usr:{upper}:/usr", f"--bind={state}:/etc/snoreloc"]
     argv += [f"--bind-ro={unit}:/etc/systemd/system/{machineconfig.UNIT_NAME}", "-b", "systemd.firstboot=off"]
+    if start_timeout:
+        dropin = tmp_path / "timeout.conf"
+        dropin.write_text(f"[Service]\nTimeoutStartSec={start_timeout}\n")
+        argv[-2:-2] = [f"--bind-ro={dropin}:/etc/systemd/system/{machineconfig.UNIT_NAME}.d/timeout.conf"]
     log = (tmp_path / "console.log").open("wb")
     container = Container(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log), state)
     try:
@@ -145,3 +161,29 @@ def test_disabled_marker_keeps_the_unit_from_running(disabled: Container) -> Non
 
     assert shown.get("ConditionResult") == "no", shown
     assert not (disabled.state / "stub-ran").exists()
+
+
+@pytest.fixture
+def held_and_extending(tmp_path: Path) -> Iterator[Container]:
+    yield from boot(tmp_path, exit_code=0, hold="4000000 6", start_timeout="6s")  # 13 s, each message 4 s more
+
+
+@pytest.fixture
+def held_without_extending(tmp_path: Path) -> Iterator[Container]:
+    yield from boot(tmp_path, exit_code=0, hold="0 6", start_timeout="6s")
+
+
+def test_a_hold_that_extends_the_start_timeout_outlives_it(held_and_extending: Container) -> None:
+    """A node held by its fleet sends EXTEND_TIMEOUT_USEC while it waits (`engine.fleetgate`,
+    `adapters.systemd.extend_timeout`): this oneshot unit's start then outlives its TimeoutStartSec."""
+    after = held_and_extending.wait_unit({"exited", "failed", "auto-restart"})
+
+    assert (after.get("SubState"), after.get("ExecMainStatus")) == ("exited", "0"), after
+
+
+def test_a_hold_that_does_not_extend_is_ended_by_the_start_timeout(held_without_extending: Container) -> None:
+    after = held_without_extending.wait_unit({"exited", "failed", "auto-restart"})
+
+    assert after.get("SubState") in {"failed", "auto-restart"}, after
+    result = held_without_extending.run("systemctl", "show", "-p", "Result", machineconfig.UNIT_NAME)
+    assert result.strip() == "Result=timeout"

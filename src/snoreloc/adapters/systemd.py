@@ -69,6 +69,15 @@ def notify(state: str, *, environ: Mapping[str, str] | None = None) -> bool:
     return True
 
 
+def extend_timeout(seconds: float, *, environ: Mapping[str, str] | None = None) -> bool:
+    """Ask systemd for `seconds` more before the unit's start timeout (TimeoutStartSec) may end the run, counted from
+    now; to be repeated within that time while the wait lasts. systemd moves the start timer out to now + `seconds`
+    when that is later (src/core/service.c `service_extend_event_source_timeout`, EXTEND_TIMEOUT_USEC since v236,
+    sd_notify(3)); documented for Type=notify, it holds for our oneshot unit too (its start is ExecStart running:
+    `tests/realhost/test_realhost_systemd.py` boots the unit under a real systemd with a 6 s TimeoutStartSec)."""
+    return notify(f"EXTEND_TIMEOUT_USEC={max(int(seconds * 1_000_000), 0)}", environ=environ)
+
+
 def status(text: str, *, environ: Mapping[str, str] | None = None) -> bool:
     """Set the one-line status `systemctl status snoreloc` shows."""
     return notify(f"STATUS={' '.join(text.split())}", environ=environ)

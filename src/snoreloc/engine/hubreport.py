@@ -1,13 +1,14 @@
 """The node's reports to its fleet hub: the run's progress written into its own `Site`'s status, never in the way.
 
 A medium made by the fleet hub carries `hub-report.kubeconfig` beside the site-config: a kubeconfig whose token may
-only get and patch this one Site's status, and, in its context's extensions, the Site's namespace and name and the
-site's report key. Once the site network is committed (the `network` step is done) the reporter sends the whole
-report (`snapshot`) as a JSON merge patch of `status.agent` at every step end, wait report and at the end of the
-run. It runs in its own thread: sends are debounced (`Settings.debounce`), one request at a time, each bounded by
-socket timeouts, retried with back-off while the hub is unreachable; the end of the run gets one attempt, which
-waits at most `Settings.final` seconds. A 401, 403, 404 or a refused report (400/422) stops it with one log line.
-Nothing it does can fail or slow the relocation: a site that cannot reach its hub relocates as one without a hub.
+only get and patch this one Site's status, and, in its context's extensions, the Site's namespace and name, the
+site's report key and its offline policy (`offline`, for the fleet's gate). Once the site network is committed (the
+`network` step is done) the reporter sends the whole report (`snapshot`) as a JSON merge patch of `status.agent` at
+every step end, wait report and at the end of the run. It runs in its own thread: sends are debounced
+(`Settings.debounce`), one request at a time, each bounded by socket timeouts, retried with back-off while the hub
+is unreachable; the end of the run gets one attempt, which waits at most `Settings.final` seconds. A 401, 403, 404
+or a refused report (400/422) stops it with one log line. Nothing it does can fail or slow the relocation: a site
+that cannot reach its hub relocates as one without a hub.
 
 The report holds no secret: only step names, states, times, the wait in progress, the failure's redacted message
 and hint, warnings (redacted), the technician's line and the digest of the site-config the node runs. The same
@@ -16,7 +17,9 @@ report carried back by hand from a site without a network path to the hub can be
 `snoreloc fleet import-report`.
 
 The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.resource.site`) bounds it in
-its schema.
+its schema. So is the other half of the node's dialogue with its hub, the wave's gate (`status.gate`, written by the
+hub's controller, read by the node before its first cluster write: `snoreloc.engine.fleetgate`): its field names, its
+states and bounds, and the site's offline policy carried in the kubeconfig's extension beside the report key.
 """
 
 from __future__ import annotations
@@ -69,6 +72,20 @@ MAX_API_CA = 16 * 1024  # the public CA bundle that verifies the site's API (a f
 PEM_TEXT = r"^[-A-Za-z0-9+/= \n]*$"  # what a bundle of PEM certificates is made of, and nothing else
 STOPPING_STATUSES = (401, 403, 404)
 
+# The wave's gate on the Site (`status.gate`: written by the hub, read by the node; `snoreloc.engine.fleetgate`).
+GATE_FIELD = "gate"
+GATE_OPEN = "Open"
+GATE_HELD = "Held"
+GATE_STATES = (GATE_OPEN, GATE_HELD)
+MAX_GATE_CAUSE = 512  # characters of `status.gate.cause`
+MAX_WAVE_NAME = 253
+MAX_BATCH = 100_000
+# What a node does when it cannot ask its hub (unreachable, or its token refused): the extension's `offline`.
+OFFLINE_KEY = "offline"
+OFFLINE_PROCEED = "proceed"  # go, with a warning (also when the extension says nothing: the behaviour before waves)
+OFFLINE_HOLD = "hold"  # wait for the hub, bounded by the site's `timeouts.fleetHold`, then stop (exit 75)
+OFFLINE_POLICIES = (OFFLINE_PROCEED, OFFLINE_HOLD)
+
 
 class Source:
     NODE = "node"
@@ -77,12 +94,13 @@ class Source:
 
 @dataclass(frozen=True)
 class Target:
-    """Where this node reports: the hub's kubeconfig, the Site, and the site's report key."""
+    """Where this node reports: the hub's kubeconfig, the Site, the site's report key and its offline policy."""
 
     kubeconfig: pathlib.Path
     namespace: str
     name: str
     key: bytes = field(repr=False)
+    offline: str = OFFLINE_PROCEED
 
     @property
     def path(self) -> str:
@@ -143,7 +161,16 @@ def target_from(kubeconfig: pathlib.Path) -> Target:
     namespace, name = str(context.get("namespace") or ""), str(ext.get("site") or "")
     if not (namespace and name and key):
         raise ValueError("the context names no namespace, or the extension no site")
-    return Target(kubeconfig, namespace, name, key)
+    return Target(kubeconfig, namespace, name, key, offline_policy(ext))
+
+
+def offline_policy(extension: Mapping[str, Any]) -> str:
+    """The extension's `offline` (absent: proceed); ValueError naming the field for any other value."""
+    value = extension.get(OFFLINE_KEY, OFFLINE_PROCEED)
+    if value not in OFFLINE_POLICIES:
+        shown = sanitize.visible(str(value), keep_lines=False)[:40]
+        raise ValueError(f"the extension's {OFFLINE_KEY} is {shown!r}: give one of {', '.join(OFFLINE_POLICIES)}")
+    return str(value)
 
 
 def find_target(site_config: pathlib.Path) -> Target | None:

@@ -9,6 +9,7 @@ places people look: stderr (journald under systemd), the console banner, and sys
 from __future__ import annotations
 
 import logging
+import pathlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 from snoreloc import errors, logs, waits
 from snoreloc.adapters import blockdev, command, console, fs, kube, nmstate, probe, systemd
 from snoreloc.adapters import clock as clock_mod
-from snoreloc.engine import hubreport, journal, order, page, paths, pipeline, report, runner, view
+from snoreloc.engine import fleetgate, hubreport, journal, order, page, paths, pipeline, report, runner, view
 from snoreloc.host import kubelet
 from snoreloc.host.services import HostServices
 from snoreloc.siteconfig import discovery, loader, model
 from snoreloc.siteconfig.settings import progress_page as progress_page_setting
+from snoreloc.siteconfig.settings import timeouts as timeouts_setting
 from snoreloc.steps import base, context
 
 LOG = logging.getLogger(__name__)
@@ -126,8 +128,36 @@ def plan_node(req: NodeRequest, svc: Services) -> NodePlan:
         base.Plan("site-config", notes=(f"{found.path} ({origin}): valid",)),
         *(step.plan_for(site) for step in steps if isinstance(step, base.PlansOffline)),
         base.Plan("kubelet", notes=("kubelet already runs",) if running else ("start kubelet (seal stopped it)",)),
+        *_gate_plan(req, site, found.path, svc),
     )
     return NodePlan(site, str(found.path), plans, running)
+
+
+def _gate_plan(req: NodeRequest, site: model.SiteConfig, found: pathlib.Path, svc: Services) -> list[base.Plan]:
+    """Whether the fleet would hold this node now (asking the hub once), or which offline policy applies."""
+    target = hubreport.find_target(found)
+    if target is None:
+        return []
+    hold = site.get(timeouts_setting.SETTING).fleet_hold
+    later = [step.name for step in order.cluster_steps()]
+    return [fleetgate.preview(target, req.paths.status, later, hold=hold, clock=svc.clock)]
+
+
+def _gate(req: NodeRequest, site: model.SiteConfig, say: Reporter) -> fleetgate.FleetGate | None:
+    """The fleet's gate when the medium names a hub (None: it names none, or this is a dry run)."""
+    found = pathlib.Path(site.source_path) if site.source_path else None
+    target = hubreport.find_target(found) if found is not None and not req.options.dry_run else None
+    if target is None:
+        return None
+    # while held, systemd's start timeout must still cover what comes after: the whole run and the page's keep time
+    after = site.get(timeouts_setting.SETTING).total + 60.0 * site.get(progress_page_setting.SETTING).keep_minutes
+    return fleetgate.FleetGate(
+        target,
+        req.paths.status,
+        [step.name for step in order.cluster_steps()],
+        show=lambda line: say(fleetgate.STEP, line),
+        keepalive=lambda: systemd.extend_timeout(after + fleetgate.POLL * 2),
+    )
 
 
 def check_host_files(req: NodeRequest, site: model.SiteConfig, svc: Services) -> None:
@@ -156,7 +186,7 @@ def relocate(req: NodeRequest, svc: Services) -> runner.Result:
 
 
 def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    steps = order.host_steps(svc.host, req.paths.state_dir) + order.cluster_steps()
+    steps = order.node_steps(svc.host, req.paths.state_dir)
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)
@@ -164,6 +194,10 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
     except errors.SnorelocError as exc:
         say.failed(exc)
         raise
+    gate = _gate(req, site, say)
+    if gate is not None:
+        steps = order.node_steps(svc.host, req.paths.state_dir, gate)
+        say.total = len(steps) + 1
     served = _serve_page(req, site, svc, say)
     hub = None if req.options.dry_run else hubreport.start(req.paths.status, svc.clock)
     say.changed = hub.kick if hub else say.changed

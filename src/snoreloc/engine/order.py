@@ -23,6 +23,10 @@ the site's extra manifests (whose workloads may select the node by them). The ex
 cluster carries its new names; then the last writers, the proxy and NTP, whose changes reboot the node (only the
 final settle rides that out): written back to back they land in one pool update (the MCO renders after a 5 s
 pause) and one reboot.
+
+On the node, the fleet's gate (`engine.fleetgate`, when the medium names a hub) sits between the two: after the API
+answers, so a held node shows its hold with its network committed, and before `csr`, the first write to the cluster,
+so a held node has changed nothing on it.
 """
 
 from __future__ import annotations
@@ -63,6 +67,12 @@ def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
         api_wait.WaitForApi(),
         shelf_life.ShelfLife(host),
     ]
+
+
+def node_steps(host: HostServices, state_dir: Path, gate: base.Step | None = None) -> list[base.Step]:
+    """The whole node flow: the host steps, the fleet's gate (`gate`, when the medium names a hub), the cluster
+    steps."""
+    return host_steps(host, state_dir) + ([gate] if gate is not None else []) + cluster_steps()
 
 
 def cluster_steps() -> list[base.Step]:

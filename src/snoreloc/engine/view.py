@@ -38,6 +38,7 @@ __all__ = [
 PAGE_FILE = "progress-page"  # in the state directory while the page serves: its address
 BUNDLE = "/var/lib/snoreloc/snoreloc-logs.tar.gz"  # where the hints ask for the collect-logs bundle
 SITE_CONFIG_STEP = "site-config"
+FLEET_GATE_STEP = "fleet-gate"  # `engine.fleetgate`: a node its fleet held past the bound; its hint is what to do
 _FAILED = ("failed", "interrupted", "partial")
 
 
@@ -121,6 +122,8 @@ def _after_failure(step: str, exit_code: int | None, hint: str = "") -> str:
     if step == SITE_CONFIG_STEP or exit_code == errors.ExitCode.BAD_CONFIG:
         return "Re-insert the stick labelled relocation-config (with a corrected site-config), then reboot the node."
     support = f"call support with the bundle at {BUNDLE} (write it with `snoreloc collect-logs --output {BUNDLE}`)"
+    if step == FLEET_GATE_STEP and hint and exit_code == errors.ExitCode.TEMPORARY:
+        return hint  # nothing changed on the cluster: the fleet owner (not support) lets it go, then run again
     if exit_code in (None, errors.ExitCode.TEMPORARY):  # cut off (power, kill) or a wait ran out
         return f"Reboot the node or run `snoreloc run` to resume; if it fails again, {support}."
     if hint and hint not in _GENERIC_HINTS:

@@ -51,7 +51,9 @@ REQUEST = f"{site.GROUP}/request"  # on the report Secret: the Site's media-requ
 TOKEN_CACHE_SECONDS = 10  # kube-apiserver's TokenSuccessCacheTTL (pkg/kubeapiserver/options/authentication.go)
 
 OFFLINE = f"{site.GROUP}/offline"  # on the report Secret: the offline policy its kubeconfig carries ("": none)
-OFFLINE_KEY = "offline"  # in the kubeconfig's site extension: what the node does when it cannot reach the hub
+OFFLINE_KEY = (
+    hubreport.OFFLINE_KEY
+)  # in the kubeconfig's site extension: what the node does when it cannot reach the hub
 RENEW_FRACTION = 0.2  # renew when less than this fraction of the lifetime is left
 PATCH_VERBS = ("get", "patch")
 

@@ -142,12 +142,15 @@ STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt
 STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
 # {state, wave, batch, cause, since}: the wave's word to the node (the wave contract, docs/fleet.md "Running a wave");
-# written by the controller's wave reconcile only, read by the node with its site token
-STATUS_GATE = "gate"
-GATE_OPEN = "Open"
-GATE_HELD = "Held"
-MAX_GATE_CAUSE = 512
-MAX_BATCHES = 100  # batches a wave may have (the canary counted): the gate's `batch` is below it
+# written by the controller's wave reconcile only, read by the node with its site token (`snoreloc.engine.fleetgate`).
+# The fields and bounds are the agent's (`snoreloc.engine.hubreport`): one definition for the node and the hub.
+STATUS_GATE = hubreport.GATE_FIELD
+GATE_OPEN = hubreport.GATE_OPEN
+GATE_HELD = hubreport.GATE_HELD
+MAX_GATE_CAUSE = hubreport.MAX_GATE_CAUSE
+MAX_BATCHES = (
+    100  # batches a wave may have (the canary counted); the node accepts any `batch` up to hubreport.MAX_BATCH
+)
 
 
 DEFAULT_EXPIRATION = 7776000  # seconds a site's reporting token lives unless `spec.report.expirationSeconds` says
@@ -417,15 +420,16 @@ def _intervals(name: dict[str, Any], seconds: dict[str, Any], *, what: bool = Fa
 
 
 def gate_schema() -> dict[str, Any]:
-    """`status.gate`, exactly the wave contract's fields and bounds (the node reads it: `snoreloc.engine`)."""
+    """The wave's gate (`status.gate`), bounded with the agent's own limits (`snoreloc.engine.hubreport`): the node
+    reads it before its first cluster write (`snoreloc.engine.fleetgate`)."""
     return {
         "type": "object",
-        "required": ["state", "wave", "batch", "cause", "since"],
+        "required": ["state"],
         "properties": {
-            "state": {"type": "string", "enum": [GATE_OPEN, GATE_HELD]},
-            "wave": _text(253),
-            "batch": {"type": "integer", "minimum": 0, "maximum": MAX_BATCHES - 1},
-            "cause": _text(MAX_GATE_CAUSE),
+            "state": {"type": "string", "enum": list(hubreport.GATE_STATES)},
+            "wave": _text(hubreport.MAX_WAVE_NAME),
+            "batch": _number(hubreport.MAX_BATCH, integer=True),
+            "cause": _text(hubreport.MAX_GATE_CAUSE),
             "since": {"type": "string", "format": "date-time"},
         },
     }

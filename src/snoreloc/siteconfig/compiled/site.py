@@ -3,7 +3,7 @@
 A yes/no check of the schema, compiled to Python by fastjsonschema; see that script for why.
 """
 
-SCHEMA_DIGEST = "c260e9ec89587ecbe84872e1f5012bd8eac7a660188595623d57254d8dbb34ec"
+SCHEMA_DIGEST = "dafd5f46182f0e7ee3b0d02c47dde1f097f495f8db9b25f3d9dbae53af682944"
 VERSION = '2.22.3'
 from decimal import Decimal
 import re
@@ -1390,6 +1390,16 @@ def validate_https___snoreloc_io_schemas_site_config_v1alpha1_json(data, custom_
                                 if data__spec__timeouts__settle < 300:
                                     raise JsonSchemaValueException()
                                 if data__spec__timeouts__settle > 14400:
+                                    raise JsonSchemaValueException()
+                        if 'fleetHold' in data__spec__timeouts_keys:
+                            data__spec__timeouts_keys.remove('fleetHold')
+                            data__spec__timeouts__fleetHold = data__spec__timeouts['fleetHold']
+                            if not isinstance(data__spec__timeouts__fleetHold, int) and (not (isinstance(data__spec__timeouts__fleetHold, float) and data__spec__timeouts__fleetHold.is_integer())) or isinstance(data__spec__timeouts__fleetHold, bool):
+                                raise JsonSchemaValueException()
+                            if isinstance(data__spec__timeouts__fleetHold, (int, float, Decimal)) and (not isinstance(data__spec__timeouts__fleetHold, bool)):
+                                if data__spec__timeouts__fleetHold < 0:
+                                    raise JsonSchemaValueException()
+                                if data__spec__timeouts__fleetHold > 172800:
                                     raise JsonSchemaValueException()
                         if 'siteConfig' in data__spec__timeouts_keys:
                             data__spec__timeouts_keys.remove('siteConfig')

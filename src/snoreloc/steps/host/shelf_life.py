@@ -7,7 +7,8 @@ reads the seal marker's `shelf` entry, the kubelet's certificate files again, an
 - past a certificate the platform or snoreloc recovers (`pki.shelf.AtExpiry`): the run goes on, and once the API
   answers this step waits for each control-plane certificate the platform regenerates at start, each with its own
   bounded, visible wait (`REGENERATION_BUDGET`), and says which and why; the kubelet's client and serving
-  certificates come back through the node's CSRs, which the `csr` step right after approves;
+  certificates come back through the node's CSRs, which the `csr` step approves next (once the fleet's gate, when
+  the medium names a hub, lets the node go: `engine.fleetgate`);
 - past what nothing recovers unattended: `ShelfExpired` (exit 69) before any change, one verdict saying what
   expired, when the node was sealed and what to do.
 
