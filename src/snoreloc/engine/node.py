@@ -156,7 +156,7 @@ def relocate(req: NodeRequest, svc: Services) -> runner.Result:
 
 
 def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
-    steps = order.host_steps(svc.host, req.paths.state_dir) + order.cluster_steps()
+    steps = order.node_steps(svc.host, req.paths.state_dir)
     say = Reporter(svc.banner, svc.echo, total=len(steps) + 1)
     try:
         site = find_site_config(req, svc, say)

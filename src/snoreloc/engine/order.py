@@ -1,4 +1,5 @@
-"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's.
+"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's,
+then the one host step that lets go what the node kept for the cluster until it moved (`closing_host_steps`).
 
 As cloud-init's `cloud.cfg` lists its modules per stage, this module lists the steps; nothing else places one (no
 setting names its step, no step names its neighbour). A step that applies a site setting names that setting
@@ -45,7 +46,7 @@ from snoreloc.steps.cluster import (
     settle,
     ssh_keys,
 )
-from snoreloc.steps.host import api_wait, kubelet_start, node_dns, site_network
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, node_dns_prune, site_network
 from snoreloc.steps.openshift import name_clashes
 
 
@@ -57,6 +58,17 @@ def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
         kubelet_start.StartKubelet(host),
         api_wait.WaitForApi(),
     ]
+
+
+def closing_host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
+    """The host steps that run after the cluster steps: what the node kept for the cluster until it moved (an
+    earlier site's names, `node-dns-prune`) is let go once the cluster has settled on its new names."""
+    return [node_dns_prune.NodeDnsPrune(host, state_dir)]
+
+
+def node_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
+    """Every step of a run on the node, in order."""
+    return host_steps(host, state_dir) + cluster_steps() + closing_host_steps(host, state_dir)
 
 
 def cluster_steps() -> list[base.Step]:
