@@ -1,5 +1,6 @@
-"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's,
-then the one host step that lets go what the node kept for the cluster until it moved (`closing_host_steps`).
+"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's, with
+one host step after the cluster's first settle that lets go what the node kept for the cluster until it moved
+(`settled_host_steps`).
 
 As cloud-init's `cloud.cfg` lists its modules per stage, this module lists the steps; nothing else places one (no
 setting names its step, no step names its neighbour). A step that applies a site setting names that setting
@@ -60,15 +61,21 @@ def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
     ]
 
 
-def closing_host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
-    """The host steps that run after the cluster steps: what the node kept for the cluster until it moved (an
-    earlier site's names, `node-dns-prune`) is let go once the cluster has settled on its new names."""
+SETTLED = "settle"  # the cluster step after which the cluster carries its new names and is healthy on them
+
+
+def settled_host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
+    """The host steps that run once the cluster has settled on its new names (right after the `settle` step): what
+    the node kept for the cluster until it moved (an earlier site's names, `node-dns-prune`) is let go. Not last:
+    a step after the final settle would meet the whole-run deadline after all the work is done."""
     return [node_dns_prune.NodeDnsPrune(host, state_dir)]
 
 
 def node_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
     """Every step of a run on the node, in order."""
-    return host_steps(host, state_dir) + cluster_steps() + closing_host_steps(host, state_dir)
+    cluster = cluster_steps()
+    at = [step.name for step in cluster].index(SETTLED) + 1
+    return [*host_steps(host, state_dir), *cluster[:at], *settled_host_steps(host, state_dir), *cluster[at:]]
 
 
 def cluster_steps() -> list[base.Step]:

@@ -11,8 +11,8 @@ lacks them, the step warns who can reach the cluster by name and which records t
 site's DNS to resolve the names; except that when an earlier run of ours made the node answer (its originals are
 kept), turning it off puts the factory's files back and restarts dnsmasq, as `rollback` does, so the node stops
 answering for a domain the site-config no longer asks for. Either switch away from a site's domain keeps that
-domain answered (the earlier-sites file) while the cluster's routes are still on it: `node-dns-prune`, the run's
-last step, lets it go once they have moved (issue 35).
+domain answered (the earlier-sites file) while the cluster's routes are still on it: `node-dns-prune`, right after
+the cluster's first settle, lets it go once they have moved (issue 35).
 """
 
 from __future__ import annotations
