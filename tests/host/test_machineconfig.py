@@ -1,8 +1,7 @@
 from __future__ import annotations
 
-import configparser
-
 import argparse
+import configparser
 import ipaddress
 import pathlib
 import shutil
