@@ -1,9 +1,9 @@
 """Issue 35 item 1 on the simulator's DNS model: node-local DNS never strands the cluster. At a site whose DNS has no
 records only the node answers the cluster's route names, so a switch of the node's dnsmasq from site A to site B
 must keep A answered until nothing in the cluster is on it: otherwise `authentication` and `console` go Degraded
-and preflight waits out its whole settle budget. Once the cluster is off A (`node-dns-prune`, right
-after the cluster's settle), A is dropped. Covered: a re-relocation A -> B, a rollback after it, a run cut off between the
-domain and routes steps and resumed, node-local DNS turned off for B, and a route kept on A."""
+and preflight waits out its whole settle budget. Once the cluster is off A (`node-dns-prune`, right after the
+cluster's settle), A is dropped. Covered: a re-relocation A -> B, a rollback after it, a run cut off between the
+domain and routes steps and resumed, node-local DNS turned off for B, and what counts as a domain in use."""
 
 from __future__ import annotations
 

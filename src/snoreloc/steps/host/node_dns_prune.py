@@ -7,9 +7,10 @@ node answers them. So `node-dns` keeps A answered (`snoreloc.host.node_dns`, the
 step, right after the cluster has settled on its new names (`engine.order.settled_host_steps`), asks the cluster
 which of those domains anything is still on (`steps.openshift.site_domains.in_use`: the Ingress's appsDomain, a
 route's host) and drops the others, restarting dnsmasq once. A domain still in use (a route kept on its host by
-`routes.ownCertificates: keep-host`) stays answered and is named; a later run drops it once it is free. A run cut off before this step leaves the earlier
-names answered, which is harmless (they point at this node) and is what the cluster needs until its routes move;
-the next run finishes the job. `rollback` removes the file with the rest of node-local DNS.
+`routes.ownCertificates: keep-host`) stays answered and is named; a later run drops it once it is free. A run cut
+off before this step leaves the earlier names answered, which is harmless (they point at this node) and is what
+the cluster needs until its routes move; the next run finishes the job. `rollback` removes the file with the rest
+of node-local DNS.
 """
 
 from __future__ import annotations
