@@ -144,8 +144,11 @@ def test_a_run_cut_off_between_steps_keeps_a_answered_until_the_next_run_moves_t
 
     with monkeypatch.context() as patched:
         patched.setattr(routes.Routes, "apply", power_cut)
-        with pytest.raises(errors.TemporaryError):
+        with pytest.raises(errors.TemporaryError) as cut:
             node.relocate(_request(root, sim), svc)
+    said = cut.value.message
+    assert f"node-dns (set {SITE_B} in {node_dns.OVERRIDES}; restarted {node_dns.UNIT})" in said, said
+    assert "domain (" in said and "steps from settle on did not run" in said
     assert _status(root)["steps"]["domain"]["state"] == "done", "cut off after the domain step"
     sim.restart_dnsmasq()  # the node boots again: dnsmasq's script runs from the overrides (B)
     assert _answers(sim, SITE_A) == [[NODE]] * 3, "routes are still on A: the node keeps answering it"

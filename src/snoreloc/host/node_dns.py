@@ -179,7 +179,7 @@ def refuse_links(host: fs.HostFS) -> None:
         if local.is_symlink():
             raise errors.PermissionDenied(
                 f"{host_path} is a symlink (to {os.readlink(local)}): snoreloc neither writes through a link nor "
-                "backs up its target as the file; nothing was changed",
+                "backs up its target as the file, and left it and node-local DNS as they were",
                 hint=f'Replace it with a regular file of the same lines (`cp --remove-destination "$(readlink -f '
                 f'{host_path})" {host_path}`), or set spec.dns.nodeLocal: false and have the site DNS resolve the '
                 "new names.",
@@ -194,7 +194,7 @@ def read(host: fs.HostFS) -> str | None:
     try:
         return host.read_text(OVERRIDES)
     except UnicodeDecodeError as exc:
-        raise Unreadable(f"{OVERRIDES}: not UTF-8 text (byte {exc.start}); nothing was changed") from None
+        raise Unreadable(f"{OVERRIDES}: not UTF-8 text (byte {exc.start}); snoreloc left it as it was") from None
 
 
 def up_to_date(host: fs.HostFS, values: dict[str, str]) -> bool:

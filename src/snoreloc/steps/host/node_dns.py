@@ -101,19 +101,22 @@ class NodeDns:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         off = self._off_note(ctx.site)
         if off is not None:
-            return base.StepOutcome(details={"node_local": False, "why": off, **self._undo()})
+            undone = self._undo()
+            put_back = (f"put back the factory's {node_dns.OVERRIDES}; restarted {node_dns.UNIT}",) if undone else ()
+            return base.StepOutcome(changed=put_back, details={"node_local": False, "why": off, **undone})
         values = self._values(ctx.site)
         warnings: tuple[str, ...] = ()
+        changed: tuple[str, ...] = ()
         if not node_dns.up_to_date(self.host.fs, values):
             missing = [n for n in (ctx.site.api_host, f"*.{ctx.site.apps_domain}") if not ctx.resolve(_probe(n))]
             warnings = (dns_names.clients_warning(ctx.site, missing),) if missing else ()
             node_dns.write(self.host.fs, self.state_dir, values)
             LOG.info("node-dns: wrote %s; restarting %s", node_dns.OVERRIDES, node_dns.UNIT)
             self.host.units.restart(node_dns.UNIT)
+            changed = (f"set {ctx.site.domain} in {node_dns.OVERRIDES}; restarted {node_dns.UNIT}",)
         answered = self._wait_resolved(ctx, values.get(node_dns.IP))
-        return base.StepOutcome(
-            warnings=warnings, details={"node_local": True, "overrides": values, "answers": answered}
-        )
+        details = {"node_local": True, "overrides": values, "answers": answered}
+        return base.StepOutcome(changed=changed, warnings=warnings, details=details)
 
     def _undo_note(self) -> tuple[str, ...]:
         if not node_dns.backed_up(self.state_dir):
