@@ -302,12 +302,13 @@ def keep_earlier(host: fs.HostFS, state_dir: Path, answered_now: list[str], skip
 
 
 def still_answered(host: fs.HostFS, values: dict[str, str]) -> tuple[str, ...]:
-    """The site domains the node answers now, other than the factory's, that a switch to `values` keeps answering
-    through the earlier-sites file (for the plan)."""
+    """The site domains, other than the factory's, the node answers now and keeps answering through the
+    earlier-sites file after a switch to `values` (for the plan): the file's, and the script's current ones once
+    the factory's names are kept apart (without the kept file, the script answers the factory's)."""
     skip = {*kept_domains(host), *script_domains(values)}
-    lines = [*earlier_lines(host), *answered(host)]
-    found = [site_domain(address_domain(line)) for line in lines if address_domain(line) not in skip]
-    return tuple(dict.fromkeys(found)) if host.exists(KEPT) else ()
+    lines = [*earlier_lines(host), *(answered(host) if host.exists(KEPT) else [])]
+    kept = [site_domain(address_domain(line)) for line in lines if address_domain(line) not in skip]
+    return tuple(dict.fromkeys(kept))
 
 
 def drop_earlier(host: fs.HostFS, state_dir: Path, domains: tuple[str, ...]) -> list[str]:
