@@ -19,9 +19,10 @@ from snoreloc import errors
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.engine import backups, journal, node, paths, pipeline, runner
 from snoreloc.host import node_dns
-from snoreloc.siteconfig import model
+from snoreloc.siteconfig import loader, model
 from snoreloc.steps import base, context
 from snoreloc.steps.cluster import routes
+from snoreloc.steps.host import node_dns as node_dns_step
 from snoreloc.steps.openshift import site_domains
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import dns, simulator
@@ -97,9 +98,12 @@ def _answers(sim: simulator.Simulator, domain: str) -> list[list[str]]:
 def test_a_corrected_stick_moves_the_cluster_from_a_to_b_and_drops_a(root: fs.HostFS, sim: simulator.Simulator) -> None:
     svc = _at_a(root, sim)
     _edit(root, domain=SITE_B)
+    step = node_dns_step.NodeDns(svc.host, paths.Paths.under(root.path("/")).state_dir)
+    planned = step.plan_for(loader.load(str(root.path("/etc/snoreloc/site-config.yaml"))))
 
     second = node.relocate(_request(root, sim), svc)
 
+    assert f"keep answering {SITE_A} (an earlier site's) until the cluster is off it (node-dns-prune)" in planned.notes
     _relocated(second)
     status = _status(root)
     assert status["steps"]["preflight"]["duration"] < PREFLIGHT_QUICK, "preflight found the cluster healthy at once"
