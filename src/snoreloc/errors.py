@@ -45,7 +45,7 @@ EXIT_CODE_HELP: tuple[tuple[ExitCode, str], ...] = (
     (ExitCode.OK, "success"),
     (ExitCode.DONE_WITH_WARNINGS, "done, with warnings (see `snoreloc status --long`)"),
     (ExitCode.USAGE, "the command line is wrong"),
-    (ExitCode.BAD_CONFIG, "the site-config is invalid; nothing was changed"),
+    (ExitCode.BAD_CONFIG, "the site-config is invalid; the error says what a run had changed"),
     (ExitCode.UNAVAILABLE, "something needed is unavailable, or another run holds the lock"),
     (ExitCode.INTERNAL, "a bug or a permanent step failure; run `snoreloc collect-logs`"),
     (ExitCode.TEMPORARY, "a temporary failure or a wait ran out; re-run to resume"),
@@ -81,6 +81,12 @@ class SnorelocError(Exception):
         self.message = message
         self.hint = hint if hint is not None else self.default_hint
 
+    def extend(self, text: str) -> None:
+        """Add a sentence to the message (the run's account of what it changed, added where the error is judged)."""
+        end = "" if self.message.rstrip().endswith((".", "!", "?", ")")) else "."
+        self.message = f"{self.message.rstrip()}{end} {text}"
+        self.args = (self.message,)
+
 
 class UsageError(SnorelocError):
     """The command line is wrong: fix the arguments (see `snoreloc --help`)."""
@@ -90,7 +96,8 @@ class UsageError(SnorelocError):
 
 
 class ConfigError(SnorelocError, ValueError):
-    """The site-config is wrong: its author must amend it. Nothing was changed on the node or the cluster."""
+    """The site-config is wrong: its author must amend it. Validation refuses before any change; a refusal later in a
+    run (an extra manifest the cluster will not take) says what the run had changed (`engine.journal.what_changed`)."""
 
     exit_code = ExitCode.BAD_CONFIG
     default_hint = "Fix the site-config and run again; `snoreloc validate --annotate FILE` marks each line."

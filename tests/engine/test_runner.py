@@ -95,7 +95,9 @@ def test_failure_is_journalled_with_hint_and_resume_continues(harness: Harness) 
         run(harness)
     doc = status(harness)
     assert doc["state"] == "failed"
-    assert doc["steps"]["beta"]["error"] == {"message": "cluster busy", "hint": "run again", "exit_code": 75}
+    account = "What was changed: this run changed alpha (update thing alpha); the 1 step from gamma on did not run."
+    message = f"cluster busy. {account}"  # issue 35: the journal's account of what the run changed
+    assert doc["steps"]["beta"]["error"] == {"message": message, "hint": "run again", "exit_code": 75}
     assert doc["steps"]["gamma"]["state"] == "pending"
     harness.steps[1].fail_with = None
     result = run(harness)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import configparser
 import ipaddress
 import pathlib
 import shutil
@@ -213,6 +214,19 @@ def test_node_dns_adds_dnsmasq_its_script_and_the_resolv_conf_dispatcher() -> No
     assert units["dnsmasq.service"]["enabled"] is True
     assert "ExecStartPre=/usr/local/bin/dnsmasq_config.sh" in units["dnsmasq.service"]["contents"]
     assert machineconfig.DNSMASQ_SCRIPT not in _files(machineconfig.render(OPTIONS)), "only when asked"
+
+
+def test_the_dnsmasq_unit_is_ordered_as_the_platforms_after_ovs_configuration() -> None:
+    """OCPBUGS-47627: the platform's SNO unit (openshift/assisted-service internal/network/manifests_generator.go,
+    commit aa1aeeca1) starts dnsmasq after ovs-configuration.service, which builds br-ex; after network.target alone
+    dnsmasq could start before /etc/resolv.conf exists. Ours orders the same, read as systemd reads a unit."""
+    mc = machineconfig.render(NODE_DNS)
+    unit = {u["name"]: u for u in mc["spec"]["config"]["systemd"]["units"]}["dnsmasq.service"]["contents"]
+    parsed = configparser.ConfigParser(strict=False, interpolation=None, comment_prefixes=("#", ";"))
+    parsed.read_string(unit)
+    assert parsed["Unit"]["After"].split() == ["network.target", "ovs-configuration.service"]
+    assert parsed["Unit"]["Before"].split() == ["kubelet.service", "crio.service"]
+    assert unit == machineconfig.dnsmasq_unit_text()
 
 
 @pytest.mark.parametrize(

@@ -83,3 +83,36 @@ def test_a_backup_of_another_path_is_refused(host: fs.HostFS, tmp_path: Path) ->
 
     with pytest.raises(errors.UnavailableError, match="not a file snoreloc backs up"):
         node_dns.restore(host, _units(), state)
+
+
+def _script_ran(host: fs.HostFS, domain: str) -> None:
+    """What the platform's script writes at dnsmasq's restart for the overrides' `domain`."""
+    host.write_text(
+        node_dns.SCRIPT_CONF, "".join(f"address=/{n}.{domain}/192.168.127.10\n" for n in ("apps", "api-int", "api"))
+    )
+
+
+def test_an_earlier_site_is_kept_through_off_and_on_again_until_dropped(host: fs.HostFS, tmp_path: Path) -> None:
+    """Issue 35: factory -> A, node-local DNS off (the factory's files back, A kept), on again for C (the factory's
+    names kept again, A still kept), A dropped once the cluster is off it, rollback leaves the factory's state."""
+    state, units = tmp_path / "state", _units()
+    first, third = "store041.edge.example.net", "store043.edge.example.net"
+    node_dns.write(host, state, node_dns.wanted(first, "192.168.127.10"))
+    _script_ran(host, first)
+
+    node_dns.restore(host, units, state, keep_used=True)
+    _script_ran(host, "sno1.factory.example.com")
+    assert not host.exists(node_dns.OVERRIDES) and not host.exists(node_dns.KEPT)
+    assert node_dns.earlier_domains(host) == (first,) and not node_dns.backed_up(state)
+
+    third_values = node_dns.wanted(third, "192.168.127.10")
+    assert node_dns.still_answered(host, third_values) == (first,), "the factory's own names are not an earlier site's"
+    node_dns.write(host, state, third_values)
+    assert node_dns.kept_domains(host)[1] == "api-int.sno1.factory.example.com"
+    assert node_dns.earlier_domains(host) == (first,)
+
+    assert node_dns.drop_earlier(host, state, (first,)) == [f"apps.{first}", f"api-int.{first}", f"api.{first}"]
+    assert not host.exists(node_dns.EARLIER) and node_dns.drop_earlier(host, state, (first,)) == []
+    node_dns.restore(host, units, state)
+    assert not any(host.exists(p) for p in (node_dns.OVERRIDES, node_dns.KEPT, node_dns.EARLIER))
+    assert not list((state / node_dns.BACKUP_DIR).glob("*.json"))

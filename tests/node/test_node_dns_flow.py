@@ -103,6 +103,11 @@ def test_site_without_records_and_node_local_off_is_refused(root: fs.HostFS, sim
     assert f"api.{demo.SITE_DOMAIN}.".ljust(48) + " IN A    10.42.0.10" in text
     status = json.loads(root.read_text("/var/lib/snoreloc/status.json"))
     assert status["steps"]["preflight"]["state"] == "failed" and status["steps"]["domain"]["state"] != "done"
+    # issue 35: the refusal says what the run had changed (the network, kubelet) instead of "nothing was changed"
+    assert "nothing was changed" not in text.lower() and "nothing in the cluster was changed" not in caught.value.hint
+    assert "What was changed: this run changed network (applied and committed the site network (eno1.120))" in text
+    assert "kubelet (started kubelet)" in text and "steps from certificates on did not run" in text
+    assert status["steps"]["preflight"]["error"]["message"] == text
     assert not root.exists(node_dns.OVERRIDES), "off: the node's DNS is left alone"
     ingress = svc.client_factory().get(kube.Ref(kube.INGRESSES, "cluster"))
     assert not ingress["spec"].get("appsDomain"), "refused before the cluster changed"

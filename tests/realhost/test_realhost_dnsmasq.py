@@ -27,6 +27,7 @@ from snoreloc_sim.openshift import dns
 NODE_IP = "192.168.127.10"
 FACTORY = dns.Install("sno1", "factory.example.com", NODE_IP)
 NEW = "store042.edge.example.net"
+FACTORY_API_INT = "api-int.sno1.factory.example.com"
 
 RESOLVE = """
 import json, socket, sys
@@ -120,6 +121,33 @@ def test_a_site_domain_that_is_a_parent_of_the_factorys_keeps_the_factory_api_in
     _boot(root, tmp_path, names)
     node_dns.write(root, tmp_path / "state", node_dns.wanted(parent, NODE_IP))
     assert _boot(root, tmp_path, names) == {name: [NODE_IP] for name in names}
+
+
+def test_a_second_site_keeps_the_first_answered_until_it_is_dropped(tmp_path: Path) -> None:
+    """Issue 35: a corrected stick (A, then B) switches the overrides to B while the cluster's routes are still on
+    A; the earlier-sites file keeps A answered by the real dnsmasq until `node-dns-prune` drops it, and rollback
+    puts the factory's answers back exactly."""
+    require("dnsmasq", "unshare", "ip")
+    root = fs.HostFS(tmp_path / "root")
+    state = tmp_path / "state"
+    first = "store041.edge.example.net"
+    names = (f"api.{NEW}", f"x.apps.{NEW}", f"api.{first}", f"oauth-openshift.apps.{first}", FACTORY_API_INT)
+    factory = _boot(root, tmp_path, names)
+    node_dns.write(root, state, node_dns.wanted(first, NODE_IP))
+    _boot(root, tmp_path, names)  # dnsmasq restarted at A: its script now answers A
+
+    node_dns.write(root, state, node_dns.wanted(NEW, NODE_IP))
+    assert _boot(root, tmp_path, names) == {name: [NODE_IP] for name in names}, "B, A (still used) and the factory"
+
+    assert node_dns.drop_earlier(root, state, (first,)) == [f"apps.{first}", f"api-int.{first}", f"api.{first}"]
+    dropped = _boot(root, tmp_path, names)
+    assert dropped == {**{name: [NODE_IP] for name in names}, f"api.{first}": [], f"oauth-openshift.apps.{first}": []}
+
+    runner = command.FakeRunner()
+    runner.on(["systemctl", "restart"], command.Result(0))
+    node_dns.restore(root, systemd.Systemd(runner), state)
+    assert _boot(root, tmp_path, names) == factory
+    assert not root.exists(node_dns.EARLIER) and not root.exists(node_dns.KEPT)
 
 
 @pytest.fixture(autouse=True)

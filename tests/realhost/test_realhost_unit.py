@@ -20,11 +20,11 @@ from snoreloc.factory import machineconfig
 EXEC = re.compile(r"^Exec\w+=[-@:+!]*(/\S+)", re.MULTILINE)
 
 
-def unit_root(tmp_path: Path, unit: str) -> Path:
+def unit_root(tmp_path: Path, unit: str, name: str = machineconfig.UNIT_NAME) -> Path:
     root = tmp_path / "root"
     shutil.copytree("/usr/lib/systemd/system", root / "usr/lib/systemd/system", symlinks=True)
     (root / "etc/systemd/system").mkdir(parents=True)
-    (root / "etc/systemd/system" / machineconfig.UNIT_NAME).write_text(unit)
+    (root / "etc/systemd/system" / name).write_text(unit)
     (root / "etc/snoreloc").mkdir(parents=True)
     (root / "etc/snoreloc/config").write_text("SNORELOC_IMAGE=quay.io/snoreloc/snoreloc:0.1.0\nSNORELOC_ARGS=\n")
     for program in EXEC.findall(unit):
@@ -50,6 +50,29 @@ def test_systemd_analyze_verify_prints_nothing(tmp_path: Path, runtime: machinec
     )
 
     assert done.stdout + done.stderr == ""
+
+
+def test_the_dnsmasq_unit_of_node_dns_verifies_silently_with_its_ordering(tmp_path: Path) -> None:
+    """The unit `render-machineconfig --node-dns` installs, with OCPBUGS-47627's `After=ovs-configuration.service`:
+    systemd reads every line (a unit it cannot find for an ordering is no error: ordering pulls nothing in) and
+    prints nothing, beside a stand-in for the platform's ovs-configuration.service as RHCOS ships one."""
+    require("systemd-analyze")
+    unit = machineconfig.dnsmasq_unit_text()
+    root = unit_root(tmp_path, unit, "dnsmasq.service")
+    ovs = root / "etc/systemd/system/ovs-configuration.service"
+    ovs.write_text(
+        "[Unit]\nDescription=stand-in\nBefore=network-online.target\n\n[Service]\nType=oneshot\nExecStart=/bin/true\n"
+    )
+
+    done = subprocess.run(
+        ["systemd-analyze", "verify", f"--root={root}", "dnsmasq.service"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert done.stdout + done.stderr == ""
+    assert "After=network.target ovs-configuration.service" in unit.splitlines()
 
 
 def test_verify_does_report_a_broken_unit(tmp_path: Path) -> None:

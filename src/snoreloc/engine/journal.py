@@ -430,6 +430,48 @@ def timings(doc: Document) -> list[TimingRow]:
     return rows
 
 
+SHOWN_CHANGES = 3  # a step's changed objects named in a verdict; the rest counted (the routes step has thousands)
+
+
+def _step_changes(name: str, record: StepRecord) -> str:
+    shown = "; ".join(record.changed[:SHOWN_CHANGES])
+    more = len(record.changed) - SHOWN_CHANGES
+    return f"{name} ({shown}{f'; and {more} more' if more > 0 else ''})"
+
+
+def changes(doc: Document, *, new_run: bool = False) -> tuple[list[str], list[str]]:
+    """What the steps changed, read from the journal, one `step (what)` each: (this run's, earlier runs' still
+    recorded). A step that finished without changing anything (preflight, a check, an object already as wanted)
+    is in neither; a step this run skipped as unchanged counts as an earlier run's. `new_run`: the journal's run
+    is an earlier one (a run refused before it began)."""
+    started = doc.run.started if doc.run and not new_run else None
+    now: list[str] = []
+    before: list[str] = []
+    for name in doc.step_names():
+        record = doc.record(name)
+        if record.state is not StepState.DONE or not record.changed:
+            continue
+        ours = started is not None and record.started is not None and record.started >= started
+        (now if ours else before).append(_step_changes(name, record))
+    return now, before
+
+
+def what_changed(doc: Document, stopped_at: str | None = None, *, new_run: bool = False) -> str:
+    """The verdict's account of what was and was not changed, from the journal (issue 35): what this run's steps
+    changed, what earlier runs' changed that is still in place, and, for a run that stopped at a step, which steps
+    did not run. What the stopped step itself did is its own message's to say (a refusal says it changed nothing).
+    Never "nothing was changed" when a step did change something."""
+    now, before = changes(doc, new_run=new_run)
+    parts = ["this run changed " + ", ".join(now) if now else "this run changed nothing"]
+    if before:
+        parts.append("earlier runs changed (still in place) " + ", ".join(before))
+    order = doc.step_names()
+    later = order[order.index(stopped_at) + 1 :] if stopped_at in order else []
+    if later:
+        parts.append(f"the {len(later)} step{'s' if len(later) != 1 else ''} from {later[0]} on did not run")
+    return "What was changed: " + "; ".join(parts) + "."
+
+
 def read(path: Path) -> Document:
     """The journal's content, or an empty one when there is none yet."""
     try:

@@ -192,6 +192,7 @@ def _relocate(req: NodeRequest, svc: Services) -> runner.Result:
         site = find_site_config(req, svc, say)
         check_host_files(req, site, svc)
     except errors.SnorelocError as exc:
+        exc.extend(journal.what_changed(journal.read(req.paths.status), new_run=True))
         say.failed(exc)
         raise
     gate = _gate(req, site, say)

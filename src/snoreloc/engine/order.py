@@ -1,4 +1,6 @@
-"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's.
+"""The run order: every step of a relocation in the one list it runs in, host steps first, then the cluster's, with
+one host step after the cluster's first settle that lets go what the node kept for the cluster until it moved
+(`settled_host_steps`).
 
 As cloud-init's `cloud.cfg` lists its modules per stage, this module lists the steps; nothing else places one (no
 setting names its step, no step names its neighbour). A step that applies a site setting names that setting
@@ -54,7 +56,7 @@ from snoreloc.steps.cluster import (
     settle,
     ssh_keys,
 )
-from snoreloc.steps.host import api_wait, kubelet_start, node_dns, shelf_life, site_network
+from snoreloc.steps.host import api_wait, kubelet_start, node_dns, node_dns_prune, shelf_life, site_network
 from snoreloc.steps.openshift import name_clashes
 
 
@@ -69,10 +71,23 @@ def host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
     ]
 
 
+SETTLED = "settle"  # the cluster step after which the cluster carries its new names and is healthy on them
+
+
+def settled_host_steps(host: HostServices, state_dir: Path) -> list[base.Step]:
+    """The host steps that run once the cluster has settled on its new names (right after the `settle` step): what
+    the node kept for the cluster until it moved (an earlier site's names, `node-dns-prune`) is let go. Not last:
+    a step after the final settle would meet the whole-run deadline after all the work is done."""
+    return [node_dns_prune.NodeDnsPrune(host, state_dir)]
+
+
 def node_steps(host: HostServices, state_dir: Path, gate: base.Step | None = None) -> list[base.Step]:
-    """The whole node flow: the host steps, the fleet's gate (`gate`, when the medium names a hub), the cluster
-    steps."""
-    return host_steps(host, state_dir) + ([gate] if gate is not None else []) + cluster_steps()
+    """Every step of a run on the node, in order: the host steps, the fleet's gate (`gate`, when the medium names a
+    hub), the cluster steps with the host steps that follow the first settle among them."""
+    cluster = cluster_steps()
+    at = [step.name for step in cluster].index(SETTLED) + 1
+    gated = [gate] if gate is not None else []
+    return [*host_steps(host, state_dir), *gated, *cluster[:at], *settled_host_steps(host, state_dir), *cluster[at:]]
 
 
 def cluster_steps() -> list[base.Step]:

@@ -179,6 +179,7 @@ class Runner:
             except errors.SnorelocError as exc:
                 result.actions[step.name] = "failed"
                 if not self.options.dry_run:
+                    exc.extend(journal.what_changed(self.journal.doc, step.name))
                     self.journal.fail_step(step.name, exc)
                     self.journal.end_run(journal.RunState.FAILED, exc)
                 raise

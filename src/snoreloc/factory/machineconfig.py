@@ -12,7 +12,8 @@ With `--node-dns CLUSTER_DOMAIN` it also carries the node-local DNS an Assisted 
 `ExecStartPre=` script answers `api`, `api-int` and `*.apps` of the cluster domain with the node's internal
 address and reads the same overrides file with the same names, a NetworkManager dispatcher script that puts that
 dnsmasq first in `/etc/resolv.conf`, and `rc-manager=unmanaged`. Applying it costs one reboot at the factory (the
-pool update); at the site the `node-dns` step then needs none.
+pool update); at the site the `node-dns` step then needs none. The unit is ordered as the platform's own: before
+kubelet and CRI-O, after `network.target` and `ovs-configuration.service` (OCPBUGS-47627; the unit file cites it).
 """
 
 from __future__ import annotations
@@ -160,6 +161,11 @@ def unit_text(runtime: Runtime) -> str:
     return resources.files("snoreloc.factory.data").joinpath(name).read_text("utf-8")
 
 
+def dnsmasq_unit_text() -> str:
+    """`dnsmasq.service` as `--node-dns` installs it (the platform's SNO unit, OCPBUGS-47627's ordering included)."""
+    return resources.files("snoreloc.factory.data").joinpath("snoreloc-dnsmasq.service").read_text("utf-8")
+
+
 def node_dns_script(options: FactoryOptions, name: str) -> str:
     """The dnsmasq `ExecStartPre=` script or the `forcedns` dispatcher, for the install's domain and address."""
     cluster, base = node_dns.split(options.node_dns or "")
@@ -183,8 +189,7 @@ def _node_dns_files(options: FactoryOptions) -> list[dict[str, Any]]:
 def _units(options: FactoryOptions) -> list[dict[str, Any]]:
     units = [{"name": UNIT_NAME, "enabled": True, "contents": unit_text(options.runtime)}]
     if options.node_dns is not None:
-        dnsmasq = resources.files("snoreloc.factory.data").joinpath("snoreloc-dnsmasq.service").read_text("utf-8")
-        units.append({"name": node_dns.UNIT, "enabled": True, "contents": dnsmasq})
+        units.append({"name": node_dns.UNIT, "enabled": True, "contents": dnsmasq_unit_text()})
     return units
 
 

@@ -26,6 +26,14 @@ Before the first write the factory names the script answered (the `address=` lin
 from the same directory (`conf-dir=/etc/dnsmasq.d` in RHEL's `/etc/dnsmasq.conf`): after the restart the node
 answers both.
 
+The same holds for an earlier site (issue 35): a second relocation (A, then a corrected stick for B) switches the
+overrides to B while the cluster's routes are still on A until the cluster steps move them, and the cluster checks
+its routes by name (authentication, console). So whatever the node answered before the switch, other than the
+factory names (kept above) and the new domain, is copied to `/etc/dnsmasq.d/snoreloc-earlier-sites.conf`, and stays
+answered until the cluster no longer uses that domain: the `node-dns-prune` step drops it then
+(`steps.host.node_dns_prune`, asking the cluster through `steps.openshift.site_domains.in_use`). The file lives on
+the node, so a run cut off between steps, or a reboot, keeps it answered.
+
 The file is merged, never clobbered: our three keys are set, any other line stays. Its original (bytes and mode,
 or its absence) is kept once, before the first write, in the state directory; `restore` puts exactly that back
 and restarts dnsmasq, so the node answers for its factory names again.
@@ -39,6 +47,7 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,17 +58,23 @@ from snoreloc.host import internal_ip
 OVERRIDES = "/etc/default/sno_dnsmasq_configuration_overrides"
 SCRIPT_CONF = "/etc/dnsmasq.d/single-node.conf"  # what the script writes from the overrides
 KEPT = "/etc/dnsmasq.d/snoreloc-factory-names.conf"  # the factory names, kept answered
+EARLIER = "/etc/dnsmasq.d/snoreloc-earlier-sites.conf"  # earlier sites' names, answered while the cluster uses them
 SCRIPT = "/usr/local/bin/dnsmasq_config.sh"
 UNIT = "dnsmasq.service"
 NAME, BASE, IP = "SNO_CLUSTER_NAME_OVERRIDE", "SNO_BASE_DOMAIN_OVERRIDE", "SNO_DNSMASQ_IP_OVERRIDE"
 SPLIT = (NAME, BASE)  # the domain the overrides name, as <cluster name>.<base domain>
 BACKUP_DIR = "host-backups"
-BACKUP_FILES = {OVERRIDES: "sno_dnsmasq_configuration_overrides.json", KEPT: "snoreloc-factory-names.conf.json"}
+BACKUP_FILES = {
+    OVERRIDES: "sno_dnsmasq_configuration_overrides.json",
+    KEPT: "snoreloc-factory-names.conf.json",
+    EARLIER: "snoreloc-earlier-sites.conf.json",
+}
+ANSWERING = (OVERRIDES, KEPT)  # the files whose backups mean "a run of ours made the node answer a site's names"
 # A new overrides file is 0600, as the lifecycle agent creates it (openshift-kni/lifecycle-agent
 # lca-cli/postpivot/postpivot.go `setDnsMasqConfiguration`: `os.WriteFile(dnsmasqOverridesFiles, ..., 0o600)`);
 # like os.WriteFile, a file that exists keeps its mode. Only root reads it (the script, run by dnsmasq.service).
 MODE = 0o600
-KEPT_MODE = 0o644  # the kept names beside the script's own single-node.conf, which `cat >` leaves 0644
+KEPT_MODE = 0o644  # the kept (factory, earlier) names beside the script's single-node.conf, which `cat >` leaves 0644
 APPS_PROBE = "snoreloc-dns-check"  # a name under apps.<domain> that no route owns
 
 
@@ -163,12 +178,12 @@ def refuse_links(host: fs.HostFS) -> None:
     names' file is a symlink: writing through it would change a file elsewhere, replacing it would detach the node
     from whatever keeps its target, and backing it up would copy the target into the backups as if it were the file.
     So nothing is read through it, backed up or written: the technician decides (issue 30)."""
-    for host_path in (OVERRIDES, KEPT):
+    for host_path in (OVERRIDES, KEPT, EARLIER):
         local = host.path(host_path)
         if local.is_symlink():
             raise errors.PermissionDenied(
                 f"{host_path} is a symlink (to {os.readlink(local)}): snoreloc neither writes through a link nor "
-                "backs up its target as the file; nothing was changed",
+                "backs up its target as the file, and left it and node-local DNS as they were",
                 hint=f'Replace it with a regular file of the same lines (`cp --remove-destination "$(readlink -f '
                 f'{host_path})" {host_path}`), or set spec.dns.nodeLocal: false and have the site DNS resolve the '
                 "new names.",
@@ -183,7 +198,7 @@ def read(host: fs.HostFS) -> str | None:
     try:
         return host.read_text(OVERRIDES)
     except UnicodeDecodeError as exc:
-        raise Unreadable(f"{OVERRIDES}: not UTF-8 text (byte {exc.start}); nothing was changed") from None
+        raise Unreadable(f"{OVERRIDES}: not UTF-8 text (byte {exc.start}); snoreloc left it as it was") from None
 
 
 def up_to_date(host: fs.HostFS, values: dict[str, str]) -> bool:
@@ -235,10 +250,85 @@ def script_domains(values: dict[str, str]) -> tuple[str, ...]:
     return (f"apps.{full}", f"api-int.{full}", f"api.{full}")
 
 
+def _address_lines(host: fs.HostFS, host_path: str) -> list[str]:
+    text = host.read_text(host_path) if host.exists(host_path) else ""
+    return [line.strip() for line in text.splitlines() if line.startswith("address=/") and line.count("/") >= 2]
+
+
 def kept_domains(host: fs.HostFS) -> list[str]:
     """The factory domains the kept file answers (api-int.<factory> among them)."""
-    text = host.read_text(KEPT) if host.exists(KEPT) else ""
-    return [address_domain(line) for line in text.splitlines() if line.startswith("address=/") and line.count("/") >= 2]
+    return [address_domain(line) for line in _address_lines(host, KEPT)]
+
+
+SITE_PREFIXES = ("apps.", "api-int.", "api.")  # the script's three names of a site domain (`script_domains`)
+
+
+def site_domain(name: str) -> str:
+    """The site domain an `address=` domain of the script's belongs to: `apps.D`, `api-int.D` and `api.D` are D's."""
+    for prefix in SITE_PREFIXES:
+        if name.startswith(prefix):
+            return name.removeprefix(prefix)
+    return name
+
+
+def earlier_lines(host: fs.HostFS) -> list[str]:
+    """The `address=` lines of earlier sites the node still answers (`EARLIER`)."""
+    return _address_lines(host, EARLIER)
+
+
+def earlier_domains(host: fs.HostFS) -> tuple[str, ...]:
+    """The earlier sites' domains the node still answers, in the file's order."""
+    return tuple(dict.fromkeys(site_domain(address_domain(line)) for line in earlier_lines(host)))
+
+
+def _earlier_text(lines: list[str]) -> str:
+    header = (
+        "# written by snoreloc: earlier sites' names the node keeps answering while the cluster still uses them "
+        "(the node-dns-prune step drops each once nothing is on it)\n"
+    )
+    return header + "".join(f"{line}\n" for line in lines)
+
+
+def keep_earlier(host: fs.HostFS, state_dir: Path, answered_now: list[str], skip: Iterable[str]) -> None:
+    """Keep answering what the node answered before this switch (`answered_now`) other than the `skip` domains
+    (the factory names and what the script answers itself from now on), beside what the earlier-sites file
+    already holds: the cluster may still have routes there (issue 35). Nothing written when there is none."""
+    skip = {d.lower() for d in skip}
+    lines = [line for line in [*earlier_lines(host), *answered_now] if address_domain(line) not in skip]
+    by_domain = {address_domain(line): line for line in lines}  # one line per domain, the latest answer
+    if list(by_domain.values()) == earlier_lines(host):
+        return
+    backup(host, state_dir, EARLIER)
+    if by_domain:
+        host.write_text(EARLIER, _earlier_text(list(by_domain.values())), mode=KEPT_MODE)
+    else:
+        host.remove(EARLIER)
+
+
+def still_answered(host: fs.HostFS, values: dict[str, str]) -> tuple[str, ...]:
+    """The site domains, other than the factory's, the node answers now and keeps answering through the
+    earlier-sites file after a switch to `values` (for the plan): the file's, and the script's current ones once
+    the factory's names are kept apart (without the kept file, the script answers the factory's)."""
+    skip = {*kept_domains(host), *script_domains(values)}
+    lines = [*earlier_lines(host), *(answered(host) if host.exists(KEPT) else [])]
+    kept = [site_domain(address_domain(line)) for line in lines if address_domain(line) not in skip]
+    return tuple(dict.fromkeys(kept))
+
+
+def drop_earlier(host: fs.HostFS, state_dir: Path, domains: tuple[str, ...]) -> list[str]:
+    """Stop answering the earlier sites' `domains` (site domains, D for `api.D`...): their lines leave the file (the
+    file goes when none is left). Returns the `address=` domains dropped; the caller restarts dnsmasq."""
+    gone = {d.lower() for d in domains}
+    lines = earlier_lines(host)
+    kept = [line for line in lines if site_domain(address_domain(line)) not in gone]
+    if kept == lines:
+        return []
+    backup(host, state_dir, EARLIER)
+    if kept:
+        host.write_text(EARLIER, _earlier_text(kept), mode=KEPT_MODE)
+    else:
+        host.remove(EARLIER)
+    return [address_domain(line) for line in lines if line not in kept]
 
 
 def factory_lines(answered_now: list[str], values: dict[str, str]) -> list[str]:
@@ -260,6 +350,8 @@ def write(host: fs.HostFS, state_dir: Path, values: dict[str, str]) -> None:
     if factory and not host.exists(KEPT):
         header = "# written by snoreloc: the factory names the node keeps answering after its relocation\n"
         host.write_text(KEPT, header + "\n".join(factory) + "\n", mode=KEPT_MODE)
+    else:  # the factory's are kept already: what the script answers now is an earlier site's
+        keep_earlier(host, state_dir, answered(host), (*kept_domains(host), *script_domains(values)))
     mode = host.mode(OVERRIDES) if current is not None else MODE
     host.write_text(OVERRIDES, text, mode=mode)
 
@@ -270,21 +362,29 @@ class Restored:
 
 
 def backed_up(state_dir: Path) -> bool:
-    """Whether a run of ours changed the node's dnsmasq files (their originals are kept): `restore` has work."""
-    return any(_backup_path(state_dir, host_path).exists() for host_path in BACKUP_FILES)
+    """Whether a run of ours made the node answer a site's names (the overrides' and kept names' originals are
+    kept): turning node-local DNS off, or `restore`, has work."""
+    return any(_backup_path(state_dir, host_path).exists() for host_path in ANSWERING)
 
 
-def restore(host: fs.HostFS, units: systemd.Systemd, state_dir: Path) -> Restored | None:
-    """Put both originals back exactly (or remove a file there was none of) and restart dnsmasq; None when
-    nothing was backed up. The backups are removed once the restart is asked for."""
-    paths = [_backup_path(state_dir, host_path) for host_path in (KEPT, OVERRIDES)]
-    if not any(path.exists() for path in paths):
+def restore(host: fs.HostFS, units: systemd.Systemd, state_dir: Path, *, keep_used: bool = False) -> Restored | None:
+    """Put the originals back exactly (or remove a file there was none of) and restart dnsmasq; None when
+    nothing was backed up. The backups are removed once the restart is asked for. With `keep_used` (node-local
+    DNS turned off while the cluster may still be on the site the node answered), the names the node answered
+    stay answered through the earlier-sites file until `node-dns-prune` finds the cluster off them; `rollback`
+    restores everything, that file included."""
+    files = ANSWERING if keep_used else (*ANSWERING, EARLIER)
+    paths = {host_path: _backup_path(state_dir, host_path) for host_path in files}
+    if not any(path.exists() for path in paths.values()):
         return None
-    outcome = [_restore_one(host, path) for path in paths if path.exists()]
+    answered_now, factory = answered(host), kept_domains(host)
+    outcome = {host_path: _restore_one(host, path) for host_path, path in paths.items() if path.exists()}
+    if keep_used:
+        keep_earlier(host, state_dir, answered_now, factory)
     units.restart(UNIT)
-    for path in paths:
+    for path in paths.values():
         path.unlink(missing_ok=True)
-    return outcome[-1]
+    return outcome.get(OVERRIDES) or next(iter(outcome.values()))
 
 
 def _restore_one(host: fs.HostFS, path: Path) -> Restored:

@@ -36,8 +36,7 @@ LOG = logging.getLogger(__name__)
 
 NAMESPACES = kube.Resource("", "v1", "namespaces", "Namespace", False)
 _VOLATILE = ("resourceVersion", "managedFields", "generation")
-_HINT = "Fix or remove this manifest in spec.extraManifests (`snoreloc plan` shows what the cluster says). " \
-    "Nothing was changed."  # fmt: skip
+_HINT = "Fix or remove this manifest in spec.extraManifests (`snoreloc plan` shows what the cluster says)."
 
 
 @dataclass(frozen=True)

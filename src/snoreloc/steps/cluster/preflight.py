@@ -89,7 +89,7 @@ def dns_warnings(ctx: context.Context) -> list[str]:
     raise errors.UnavailableError(
         f"preflight: {text}",
         hint="Add the records to the site DNS and run again (`snoreloc run` resumes), or set spec.dns.nodeLocal: "
-        "true on a node with the SNO dnsmasq configuration. Nothing in the cluster was changed.",
+        "true on a node with the SNO dnsmasq configuration.",
     )
 
 
@@ -117,11 +117,16 @@ def wait_until_healthy(ctx: context.Context, step: str, unhealthy: list[str], se
         return base.wait_for(ctx, step, HEALTHY, float(ctx.site.get(timeouts_setting.SETTING).settle), healthy)
     except errors.WaitTimeout as exc:
         raise errors.UnavailableError(
-            f"{step}: waited {exc.seconds:.0f}s for {HEALTHY}; the cluster is not healthy, so nothing was changed. "
-            "Not ready: " + "; ".join(last[0]),
+            f"{step}: waited {exc.seconds:.0f}s for {HEALTHY}; the cluster is not healthy, so no site setting was "
+            f"applied{_approved(seen)}. Not ready: " + "; ".join(last[0]),
             hint="Wait for the cluster to settle (`oc get nodes`, `oc get clusteroperators`) and run again, "
             "or pass --ignore-preflight if you know why they are not ready.",
         ) from exc
+
+
+def _approved(seen: node_csrs.Approvals) -> str:
+    count = len(seen.approved)
+    return f" (it approved {count} of this node's CSRs while it waited)" if count else ""
 
 
 Check = Callable[[context.Context], Sequence[str]]

@@ -32,7 +32,7 @@ class StartKubelet:
 
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         started = kubelet.start_kubelet(self.host.units, progress=LOG.info)
-        return base.StepOutcome(details={"started": started})
+        return base.StepOutcome(changed=("started kubelet",) if started else (), details={"started": started})
 
     def verify(self, ctx: context.Context) -> None:
         if not self.host.units.is_active(kubelet.KUBELET):

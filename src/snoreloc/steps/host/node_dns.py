@@ -10,7 +10,9 @@ lacks them, the step warns who can reach the cluster by name and which records t
 (`nodeLocal: false`), or on a node without the configuration, the step changes nothing and preflight requires the
 site's DNS to resolve the names; except that when an earlier run of ours made the node answer (its originals are
 kept), turning it off puts the factory's files back and restarts dnsmasq, as `rollback` does, so the node stops
-answering for a domain the site-config no longer asks for.
+answering for a domain the site-config no longer asks for. Either switch away from a site's domain keeps that
+domain answered (the earlier-sites file) while the cluster's routes are still on it: `node-dns-prune`, right after
+the cluster's first settle, lets it go once they have moved (issue 35).
 """
 
 from __future__ import annotations
@@ -80,10 +82,17 @@ class NodeDns:
         if node_dns.up_to_date(self.host.fs, values):
             return base.Plan(self.name, notes=(f"on: {node_dns.OVERRIDES} already names {site.domain}",))
         settings = ", ".join(f"{key}={value}" for key, value in values.items())
+        earlier = node_dns.still_answered(self.host.fs, values)
+        keeps = (
+            (f"keep answering {', '.join(earlier)} (an earlier site's) until the cluster is off it (node-dns-prune)",)
+            if earlier
+            else ()
+        )
         return base.Plan(
             self.name,
             notes=(
                 f"on: set {settings} in {node_dns.OVERRIDES} (the original is kept for rollback)",
+                *keeps,
                 f"restart {node_dns.UNIT} (no reboot), then check that {', '.join(node_dns.names(site.domain))} "
                 f"resolve to {values.get(node_dns.IP, 'the node')}",
             ),
@@ -92,19 +101,22 @@ class NodeDns:
     def apply(self, ctx: context.Context, plan: base.Plan) -> base.StepOutcome:
         off = self._off_note(ctx.site)
         if off is not None:
-            return base.StepOutcome(details={"node_local": False, "why": off, **self._undo()})
+            undone = self._undo()
+            put_back = (f"put back the factory's {node_dns.OVERRIDES}; restarted {node_dns.UNIT}",) if undone else ()
+            return base.StepOutcome(changed=put_back, details={"node_local": False, "why": off, **undone})
         values = self._values(ctx.site)
         warnings: tuple[str, ...] = ()
+        changed: tuple[str, ...] = ()
         if not node_dns.up_to_date(self.host.fs, values):
             missing = [n for n in (ctx.site.api_host, f"*.{ctx.site.apps_domain}") if not ctx.resolve(_probe(n))]
             warnings = (dns_names.clients_warning(ctx.site, missing),) if missing else ()
             node_dns.write(self.host.fs, self.state_dir, values)
             LOG.info("node-dns: wrote %s; restarting %s", node_dns.OVERRIDES, node_dns.UNIT)
             self.host.units.restart(node_dns.UNIT)
+            changed = (f"set {ctx.site.domain} in {node_dns.OVERRIDES}; restarted {node_dns.UNIT}",)
         answered = self._wait_resolved(ctx, values.get(node_dns.IP))
-        return base.StepOutcome(
-            warnings=warnings, details={"node_local": True, "overrides": values, "answers": answered}
-        )
+        details = {"node_local": True, "overrides": values, "answers": answered}
+        return base.StepOutcome(changed=changed, warnings=warnings, details=details)
 
     def _undo_note(self) -> tuple[str, ...]:
         if not node_dns.backed_up(self.state_dir):
@@ -116,12 +128,13 @@ class NodeDns:
         answering = ".".join(found.get(k, "") for k in node_dns.SPLIT)
         return (
             f"an earlier run made the node answer for {answering.strip('.') or 'a domain of its own'}: the factory's "
-            f"{node_dns.OVERRIDES} is put back and {node_dns.UNIT} restarts (as rollback does; no reboot)",
+            f"{node_dns.OVERRIDES} is put back and {node_dns.UNIT} restarts (as rollback does; no reboot); its "
+            "names stay answered until the cluster is off them (node-dns-prune)",
         )
 
     def _undo(self) -> dict[str, Any]:
         """Turned off after an earlier run turned it on: the factory's files back, dnsmasq restarted."""
-        restored = node_dns.restore(self.host.fs, self.host.units, self.state_dir)
+        restored = node_dns.restore(self.host.fs, self.host.units, self.state_dir, keep_used=True)
         if restored is None:
             return {}
         LOG.info("node-dns: off now; put the factory's %s back and restarted %s", node_dns.OVERRIDES, node_dns.UNIT)

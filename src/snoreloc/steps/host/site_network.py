@@ -117,7 +117,10 @@ class SiteNetwork:
         checks = [f"{c.target}: {'ok' if c.ok else 'failed'} ({c.detail})" for c in outcome.checks]
         details: dict[str, Any] = {"change": outcome.change.value, "attempts": outcome.attempts, "probes": checks}
         details |= {NETWORK_BEFORE: before, NETWORK_AFTER: state_summary(self.host.nmstate.show())}
-        return base.StepOutcome(details=details)
+        names = ", ".join(str(i.get("name")) for i in desired.get("interfaces") or []) or "routes and DNS only"
+        applied = outcome.change is network.Convergence.APPLIED
+        changed = (f"applied and committed the site network ({names})",) if applied else ()
+        return base.StepOutcome(changed=changed, details=details)
 
     def verify(self, ctx: context.Context) -> None:
         desired = self.desired(ctx)

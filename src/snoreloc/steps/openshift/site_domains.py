@@ -86,3 +86,37 @@ def change(ctx: context.Context) -> base.ObjectChange | None:
         return obj
 
     return base.update(RECORD, current, add, why=why)
+
+
+def _under(host: str, apps_domain: str) -> bool:
+    host, apps_domain = host.rstrip(".").lower(), apps_domain.rstrip(".").lower()
+    return host == apps_domain or host.endswith("." + apps_domain)
+
+
+def _route_hosts(route: kube.Obj) -> list[str]:
+    """A route's host, and the hosts its routers admitted it under (`status.ingress[].host`)."""
+    status = route.get("status") or {}
+    hosts = [str((route.get("spec") or {}).get("host") or "")]
+    return [h for h in hosts + [str(i.get("host") or "") for i in status.get("ingress") or []] if h]
+
+
+def in_use(ctx: context.Context, domains: Iterable[str]) -> dict[str, str]:
+    """Of the site `domains`, those the cluster still uses, each with what is on it: the Ingress's appsDomain, or a
+    route (the first found) whose host, or a host a router admitted it under, is under `apps.<domain>`. These are
+    the names the cluster looks up itself (the authentication and console operators check their routes by name;
+    the kubelet uses the factory's api-int, which no site domain replaces), so a site domain none of them is on is
+    one the node may stop answering. The routes are read a page at a time."""
+    wanted = {d.rstrip(".").lower(): f"apps.{d.rstrip('.').lower()}" for d in domains}
+    spec = ctx.kube.get(base.INGRESS_CLUSTER).get("spec") or {}
+    current = str(spec.get("appsDomain") or "").lower()
+    found = {d: f"the Ingress's appsDomain is {apps}" for d, apps in wanted.items() if current == apps}
+    for page in ctx.kube.pages(kube.ROUTES):
+        for route in page:
+            meta = route.get("metadata") or {}
+            for d, apps in wanted.items():
+                host = next((h for h in _route_hosts(route) if _under(h, apps)), None)
+                if d not in found and host is not None:
+                    found[d] = f"route {meta.get('namespace')}/{meta.get('name')} is on {host}"
+        if len(found) == len(wanted):
+            break
+    return found
