@@ -19,8 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from snoreloc_fleet.controller import waves
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import wave as wave_mod
 from snoreloc_fleet.verbs import install
 
 from snoreloc import errors, redact
@@ -39,6 +41,8 @@ from .conftest import (
     demo_site,
     keep_files,
     make_stick,
+    report_kubeconfig,
+    request_credential,
     site_client,
     wait_for,
     wait_phase,
@@ -50,10 +54,21 @@ SITE = "store-042"
 CAUSE = "wave store-rollout halted: 3 Sites failed with the same cause (step domain, reason Unreachable)"
 
 
+WAVE = "store-rollout"
+
+
 def set_gate(admin: kube.Client, state: str, cause: str = "", *, name: str = SITE, batch: int = 1) -> None:
-    """Write the Site's `status.gate` as the wave controller does (a merge patch of the status subresource)."""
+    """Write the Site's `status.gate` as the wave controller does (a merge patch of the status subresource). The
+    Wave the gate names exists (the controller removes a gate naming a Wave that is gone) but selects no Site, so
+    the test, not the wave's plan, says what the gate is (`test_a_wave_holds_a_node_until_its_batch_is_approved`
+    lets the wave decide)."""
+    if admin.find(kube.Ref(waves.WAVES, WAVE, NS)) is None:
+        nobody = {"matchLabels": {"fleet.snoreloc.io/test": "selects-no-site"}}
+        body = {"apiVersion": site.API_VERSION, "kind": wave_mod.KIND, "metadata": {"name": WAVE, "namespace": NS},
+                "spec": {"selector": nobody}}  # fmt: skip
+        admin.create(waves.WAVES, body)
     since = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-    gate = {"state": state, "wave": "store-rollout", "batch": batch, "cause": cause, "since": since}
+    gate = {"state": state, "wave": WAVE, "batch": batch, "cause": cause, "since": since}
     path = kube.Ref(SITES, name, NS).path("status")
     admin.request("PATCH", path, body={"status": {"gate": gate}}, content_type=kube.MERGE_PATCH, retry=False)
 
@@ -256,7 +271,7 @@ def test_a_node_held_past_its_bound_stops_with_75_having_changed_nothing(
 
     heard = systemd_hears.stop()
     gate_at = len(order.host_steps(demo_host(tmp_path), tmp_path)) + 2  # after the site-config and the host steps
-    total = gate_at + len(order.cluster_steps())
+    total = gate_at + len(order.cluster_steps()) + len(order.settled_host_steps(demo_host(tmp_path), tmp_path))
     assert f"STATUS=step {gate_at}/{total} fleet-gate: held by the fleet: {CAUSE}" in heard  # `systemctl status`
     extensions = [int(line.split("=")[1]) for line in heard if line.startswith("EXTEND_TIMEOUT_USEC=")]
     assert len(extensions) >= 2 and min(extensions) > 3600 * 1_000_000  # the whole run still fits after the hold
@@ -482,3 +497,52 @@ def test_a_revoked_token_cannot_read_the_gate_but_a_live_one_reads_only_its_own(
             own.request("GET", kube.Ref(SITES, SITE, NS).path(), retry=False)  # the Site itself: not granted
     finally:
         own.close()
+
+
+def test_a_wave_holds_a_node_until_its_batch_is_approved(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Any],
+    sim: simulator.Simulator,
+    tmp_path: pathlib.Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 33 end to end, the controller's wave deciding: store-042 sits in the batch after the canary, which waits
+    for the owner's approval; its node, started meanwhile, holds (the cluster untouched, the wave's cause shown) and
+    relocates once the owner approves the batch."""
+    start_controller()
+    root = stick(hub, admin, tmp_path, capsys, hold=7200)
+    spec, files = demo_site(tmp_path / "canary")
+    canary = "store-001"  # first by name: the canary
+    apply_site(admin, NS, canary, config={**spec, "domain": "store001.edge.example.net"},
+               refs=keep_files(admin, NS, canary, files))  # fmt: skip
+    wait_phase(admin, canary, site.Phase.READY)
+    for name in (canary, SITE):
+        admin.patch(kube.Ref(SITES, name, NS), {"metadata": {"labels": {"rollout": "spring"}}})
+    spring = {"selector": {"matchLabels": {"rollout": "spring"}}, "canary": 1, "manualApproval": True}
+    meta = {"name": "spring", "namespace": NS}
+    admin.create(waves.WAVES, {"apiVersion": site.API_VERSION, "kind": wave_mod.KIND, "metadata": meta, "spec": spring})
+
+    def gate() -> dict[str, Any]:
+        return dict(site.view(admin.get(kube.Ref(SITES, SITE, NS))).gate)
+
+    held = wait_for("the wave to hold store-042", lambda: (g := gate()).get("state") == site.GATE_HELD and g)
+    before = cluster_snapshot(sim)
+    run = Run(root, sim)
+    wait_for("the node to show the wave's hold", lambda: held["cause"] in run.waiting_detail(), timeout=120)
+    assert f"held by the fleet: {held['cause']}" in status_text(root, capsys)
+    assert cluster_snapshot(sim) == before and no_cluster_step_started(root), "a held node changed the cluster"
+
+    obj = request_credential(admin, canary)  # the canary's node relocates and says so with its own token
+    agent = {"runState": "done", "source": "node", "siteConfigDigest": obj["status"]["media"]["digest"]}
+    own = site_client(hub, report_kubeconfig(admin, canary), f"{canary}.kubeconfig")
+    try:
+        own.request("PATCH", kube.Ref(SITES, canary, NS).path("status"), body={"status": {site.STATUS_AGENT: agent}},
+                    content_type=kube.MERGE_PATCH, retry=False)  # fmt: skip
+    finally:
+        own.close()
+    admin.patch(waves.wave_ref(NS, "spring"), {"spec": {"approvedBatches": 1}})
+    wait_for("the wave to open store-042's batch", lambda: gate().get("state") == site.GATE_OPEN, timeout=120)
+    result = run.join()
+    assert result.state.value in ("done", "done-with-warnings")
+    assert journal.read(run.status_path).record(fleetgate.STEP).details["verdict"] == "open"
