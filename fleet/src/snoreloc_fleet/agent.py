@@ -154,4 +154,5 @@ def timeline_svg(
     if wait and not marks and steps:
         last = bars[len(steps) - 1]
         marks.append(timeline.WaitMark(last.label, wait, last.start, last.end))
-    return timeline.svg(timeline.Timeline(title, tuple(bars), tuple(marks), end=now if finished else None))
+    axis = "time axis: seconds after the run started, as the node counted its steps (the report's clock note)"
+    return timeline.svg(timeline.Timeline(title, tuple(bars), tuple(marks), end=now if finished else None, axis=axis))

@@ -121,6 +121,10 @@ def _render(doc: journal.Document, interrupted: bool, long: bool, guide: dict[st
     lines = [_headline(doc, interrupted), *(f"{key}: {value}" for key, value in guide.items() if value)]
     lines += _waiting_line(doc)
     lines += _run_error(doc)
+    if long and doc.run is not None:
+        from snoreloc.engine import report  # noqa: PLC0415 (lazy, as above)
+
+        lines.append(f"step times: {report.clock_label(doc.run.speed)}")
     for name in doc.step_names():
         record = doc.record(name)
         if long or record.state is not journal.StepState.DONE:

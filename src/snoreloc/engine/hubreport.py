@@ -249,27 +249,30 @@ def snapshot(
         "failure": _failure(run),
         "exitCode": run.exit_code,  # None (null) removes an earlier run's from the Site: a merge patch
         "apiCA": _api_ca(doc),
-        "rollouts": _intervals(run.rollouts, run.started),
-        "waits": _intervals(run.waits, run.started, what=True),
+        "rollouts": _intervals(run, run.rollouts),
+        "waits": _intervals(run, run.waits, what=True),
     }
     return report
 
 
-def _offset(moment: datetime | None, origin: datetime) -> float | None:
-    return None if moment is None else round(max(0.0, (moment - origin).total_seconds()), 1)
+def _offset(moment: datetime | None, origin: datetime, speed: float) -> float | None:
+    """Seconds of the run's own clock after `origin` (the steps' seconds are the run's clock's: a simulated run's
+    timestamps are wall time, so its offsets are scaled to match)."""
+    return None if moment is None else round(max(0.0, (moment - origin).total_seconds()) * speed, 1)
 
 
-def _intervals(found: Sequence[view.Interval], origin: datetime | None, *, what: bool = False) -> list[dict[str, Any]]:
-    """The run's rollouts (or waits) as seconds after the run started (`endSeconds` null while one goes on), so the
-    hub draws the timeline the node would: bounded, redacted."""
+def _intervals(run: view.RunFacts, found: Sequence[view.Interval], *, what: bool = False) -> list[dict[str, Any]]:
+    """The run's rollouts (or waits) as seconds after the run started (`endSeconds` null while one goes on), in the
+    same seconds as its steps, so the hub draws the timeline the node would: bounded, redacted."""
+    origin = run.started
     if origin is None:
         return []
     kept = [i for i in found if i.started >= origin][:MAX_INTERVALS]
     return [
         {
             "name": _text(i.name, MAX_NAME),
-            "startSeconds": _offset(i.started, origin),
-            "endSeconds": _offset(i.finished, origin),
+            "startSeconds": _offset(i.started, origin, run.speed),
+            "endSeconds": _offset(i.finished, origin, run.speed),
             **({"what": _text(i.what)} if what else {}),
         }
         for i in kept

@@ -62,6 +62,7 @@ READABLE_VERSIONS = (1, 2)
 MAX_HISTORY = 20  # past runs kept in status.json (each a few KiB: step times, rollouts, waits)
 HISTORY = "history"
 MAX_SECONDS = 10 * 365 * 86400.0  # no run, step or wait of a relocation lasts ten years
+MAX_SPEED = 1e6  # a plausible clock speed (the simulator runs up to a few thousand times faster)
 MAX_PID = 4_194_304  # the kernel's PID_MAX_LIMIT (include/linux/threads.h)
 MAX_EXIT_CODE = 255
 UNKNOWN_EXIT_CODE = 1  # an error's exit code that is not one: a failure, as when it is absent
@@ -167,16 +168,21 @@ class RunInfo:
     started: datetime | None
     finished: datetime | None
     mode: str
+    speed: float = 1.0  # how much faster than wall time the run's clock ran (1: a node; more: a simulated cluster)
 
     def to_storage(self) -> dict[str, Any]:
-        return {"pid": self.pid, "started": _iso(self.started), "finished": _iso(self.finished), "mode": self.mode}
+        stored = {"pid": self.pid, "started": _iso(self.started), "finished": _iso(self.finished), "mode": self.mode}
+        return stored if self.speed == 1.0 else {**stored, "speed": self.speed}
 
     @classmethod
     def from_storage(cls, data: object) -> RunInfo | None:
         if not isinstance(data, Mapping):
             return None
         pid = _whole(data.get("pid", 0), MAX_PID, 0)
-        return cls(pid, _when(data.get("started")), _when(data.get("finished")), str(data.get("mode", "")))
+        speed = data.get("speed", 1.0)
+        plausible = isinstance(speed, int | float) and not isinstance(speed, bool) and 0 < speed <= MAX_SPEED
+        started, finished = _when(data.get("started")), _when(data.get("finished"))
+        return cls(pid, started, finished, str(data.get("mode", "")), float(speed) if plausible else 1.0)
 
 
 @dataclass(frozen=True)
@@ -540,11 +546,17 @@ class Journal:
             self._archive()
             doc.state, doc.order, doc.error, doc.waiting = RunState.RUNNING, list(order), None, None
             doc.site = SiteRef(site_name, site_fingerprint, site_path)
-            doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode)
+            doc.run = RunInfo(os.getpid(), self._clock.now(), None, mode, self._speed())
             for name in order:
                 doc.steps.setdefault(name, StepRecord())
             doc.rollout_log, doc.wait_log = [], []  # a new run draws its own timeline
             self._save()
+
+    def _speed(self) -> float:
+        """How much faster than wall time this journal's clock runs (a `ScaledClock` against a simulator), recorded
+        with the run so every reader can label its seconds (`report.clock_label`)."""
+        speed = getattr(self._clock, "speed", 1.0)
+        return float(speed) if isinstance(speed, int | float) and 0 < speed <= MAX_SPEED else 1.0
 
     def _archive(self) -> None:
         """File the run that ended under `history` (bounded) before a new one starts."""
@@ -596,7 +608,7 @@ class Journal:
             doc = self._doc
             doc.state, doc.waiting = state, None
             run = doc.run or RunInfo(os.getpid(), None, None, "")
-            doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode)
+            doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode, run.speed)
             if error is not None:
                 doc.error = ErrorRecord.of(error)
             self._save()
@@ -614,7 +626,7 @@ class Journal:
             doc = self._doc
             self._archive()
             doc.state, doc.error, doc.waiting = RunState.ROLLING_BACK, None, None
-            doc.run = RunInfo(os.getpid(), self._clock.now(), None, "rollback")
+            doc.run = RunInfo(os.getpid(), self._clock.now(), None, "rollback", self._speed())
             doc.rollout_log, doc.wait_log = [], []
             self._save()
 
@@ -633,7 +645,7 @@ class Journal:
             return
         with self._lock:
             run = self._doc.run or RunInfo(os.getpid(), None, None, "rollback")
-            self._doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode)
+            self._doc.run = RunInfo(run.pid, run.started, self._clock.now(), run.mode, run.speed)
             self._save()
 
     def on_wait(self, waiting: waits.Waiting | None) -> None:

@@ -72,7 +72,7 @@ def _steps(progress: view.Progress) -> str:
             "</td></tr>"
         )
     head = "<tr><th>step</th><th>state</th><th>started (UTC)</th><th>took</th><th></th></tr>"
-    return f"<table>{head}{''.join(rows)}</table>"
+    return f"<table>{head}{''.join(rows)}</table><p class='small'>took: {_e(progress.seconds)}</p>"
 
 
 def _wait(current: view.CurrentWait | None) -> str:

@@ -53,6 +53,13 @@ def seconds_label(rep: dict[str, Any]) -> str:
     clock = rep.get("clock") or {}
     speed = clock.get("speed", 1.0)
     if clock.get("seconds") != "simulated" or not isinstance(speed, int | float):
+        return clock_label(1.0)
+    return clock_label(speed)
+
+
+def clock_label(speed: float) -> str:
+    """What a run's seconds are, for every reader that shows them (the report, `status --long`, the page)."""
+    if speed == 1.0:
         return "wall-clock seconds"
     return f"simulated seconds (the cluster ran {speed:g}x: 1/{speed:g} of that in wall time)"
 

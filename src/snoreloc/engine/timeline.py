@@ -22,6 +22,9 @@ LABEL = 190
 WIDTH = 960
 COLOURS = {"step": "#4c78a8", "failed": "#9d1c1c", "rollout": "#f58518", "critical": "#e45756"}
 WAIT_FILL = "url(#waiting)"
+# What the axis counts, said under the legend: the node's picture is drawn from its steps' timestamps, which are
+# wall time (a run against a simulator counts its steps' durations in faster, simulated seconds: the table says so)
+WALL_AXIS = "time axis: wall-clock seconds after the run started"
 
 
 class Kind(enum.Enum):
@@ -65,6 +68,7 @@ class Timeline:
     bars: tuple[Bar, ...]
     waits: tuple[WaitMark, ...] = ()
     end: float | None = None
+    axis: str = WALL_AXIS
 
     @property
     def span(self) -> float:
@@ -86,7 +90,7 @@ def svg(timeline: Timeline) -> str:
     rows = timeline.bars
     plot = WIDTH - LABEL - 20
     top, bottom = 40, 40 + ROW * len(rows)
-    height = bottom + 50
+    height = bottom + 68  # the legend's two lines
     span = timeline.span
 
     def x(seconds: float) -> float:
@@ -110,7 +114,7 @@ def svg(timeline: Timeline) -> str:
             f'<line x1="{end_x:.1f}" y1="{top - 6}" x2="{end_x:.1f}" y2="{bottom}" '
             'stroke="black" stroke-dasharray="4 3"/>'
         )
-    parts += [_legend(bottom + 38), "</svg>"]
+    parts += [_legend(bottom + 38, timeline.axis), "</svg>"]
     return "\n".join(parts) + "\n"
 
 
@@ -153,7 +157,7 @@ def _wait(index: int, wait: WaitMark, top: int, x: Callable[[float], float]) -> 
     )
 
 
-def _legend(y: int) -> str:
+def _legend(y: int, axis: str) -> str:
     items = (
         ("agent step", COLOURS["step"]),
         ("waiting", WAIT_FILL),
@@ -166,6 +170,7 @@ def _legend(y: int) -> str:
         parts.append(f'<text x="{x + 16}" y="{y}">{sanitize.html(text)}</text>')
         x += 30 + 7 * len(text)
     parts.append(f'<text x="{x}" y="{y}">dashed line: the agent ends</text>')
+    parts.append(f'<text x="{LABEL}" y="{y + 18}">{sanitize.html(axis)}</text>')
     return "\n".join(parts)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from snoreloc import errors, redact, safefile, waits
-from snoreloc.engine import intervals, journal
+from snoreloc.engine import intervals, journal, report
 from snoreloc.engine import timeline as drawing
 
 __all__ = [
@@ -75,6 +75,7 @@ class Progress:
     console_url: str = ""
     error: str = ""
     hint: str = ""
+    seconds: str = "wall-clock seconds"  # what the steps' times are (`report.clock_label`)
 
 
 ROLLBACK_INTERRUPTED = "rollback-interrupted"  # the journal says rolling-back, but no process holds the run lock
@@ -194,6 +195,7 @@ class RunFacts:
     error: str = ""
     hint: str = ""
     exit_code: int | None = None
+    speed: float = 1.0  # the run's clock against wall time (`journal.RunInfo.speed`): what its seconds are
 
 
 def _step_facts(name: str, record: journal.StepRecord) -> StepFacts:
@@ -235,6 +237,7 @@ def facts(doc: journal.Document) -> RunFacts:
         error=redact.redact(error.message) if error else "",
         hint=redact.redact(error.hint or "") if error else "",
         exit_code=error.exit_code if error else None,
+        speed=doc.run.speed if doc.run else 1.0,
     )
 
 
@@ -297,6 +300,7 @@ def progress(
         current=_current(waiting, now or datetime.now().astimezone()) if going else None,
         warnings=tuple(dict.fromkeys(w for step in run.steps for w in step.warnings)),
         console_url=console_url if run.state.startswith("done") else "",
+        seconds=report.clock_label(run.speed),
         error=run.error,
         hint=run.hint,
     )
