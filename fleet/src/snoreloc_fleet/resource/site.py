@@ -424,7 +424,7 @@ def gate_schema() -> dict[str, Any]:
     reads it before its first cluster write (`snoreloc.engine.fleetgate`)."""
     return {
         "type": "object",
-        "required": ["state"],
+        "required": ["state", "wave", "batch", "cause", "since"],  # the controller writes all five (the contract)
         "properties": {
             "state": {"type": "string", "enum": list(hubreport.GATE_STATES)},
             "wave": _text(hubreport.MAX_WAVE_NAME),
