@@ -86,6 +86,15 @@ OFFLINE_PROCEED = "proceed"  # go, with a warning (also when the extension says 
 OFFLINE_HOLD = "hold"  # wait for the hub, bounded by the site's `timeouts.fleetHold`, then stop (exit 75)
 OFFLINE_POLICIES = (OFFLINE_PROCEED, OFFLINE_HOLD)
 
+# The node's horizon (issue 37: `snoreloc.pki.shelf`), public facts the hub shows: the report's `shelf`, read from
+# the `shelf` step's journal record (no cluster call), and a Site's `spec.shelf` given by the depot before the node
+# ever reports. Their keys, once, for the node and the hub.
+SHELF_FIELD = "shelf"
+SHELF_MUST_BOOT_BY = "mustBootBy"
+SHELF_SET_BY = "setBy"
+SHELF_SEALED_AT = "sealedAt"
+SHELF_STEP = "shelf"  # the step whose journal details hold them (`snoreloc.steps.host.shelf_life`)
+
 
 class Source:
     NODE = "node"
@@ -251,8 +260,37 @@ def snapshot(
         "apiCA": _api_ca(doc),
         "rollouts": _intervals(run.rollouts, run.started),
         "waits": _intervals(run.waits, run.started, what=True),
+        SHELF_FIELD: _shelf(doc),
     }
     return report
+
+
+def _shelf(doc: journal.Document) -> dict[str, Any] | None:
+    """The horizon the `shelf` step recorded (must boot by, the certificate that sets it, when the node was sealed),
+    as RFC 3339 times; None (removed from the Site) until the step ran, or when it recorded no horizon. A value that
+    is not a time the step writes (`pki.shelf.stamp`) is left out."""
+    record = doc.steps.get(SHELF_STEP)
+    details = record.details if record else {}
+    found = {key: details.get(key) for key in (SHELF_MUST_BOOT_BY, SHELF_SEALED_AT)}
+    times = {key: value for key, value in found.items() if isinstance(value, str) and _is_stamp(value)}
+    if SHELF_MUST_BOOT_BY not in times:
+        return None
+    set_by = details.get(SHELF_SET_BY)
+    return {
+        SHELF_MUST_BOOT_BY: times[SHELF_MUST_BOOT_BY],
+        SHELF_SET_BY: _text(set_by, MAX_NAME) if isinstance(set_by, str) else None,
+        SHELF_SEALED_AT: times.get(SHELF_SEALED_AT),
+    }
+
+
+def _is_stamp(text: str) -> bool:
+    from snoreloc.pki import shelf  # noqa: PLC0415 (lazy: the fleet's readers import this module)
+
+    try:
+        shelf.parse_stamp(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _offset(moment: datetime | None, origin: datetime) -> float | None:
