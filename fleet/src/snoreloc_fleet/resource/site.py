@@ -281,7 +281,9 @@ def rfc3339(value: Any) -> dt.datetime | None:
     return moment if EARLIEST <= moment <= LATEST else None
 
 
-def _horizon_of(given: Any, source: str) -> Horizon | None:
+def horizon_of(given: Any, source: str) -> Horizon | None:
+    """A horizon from its fields (the report's `shelf`, or `spec.shelf`); None without a plausible must-boot-by
+    date. A set-by with a control character reads as unknown, a sealing after the date as unknown."""
     found = _mapping(given)
     must = rfc3339(found.get(hubreport.SHELF_MUST_BOOT_BY))
     if must is None:
@@ -297,8 +299,8 @@ def horizon(obj: Mapping[str, Any]) -> Horizon | None:
     is one, else the depot's seal record (`spec.shelf`); None when neither holds a plausible must-boot-by date (a
     node's report is data, not trust: an implausible one reads as absent)."""
     status, spec = _mapping(obj.get("status")), _mapping(obj.get("spec"))
-    reported = _horizon_of(_mapping(status.get(STATUS_AGENT)).get(hubreport.SHELF_FIELD), SHELF_REPORTED)
-    return reported or _horizon_of(spec.get(hubreport.SHELF_FIELD), SHELF_INVENTORY)
+    reported = horizon_of(_mapping(status.get(STATUS_AGENT)).get(hubreport.SHELF_FIELD), SHELF_REPORTED)
+    return reported or horizon_of(spec.get(hubreport.SHELF_FIELD), SHELF_INVENTORY)
 
 
 def reports(obj: Mapping[str, Any]) -> bool:
