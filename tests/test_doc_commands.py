@@ -400,6 +400,13 @@ ELSEWHERE: dict[str, Elsewhere] = {
         )
         for line in ("snoreloc fleet status --wave spring -n fleet-emea", "kubectl get waves")
     },
+    **{
+        line: Elsewhere(
+            "Sites with a must-boot-by date on the hub",
+            _FLEET + "test_fleet_shelf.py::test_the_hub_shows_each_sites_must_boot_by_date_soonest_first",
+        )
+        for line in ("snoreloc fleet status --shelf", "snoreloc fleet status --shelf -n fleet-emea --wave spring")
+    },
     'kubectl patch wave spring -n fleet-emea --type merge -p \'{"spec":{"approvedBatches":1}}\'': Elsewhere(
         "the owner's approval (the test sends the same merge patch with the official client)",
         _FLEET + "test_waves.py::test_a_canary_failing_with_one_cause_halts_the_wave_and_approval_opens_the_next_batch",

@@ -154,6 +154,7 @@ MAX_GATE_CAUSE = hubreport.MAX_GATE_CAUSE
 # report (`status.agent.shelf`) or, before it reports, from the depot's seal record (`spec.shelf`), so `kubectl get
 # sites` prints it (`horizon` decides which; the readers call it on the Site itself).
 STATUS_SHELF = hubreport.SHELF_FIELD
+SPEC_SHELF = hubreport.SHELF_FIELD  # spec.shelf: the depot's seal record (`fleet render` fills it from a column)
 SHELF_REPORTED = "reported"
 SHELF_INVENTORY = "inventory"
 MAX_BATCHES = (
@@ -300,7 +301,7 @@ def horizon(obj: Mapping[str, Any]) -> Horizon | None:
     node's report is data, not trust: an implausible one reads as absent)."""
     status, spec = _mapping(obj.get("status")), _mapping(obj.get("spec"))
     reported = horizon_of(_mapping(status.get(STATUS_AGENT)).get(hubreport.SHELF_FIELD), SHELF_REPORTED)
-    return reported or horizon_of(spec.get(hubreport.SHELF_FIELD), SHELF_INVENTORY)
+    return reported or horizon_of(spec.get(SPEC_SHELF), SHELF_INVENTORY)
 
 
 def reports(obj: Mapping[str, Any]) -> bool:
