@@ -122,3 +122,30 @@ def test_json_is_what_json_dumps_with_indent_one_gives() -> None:
             "sites": [cli_status._row_data(r, NOW) for r in listed],
         }
         assert cli_status.to_json(summary, listed, NOW) == json.dumps(document, indent=1) + "\n"
+
+
+def test_a_sites_horizon_is_the_nodes_report_else_the_depots_and_implausible_dates_read_as_unknown() -> None:
+    depot = {"mustBootBy": "2027-03-01T09:00:00Z"}
+    obj = site_obj("store-0300", site.Phase.READY)
+    obj["spec"]["shelf"] = depot
+    assert fleetstate.row(obj, now=NOW).horizon == site.Horizon(
+        dt.datetime(2027, 3, 1, 9, tzinfo=dt.UTC), "", None, site.SHELF_INVENTORY
+    )
+    agent = report("running", reported=NOW, upto=3)
+    agent["shelf"] = {"mustBootBy": "2026-12-01T00:00:00Z", "setBy": "kube-apiserver-to-kubelet-signer",
+                      "sealedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+    obj["status"][site.STATUS_AGENT] = agent
+    found = fleetstate.row(obj, now=NOW)
+    assert found.horizon is not None and found.horizon.source == site.SHELF_REPORTED
+    assert fleetstate.days_left(found, NOW) == 6 and found.shelved and not found.implausible
+    # nonsense from a node (or an older hub whose schema bounded nothing): unknown, named, the depot's date kept
+    for nonsense in ({"mustBootBy": "1970-01-01T00:00:00Z"}, {"mustBootBy": 5}, "soon", {"setBy": "x"}):
+        agent["shelf"] = nonsense
+        read = fleetstate.row(obj, now=NOW)
+        assert read.horizon is not None and read.horizon.source == site.SHELF_INVENTORY, nonsense
+        assert "status.agent.shelf" in read.implausible
+    agent["shelf"] = {"mustBootBy": "2026-12-01T00:00:00Z", "setBy": "a\x1b[2Jb", "sealedAt": "2027-01-01T00:00:00Z"}
+    odd = fleetstate.row(obj, now=NOW).horizon
+    assert odd is not None and (odd.set_by, odd.sealed_at) == ("", None), "a control character, a seal after the date"
+    obj["status"][site.STATUS_PHASE] = site.Phase.RELOCATED.value
+    assert fleetstate.shelf_order([fleetstate.row(obj, now=NOW)]) == [], "a relocated node is off the shelf"
