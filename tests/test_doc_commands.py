@@ -390,6 +390,9 @@ ELSEWHERE: dict[str, Elsewhere] = {
         "nudges the controller on a hub",
         _FLEET + "test_controller_resilience.py::test_a_restarted_controller_converges_and_then_writes_nothing",
     ),
+    ".venv/bin/python bench/relocation.py --shelved-days 200 --speeds 20 --repeats 2": Elsewhere(
+        "a benchmark run (four relocations, about a minute)"
+    ),
     ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
     ".venv/bin/python bench/fleet_waves.py": Elsewhere(
         "a benchmark run (500 nodes, under a minute a repetition); tests/fleetops smoke-tests it small"
