@@ -568,6 +568,24 @@ def days_left(item: Row, now: dt.datetime) -> int | None:
     return None if item.horizon is None else math.floor(item.horizon.days_left(now))
 
 
+def shelf_words(item: Row, now: dt.datetime) -> str:
+    """One line on the row's horizon for people (`fleet why`); "" when unknown or the node is relocated."""
+    horizon, left = item.horizon, days_left(item, now)
+    if horizon is None or left is None or not item.to_relocate:
+        return ""
+    whence = "the node's report" if horizon.source == site.SHELF_REPORTED else "the depot's seal record (spec.shelf)"
+    facts = [f"set by {horizon.set_by}"] if horizon.set_by else []
+    facts += [f"sealed {horizon.sealed_at:%Y-%m-%d}"] if horizon.sealed_at else []
+    facts.append(f"from {whence}")
+    when = f"{horizon.must_boot_by:%Y-%m-%d %H:%M} UTC"
+    if left < 0:
+        return (
+            f"PAST its must-boot-by date {when} by {-left} days ({'; '.join(facts)}): its node stops at the site "
+            "before any change; have it re-sealed at the depot"
+        )
+    return f"must boot by {when}: {left} days left ({'; '.join(facts)})"
+
+
 def ago(seconds: float | None) -> str:
     """`42s`, `17m`, `3h05m`, `2d4h`: how long ago, for a table."""
     if seconds is None:
