@@ -11,10 +11,11 @@ or a refused report (400/422) stops it with one log line. Nothing it does can fa
 that cannot reach its hub relocates as one without a hub.
 
 The report holds no secret: only step names, states, times, the wait in progress, the failure's redacted message
-and hint, warnings (redacted), the technician's line and the digest of the site-config the node runs. The same
-report, signed with the site's key (`signed`), is what `snoreloc status --output json` carries under `hub`, so a
-report carried back by hand from a site without a network path to the hub can be proven and applied by
-`snoreloc fleet import-report`.
+and hint, warnings (redacted), the technician's line, the digest of the site-config the node runs and, once the
+`shelf` step has run, the node's horizon (issue 37: must boot by, the certificate that sets it, when it was
+sealed). The same report, signed with the site's key (`signed`), is what `snoreloc status --output json` carries
+under `hub`, so a report carried back by hand from a site without a network path to the hub can be proven and
+applied by `snoreloc fleet import-report`.
 
 The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.resource.site`) bounds it in
 its schema. So is the other half of the node's dialogue with its hub, the wave's gate (`status.gate`, written by the
