@@ -151,16 +151,19 @@ class Bench:
     """One simulator plus a scratch directory; `relocate()` runs the agent against it (again and again)."""
 
     def __init__(
-        self, *, speed: float, routes: int = 0, faults: str | None = None, seed: str = "4.16", shelved: bool = False
-    ) -> None:
+        self, *, speed: float, routes: int = 0, faults: str | None = None, seed: str = "4.16", shelved: bool = False,
+        shelved_days: int = 0,
+    ) -> None:  # fmt: skip
         """`shelved`: the node's kubelet certificate expired on the shelf, so it is NotReady until its CSRs are
-        approved (the simulator's `expired_kubelet_cert`)."""
+        approved (the simulator's `expired_kubelet_cert`). `shelved_days`: every certificate of the model aged by
+        that many days (issue 37, the simulator's `shelved_days`)."""
         self.speed = speed
         self._tmp = tempfile.TemporaryDirectory(prefix="snoreloc-bench-")
         self.workdir = Path(self._tmp.name)
         self.sim = simulator.Simulator(
-            seed=seed, speed=speed, faults=faults, routes=routes, expired_kubelet_cert=shelved
-        )
+            seed=seed, speed=speed, faults=faults, routes=routes, expired_kubelet_cert=shelved,
+            shelved_days=shelved_days,
+        )  # fmt: skip
         self.site_config = write_site(self.workdir / "site")
         self.log: RequestLog | None = None
 

@@ -30,12 +30,20 @@ The simulator divides every cluster duration by `speed`; the agent's own work (s
 is not scaled, so the faster the simulation the larger its share. The benchmark runs at more than one speed and
 judges at the slowest. `--routes N` adds N user routes to the seed (the 5,000-route row of the targets).
 
-Run: `.venv/bin/python bench/relocation.py [--speeds 20,5] [--routes 0] [--shelved-node] [--svg FILE]`.
+`--shelved-days N` (issue 37) starts the simulator as a node sealed N days before (`operators.shelf`: every
+certificate aged by N days) and judges the run against that node's own chain: the control plane regenerating its
+expired `csr-signer` (`shelf.REGEN_DELAY` after start) before kube-controller-manager signs the kubelet's CSRs, then
+node Ready and the revision (`shelf_chain_cluster_s`). It measures that row and today's `--shelved-node` row beside
+it, each `--repeats` times, and prints min / median / max of each ratio.
+
+Run: `.venv/bin/python bench/relocation.py [--speeds 20,5] [--routes 0] [--shelved-node] [--shelved-days N]
+[--repeats N] [--svg FILE]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +52,7 @@ import common
 import harness
 import timeline
 
-from snoreloc_sim.openshift.operators import component_routes, kube_apiserver, kubelet
+from snoreloc_sim.openshift.operators import component_routes, kube_apiserver, kubelet, shelf
 
 NAME = "relocation"
 ROUTING_OPERATOR = "openshift-apiserver"
@@ -85,11 +93,32 @@ def bounds(rollouts: Sequence[dict[str, Any]], routes_work: float) -> dict[str, 
     }
 
 
-def physical_limit_cluster_s(shelved: bool = False) -> float:
+def _expired_after(name: str, days: int) -> bool:
+    """Whether the model's certificate `name` has expired on a node sealed `days` ago (`shelf.kubelet_expired`'s
+    rule: installed `shelf.INSTALL_AGE_DAYS` before the seal)."""
+    return shelf.BY_NAME[name].lifetime <= days + shelf.INSTALL_AGE_DAYS
+
+
+def shelf_chain_cluster_s(days: int) -> float:
+    """Cluster seconds before the node is Ready on a node sealed `days` ago: nothing when its kubelet certificates
+    still hold; else the kubelet asks (`CSR_DELAY`) and its CSRs are signed (`SIGN_DELAY`), but not before the
+    control plane has regenerated an expired `csr-signer` (`shelf.REGEN_DELAY`: kube-controller-manager signs with
+    it), then the node turns Ready (`READY_DELAY`)."""
+    if not shelf.kubelet_expired(days):
+        return 0.0
+    signed = kubelet.CSR_DELAY + kubelet.SIGN_DELAY
+    if _expired_after("csr-signer", days):
+        signed = max(signed, shelf.REGEN_DELAY)
+    return signed + kubelet.READY_DELAY
+
+
+def physical_limit_cluster_s(shelved: bool = False, shelved_days: int = 0) -> float:
     """Cluster seconds of the unavoidable chain in the simulator's model: on a shelved node its CSRs asked for,
-    signed and the node Ready; then one kube-apiserver revision from installer start to the operator reporting
-    it done."""
+    signed and the node Ready (after `shelved_days`, once the recovery it waits on is done); then one
+    kube-apiserver revision from installer start to the operator reporting it done."""
     csr = kubelet.CSR_DELAY + kubelet.SIGN_DELAY + kubelet.READY_DELAY if shelved else 0.0
+    if shelved_days:
+        csr = shelf_chain_cluster_s(shelved_days)
     revision = (
         kube_apiserver.INSTALLER_SECONDS
         + kube_apiserver.WARN_SECONDS
@@ -99,10 +128,10 @@ def physical_limit_cluster_s(shelved: bool = False) -> float:
     return csr + revision
 
 
-def design_limit_cluster_s(shelved: bool = False) -> float:
+def design_limit_cluster_s(shelved: bool = False, shelved_days: int = 0) -> float:
     """The physical limit plus the authentication operator publishing the oauth host, which the agent waits for
     before it writes the APIServer change (one restart even when that publication is slow)."""
-    return physical_limit_cluster_s(shelved) + component_routes.APPLY_SECONDS
+    return physical_limit_cluster_s(shelved, shelved_days) + component_routes.APPLY_SECONDS
 
 
 def chain(run: harness.AgentRun) -> dict[str, float]:
@@ -139,7 +168,7 @@ def rollouts_per_operator(rollouts: Sequence[dict[str, Any]]) -> dict[str, int]:
     return counted
 
 
-def analyse(run: harness.AgentRun, speed: float, shelved: bool = False) -> dict[str, Any]:
+def analyse(run: harness.AgentRun, speed: float, shelved: bool = False, shelved_days: int = 0) -> dict[str, Any]:
     """The figures of one relocation: wall time, both bounds, their ratios, where the time outside them went."""
     routes_step = run.step("routes")
     routes_work = routes_step["end"] - routes_step["start"] if routes_step else 0.0
@@ -147,8 +176,8 @@ def analyse(run: harness.AgentRun, speed: float, shelved: bool = False) -> dict[
     actual = run.child.wall_s
     first = min((r["start"] for r in run.rollouts), default=0.0)
     last = max((r["end"] for r in run.rollouts), default=0.0)
-    limit = physical_limit_cluster_s(shelved) / speed
-    design = design_limit_cluster_s(shelved) / speed
+    limit = physical_limit_cluster_s(shelved, shelved_days) / speed
+    design = design_limit_cluster_s(shelved, shelved_days) / speed
     counted = rollouts_per_operator(run.rollouts)
     return {
         "speed": speed,
@@ -176,10 +205,56 @@ def analyse(run: harness.AgentRun, speed: float, shelved: bool = False) -> dict[
     }
 
 
-def measure_one(speed: float, routes: int = 0, shelved: bool = False) -> dict[str, Any]:
+def measure_one(speed: float, routes: int = 0, shelved: bool = False, shelved_days: int = 0) -> dict[str, Any]:
     """One fresh simulator at `speed`, one full relocation, analysed."""
-    with harness.Bench(speed=speed, routes=routes, shelved=shelved) as bench:
-        return analyse(bench.relocate(), speed, shelved)
+    with harness.Bench(speed=speed, routes=routes, shelved=shelved, shelved_days=shelved_days) as bench:
+        return analyse(bench.relocate(), speed, shelved, shelved_days)
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def shelf_rows(speed: float, days: int, repeats: int) -> list[dict[str, Any]]:
+    """Issue 37's row (`days` on the shelf) and today's shelved-node row, each `repeats` fresh relocations at
+    `speed`: each one's physical limit, and min / median / max of the wall time and of actual / limit."""
+    rows = []
+    for label, shelved, shelved_days in ((f"shelved {days} days", False, days), ("shelved node", True, 0)):
+        runs = [measure_one(speed, 0, shelved, shelved_days) for _ in range(repeats)]
+        rows.append({
+            "row": label, "speed": speed, "shelved_days": shelved_days, "repeats": repeats,
+            "physical_limit_s": runs[0]["physical_limit_s"],
+            "chain_cluster_s": physical_limit_cluster_s(shelved, shelved_days),
+            "actual_wall_s": _spread([r["actual_wall_s"] for r in runs]),
+            "actual_over_limit": _spread([r["actual_over_limit"] for r in runs]),
+            "kube_apiserver_revisions": max(r["kube_apiserver_revisions"] for r in runs),
+        })  # fmt: skip
+    return rows
+
+
+def measure_shelf(speed: float, days: int, repeats: int) -> dict[str, Any]:
+    """`--shelved-days`: the two rows, judged on the median ratio of the shelved-days row."""
+    rows = shelf_rows(speed, days, repeats)
+    targets = {
+        "actual_over_physical_limit": common.target(
+            rows[0]["actual_over_limit"]["median"], ACTUAL_OVER_LIMIT_MAX, at_most=True
+        ),
+        "kube_apiserver_revisions": common.exactly(max(r["kube_apiserver_revisions"] for r in rows), 1),
+    }
+    return common.document(f"{NAME}_shelved_{days}days", {"rows": rows}, targets)
+
+
+def _shelf_report(payload: dict[str, Any]) -> str:
+    lines = [f"{'row':>20} {'speed':>6} {'chain cl s':>10} {'limit s':>8}  {'actual s min/med/max':>22}  "
+             f"{'actual/limit min/med/max':>26}  revisions"]  # fmt: skip
+    for row in payload["results"]["rows"]:
+        wall, ratio = row["actual_wall_s"], row["actual_over_limit"]
+        lines.append(
+            f"{row['row']:>20} {row['speed']:>6g} {row['chain_cluster_s']:>10.0f} {row['physical_limit_s']:>8.2f}  "
+            f"{wall['min']:>6.2f} {wall['median']:>6.2f} {wall['max']:>6.2f}        "
+            f"{ratio['min']:>7.3f} {ratio['median']:>7.3f} {ratio['max']:>7.3f}     {row['kube_apiserver_revisions']}"
+        )
+    return "\n".join(lines + common.verdict_lines(payload))
 
 
 def measure(speeds: Sequence[float] = (20.0, 5.0), routes: int = 0, shelved: bool = False) -> dict[str, Any]:
@@ -239,10 +314,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--speeds", default="20,5", help="simulator speeds, comma-separated (default 20,5)")
     parser.add_argument("--routes", type=int, default=0, help="extra user routes in the seed (default 0)")
     parser.add_argument("--shelved-node", action="store_true", help="the node's CSRs must be approved first")
+    parser.add_argument(
+        "--shelved-days", type=int, default=0, metavar="N",
+        help="a node sealed N days before (issue 37), beside the --shelved-node row, at the slowest speed",
+    )  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=3, help="relocations per --shelved-days row (default 3)")
     parser.add_argument("--svg", type=Path, default=DEFAULT_SVG, help="timeline chart to write (default docs/)")
     parser.add_argument("--name", default=None, help="result name (default relocation[_<N>routes])")
     parser.add_argument("--output-dir", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.shelved_days:
+        speed = min(float(s) for s in args.speeds.split(","))
+        shelf_payload = measure_shelf(speed, args.shelved_days, max(1, args.repeats))
+        path = common.write_result(args.name or shelf_payload["benchmark"], shelf_payload, args.output_dir)
+        print(_shelf_report(shelf_payload))
+        print(f"wrote {path}")
+        return 0
     payload = measure([float(s) for s in args.speeds.split(",")], args.routes, args.shelved_node)
     name = args.name or result_name(args.routes)
     payload["benchmark"] = name

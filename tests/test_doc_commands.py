@@ -390,6 +390,9 @@ ELSEWHERE: dict[str, Elsewhere] = {
         "nudges the controller on a hub",
         _FLEET + "test_controller_resilience.py::test_a_restarted_controller_converges_and_then_writes_nothing",
     ),
+    ".venv/bin/python bench/relocation.py --shelved-days 200 --speeds 20 --repeats 2": Elsewhere(
+        "a benchmark run (four relocations, about a minute)"
+    ),
     ".venv/bin/python bench/hub_sites.py": Elsewhere("a benchmark run (a hub with many Sites)"),
     ".venv/bin/python bench/fleet_waves.py": Elsewhere(
         "a benchmark run (500 nodes, under a minute a repetition); tests/fleetops smoke-tests it small"
@@ -399,6 +402,13 @@ ELSEWHERE: dict[str, Elsewhere] = {
             "a Wave on the hub", _FLEET + "test_waves.py::test_a_batch_failing_past_its_threshold_halts_the_wave"
         )
         for line in ("snoreloc fleet status --wave spring -n fleet-emea", "kubectl get waves")
+    },
+    **{
+        line: Elsewhere(
+            "Sites with a must-boot-by date on the hub",
+            _FLEET + "test_fleet_shelf.py::test_the_hub_shows_each_sites_must_boot_by_date_soonest_first",
+        )
+        for line in ("snoreloc fleet status --shelf", "snoreloc fleet status --shelf -n fleet-emea --wave spring")
     },
     'kubectl patch wave spring -n fleet-emea --type merge -p \'{"spec":{"approvedBatches":1}}\'': Elsewhere(
         "the owner's approval (the test sends the same merge patch with the official client)",

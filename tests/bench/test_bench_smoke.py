@@ -83,6 +83,11 @@ def test_the_physical_limit_is_the_simulators_model_not_the_run() -> None:
     # (3 s after start), signing (2 s) and the node turning Ready (5 s): only then can a rollout start
     assert relocation.physical_limit_cluster_s() == 240.0
     assert relocation.physical_limit_cluster_s(shelved=True) == 250.0
+    # issue 37: after 200 days the kubelet's CSRs wait for csr-signer's regeneration (30 s), then Ready (5 s);
+    # both live 30 days from the install, a day before the seal: expired after 29 days on the shelf, not after 28
+    assert relocation.physical_limit_cluster_s(shelved_days=200) == 275.0
+    assert relocation.physical_limit_cluster_s(shelved_days=10) == 240.0
+    assert relocation.shelf_chain_cluster_s(29) == 35.0 and relocation.shelf_chain_cluster_s(28) == 0.0
     assert relocation.design_limit_cluster_s() == 270.0  # + the authentication operator's 30 s to publish
     rollouts = [rollout("kube-apiserver", 1.0, 48.0), rollout("ingress", 1.0, 9.0), rollout("kube-apiserver", 50, 48)]
     assert relocation.rollouts_per_operator(rollouts) == {"kube-apiserver": 2, "ingress": 1}

@@ -103,6 +103,7 @@ def test_the_rule_has_the_four_symptom_alerts_and_each_a_runbook() -> None:
         "SnorelocRelocationOverBudget",
         "SnorelocSiteConfigInvalid",
         "SnorelocWaveHalted",
+        "SnorelocShelfHorizonNear",
     ]
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
     for rule in rules:
@@ -114,6 +115,7 @@ def test_every_selector_of_every_alert_matches_a_served_series(served: tuple[met
     fleet_metrics, clock, url = served
     _running_then_done(fleet_metrics, clock)
     fleet_metrics.observe(fleet()[4])
+    fleet_metrics.observe(_shelved("store-0100", days=10, wave="spring"))
     served_series = promrules.scrape(url)
     for group in promrules.rule()["spec"]["groups"]:
         for rule in group["rules"]:
@@ -208,3 +210,56 @@ def test_a_halted_wave_is_served_and_raises_its_alert(
     promrules.promtool_test(tmp_path, promrules.series(first, second, switch=10, total=20), expected)
     fleet_metrics.seen_wave({"type": "DELETED", "object": _wave_event(halted=True)["object"]})
     assert not any("wave" in name for name in promrules.scrape(url))
+
+
+def _shelved(name: str, *, days: float, wave: str = "", phase: site.Phase = site.Phase.READY) -> dict[str, object]:
+    """A Site the depot gave a must-boot-by date `days` after NOW (`spec.shelf`), in `wave` (its gate) or none."""
+    obj = site_obj(name, phase)
+    obj["spec"]["shelf"] = {"mustBootBy": (NOW + dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if wave:
+        gate = {"state": "Held", "wave": wave, "batch": 1, "cause": "", "since": "2026-11-24T20:00:00Z"}
+        obj["status"][site.STATUS_GATE] = gate
+    return obj
+
+
+def test_the_days_left_on_the_shelf_are_served_per_wave_and_the_alert_warns_14_days_before(
+    served: tuple[metrics.FleetMetrics, Clock, str], tmp_path: pathlib.Path
+) -> None:
+    fleet_metrics, clock, url = served
+    for obj in (
+        _shelved("store-0100", days=10, wave="spring"),
+        _shelved("store-0101", days=40, wave="spring"),
+        _shelved("store-0102", days=-2, wave="spring"),  # past it: counted at le=0
+        _shelved("store-0103", days=3),  # in no wave: served, but no wave's alert
+        _shelved("store-0104", days=1, wave="spring", phase=site.Phase.RELOCATED),  # booted: not on a shelf
+        _shelved("store-0105", days=60, wave="autumn"),
+    ):
+        fleet_metrics.observe(obj)
+    samples = promrules.scrape(url)
+    spring = 'namespace="fleet-emea",wave="spring"'
+    assert samples[f'snoreloc_fleet_shelf_days_left_bucket{{le="0.0",{spring}}}'] == 1
+    assert samples[f'snoreloc_fleet_shelf_days_left_bucket{{le="14.0",{spring}}}'] == 2
+    assert samples[f'snoreloc_fleet_shelf_days_left_bucket{{le="+Inf",{spring}}}'] == 3
+    assert samples['snoreloc_fleet_shelf_days_left_bucket{le="7.0",namespace="fleet-emea",wave=""}'] == 1
+    assert samples['snoreloc_fleet_shelf_days_left_bucket{le="14.0",namespace="fleet-emea",wave="autumn"}'] == 0
+    # one series set per namespace and wave, never per Site
+    assert not any("store-" in name for name in samples)
+    found = next(
+        r for g in promrules.rule()["spec"]["groups"] for r in g["rules"] if r["alert"] == "SnorelocShelfHorizonNear"
+    )
+    labels = {"namespace": "fleet-emea", "wave": "spring"}
+    annotations = {
+        key: value.replace("{{ $value }}", "2")
+        .replace("{{ $labels.wave }}", "spring")
+        .replace("{{ $labels.namespace }}", "fleet-emea")
+        for key, value in found["annotations"].items()
+    }
+    firing = {"exp_labels": {**found["labels"], **labels}, "exp_annotations": annotations}
+    clock.now = NOW - dt.timedelta(days=30)  # a month earlier: nothing within 14 days but the past one
+    fleet_metrics.forget("fleet-emea", "store-0102")
+    earlier = promrules.scrape(url)
+    expected = [
+        {"eval_time": "8m", "alertname": "SnorelocShelfHorizonNear", "exp_alerts": []},
+        {"eval_time": "25m", "alertname": "SnorelocShelfHorizonNear", "exp_alerts": [firing]},
+    ]
+    promrules.promtool_test(tmp_path, promrules.series(earlier, samples, switch=10, total=30), expected)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 import yaml
-from fleetinputs import CERTIFICATES_BLOCK, serving_pair, site_row, write_site_files, write_template
+from fleetinputs import CERTIFICATES_BLOCK, HEADER, serving_pair, site_row, write_site_files, write_template
 
 from snoreloc.cli import main as cli
 
@@ -218,3 +218,25 @@ def test_render_sites_refuses_a_link_planted_at_its_secrets_file(
 
     assert elsewhere.read_text() == "not ours\n" and not (out / "sites.yaml").exists()
     assert "it is a symlink" in capsys.readouterr().err
+
+
+def test_an_inventory_column_gives_each_site_its_must_boot_by_date_or_is_refused_naming_the_cell(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = write_template(tmp_path / "template")
+    inventory = tmp_path / "sites.csv"
+    rows = [f"{site_row(1)},2027-03-01T09:00:00Z", f"{site_row(2)},"]  # store-0002: its date is not known yet
+    inventory.write_text("\n".join([f"{HEADER},mustBootBy", *rows]) + "\n")
+    out = tmp_path / "hub"
+    argv = ["fleet", "render", "--template", str(template), "--inventory", str(inventory), "--sites", str(out)]
+    assert cli.main(argv) == 0
+    first, second = yaml.safe_load_all((out / "sites.yaml").read_text())
+    assert first["spec"]["shelf"] == {"mustBootBy": "2027-03-01T09:00:00Z"}
+    assert "shelf" not in second["spec"]
+    capsys.readouterr()
+    inventory.write_text("\n".join([f"{HEADER},mustBootBy", f"{site_row(1)},next spring"]) + "\n")
+    before = (out / "sites.yaml").read_text()
+    assert cli.main(argv) == 65
+    err = capsys.readouterr().err
+    assert "sites.csv line 2, column mustBootBy" in err and "RFC 3339" in err and "nothing was written" in err
+    assert (out / "sites.yaml").read_text() == before

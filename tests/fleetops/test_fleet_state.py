@@ -8,6 +8,7 @@ import io
 import json
 
 from fleetsites import NOW, fleet, report, site_obj
+from fleetsites import iso as fleetsites_iso
 from snoreloc_fleet.resource import site
 from snoreloc_fleet.state import fleetstate
 from snoreloc_fleet.verbs import status as cli_status
@@ -122,3 +123,55 @@ def test_json_is_what_json_dumps_with_indent_one_gives() -> None:
             "sites": [cli_status._row_data(r, NOW) for r in listed],
         }
         assert cli_status.to_json(summary, listed, NOW) == json.dumps(document, indent=1) + "\n"
+
+
+def test_a_sites_horizon_is_the_nodes_report_else_the_depots_and_implausible_dates_read_as_unknown() -> None:
+    depot = {"mustBootBy": "2027-03-01T09:00:00Z"}
+    obj = site_obj("store-0300", site.Phase.READY)
+    obj["spec"]["shelf"] = depot
+    assert fleetstate.row(obj, now=NOW).horizon == site.Horizon(
+        dt.datetime(2027, 3, 1, 9, tzinfo=dt.UTC), "", None, site.SHELF_INVENTORY
+    )
+    agent = report("running", reported=NOW, upto=3)
+    agent["shelf"] = {"mustBootBy": "2026-12-01T00:00:00Z", "setBy": "kube-apiserver-to-kubelet-signer",
+                      "sealedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+    obj["status"][site.STATUS_AGENT] = agent
+    found = fleetstate.row(obj, now=NOW)
+    assert found.horizon is not None and found.horizon.source == site.SHELF_REPORTED
+    assert fleetstate.days_left(found, NOW) == 6 and found.shelved and not found.implausible
+    # nonsense from a node (or an older hub whose schema bounded nothing): unknown, named, the depot's date kept
+    for nonsense in ({"mustBootBy": "1970-01-01T00:00:00Z"}, {"mustBootBy": 5}, "soon", {"setBy": "x"}):
+        agent["shelf"] = nonsense
+        read = fleetstate.row(obj, now=NOW)
+        assert read.horizon is not None and read.horizon.source == site.SHELF_INVENTORY, nonsense
+        assert "status.agent.shelf" in read.implausible
+    agent["shelf"] = {"mustBootBy": "2026-12-01T00:00:00Z", "setBy": "a\x1b[2Jb", "sealedAt": "2027-01-01T00:00:00Z"}
+    odd = fleetstate.row(obj, now=NOW).horizon
+    assert odd is not None and (odd.set_by, odd.sealed_at) == ("", None), "a control character, a seal after the date"
+    obj["status"][site.STATUS_PHASE] = site.Phase.RELOCATED.value
+    assert fleetstate.shelf_order([fleetstate.row(obj, now=NOW)]) == [], "a relocated node is off the shelf"
+
+
+def test_the_shelf_list_and_why_say_the_days_left_soonest_first_and_past_plainly() -> None:
+    def shelved(name: str, days: int, phase: site.Phase = site.Phase.READY) -> dict[str, object]:
+        obj = site_obj(name, phase)
+        obj["spec"]["shelf"] = {"mustBootBy": fleetsites_iso(NOW + dt.timedelta(days=days, hours=1)),
+                                "setBy": "kube-apiserver-to-kubelet-signer"}  # fmt: skip
+        return obj
+
+    objs = [shelved("store-0401", 30), shelved("store-0402", -3), shelved("store-0403", 5, site.Phase.RELOCATED)]
+    rows = [fleetstate.row(o, now=NOW) for o in objs] + [fleetstate.row(site_obj("store-0404", site.Phase.READY))]
+    table = cli_status.shelf_text(rows, NOW, "table", "(footer)").splitlines()
+    assert table[1].split()[:4] == ["store-0402", "Ready", "2026-11-21", "PAST"]
+    assert table[2].split()[:5] == ["store-0401", "Ready", "2026-12-24", "30", "days"]
+    assert table[3].startswith("1 sites not yet relocated have no known must-boot-by date")
+    lines = list(csv.DictReader(io.StringIO(cli_status.shelf_text(rows, NOW, "csv", ""))))
+    assert [(r["name"], r["daysLeft"], r["source"]) for r in lines] == [
+        ("store-0402", "-3", "inventory"), ("store-0401", "30", "inventory"),
+    ]  # fmt: skip
+    why = cli_why.explain(objs[1], NOW)
+    assert "PAST its must-boot-by date 2026-11-21 23:00 UTC by 3 days" in why and "re-sealed at the depot" in why
+    assert "must boot by 2026-12-24 23:00 UTC: 30 days left (set by kube-apiserver-to-kubelet-signer" in (
+        cli_why.explain(objs[0], NOW)
+    )
+    assert "must boot" not in cli_why.explain(objs[2], NOW), "a relocated node is off the shelf"

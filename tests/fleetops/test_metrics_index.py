@@ -33,5 +33,7 @@ def test_the_index_keeps_no_steps_and_still_counts_the_relocation() -> None:
         "phase": site.Phase.RELOCATED.value,
         "run_state": "done",
         "reported_at": NOW - dt.timedelta(minutes=1),
+        "horizon": None,  # no must-boot-by date known (issue 37: the shelf metric's)
+        "wave": "",
     }
     assert fleet_metrics.durations.collect()[0].samples[-1].value > 0  # _sum: the duration was observed

@@ -22,10 +22,14 @@ from snoreloc_fleet.resource import site
 from snoreloc_fleet.state import fleetstate, page
 
 from hubsim.test_hub_kubectl import KUBECTL
+from sealed import FACTORY_DOMAIN
 from sim.test_client_certs import status as http_status
-from snoreloc.adapters import fs, kube
+from snoreloc.adapters import clock, command, fs, kube
 from snoreloc.cli import main
 from snoreloc.engine import timeline
+from snoreloc.factory import seal
+from snoreloc.host import kubelet
+from snoreloc.pki import shelf
 from snoreloc.siteconfig import medium
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
@@ -52,6 +56,20 @@ from .conftest import (
 pytestmark = pytest.mark.simonly
 
 
+def _sealed_with_horizon(root: fs.HostFS, sim: simulator.Simulator) -> dict[str, Any]:
+    """The seal marker `seal` writes, with the horizon it reads from the simulated factory cluster (issue 37)."""
+    secrets = {
+        s["metadata"]["name"]: shelf.secret_not_after(s)
+        for s in sim.seed_facts.sealed_secrets
+        if s["metadata"]["name"] in shelf.BY_NAME
+    }
+    horizon, _ = seal.read_horizon(seal.Node(root, command.FakeRunner(), clock.SystemClock()), secrets)
+    record = horizon.record()
+    marker = {"domain": FACTORY_DOMAIN, "time": record["sealedAt"], "shelf": record}
+    root.write_text(kubelet.SEAL_MARKER, json.dumps(marker), mode=0o644)
+    return record
+
+
 def test_sites_applied_on_the_hub_relocate_and_report_back(
     hub: HubSimulator,
     admin: kube.Client,
@@ -64,10 +82,16 @@ def test_sites_applied_on_the_hub_relocate_and_report_back(
     root = two_sites_and_a_stick(hub, admin, tmp_path, capsys)
     assert (root.path("/etc/snoreloc") / medium.HUB_FILE).stat().st_mode & 0o777 == 0o600
 
+    sealed = _sealed_with_horizon(root, sim)
     request = relocate_node(root, sim)
 
     obj = wait_phase(admin, "store-042", site.Phase.RELOCATED, timeout=60)
     agent = obj["status"][site.STATUS_AGENT]
+    horizon = {key: sealed[key] for key in ("mustBootBy", "setBy", "sealedAt")}
+    assert agent["shelf"] == horizon, "the node reports the horizon its seal marker records"
+    assert wait_for("status.shelf", lambda: get_site(admin, "store-042")["status"].get(site.STATUS_SHELF)) == {
+        **horizon, "source": site.SHELF_REPORTED,
+    }  # fmt: skip
     assert agent["runState"] in ("done", "done-with-warnings") and agent["source"] == "node"
     assert agent["siteConfigDigest"] == obj["status"]["media"]["digest"]
     assert agent["stepsDone"] == agent["stepsTotal"] == len(agent["steps"]) > 10

@@ -39,7 +39,8 @@ def test_kubectl_applies_sites_and_prints_their_columns(
     assert applied.code == 0 and "sites.fleet.snoreloc.io" in applied.out, applied.err
     created = kubectl("apply", "-f", "-", stdin=_yaml(site_object("store-1")))
     assert created.out.strip() == "site.fleet.snoreloc.io/store-1 created", created.err
-    ssa = kubectl("apply", "--server-side", "-f", "-", stdin=_yaml(site_object("store-2")))
+    shelf = {"mustBootBy": "2027-03-01T09:00:00Z"}  # the depot's seal record (issue 37)
+    ssa = kubectl("apply", "--server-side", "-f", "-", stdin=_yaml(site_object("store-2", shelf=shelf)))
     assert ssa.out.strip() == "site.fleet.snoreloc.io/store-2 serverside-applied", ssa.err
     for name in ("store-1", "store-2"):
         wait_phase(admin, name, site.Phase.READY)
@@ -47,10 +48,11 @@ def test_kubectl_applies_sites_and_prints_their_columns(
     assert again.out.strip() == "site.fleet.snoreloc.io/store-1 unchanged", again.err
 
     lines = kubectl("get", "sites", "-n", NS).out.splitlines()
-    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "AGE"]
+    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "MUST-BOOT-BY", "AGE"]
     rows = [line.split() for line in lines[1:]]
     assert [row[:3] for row in rows] == [["store-1", "Ready", "NoReport"], ["store-2", "Ready", "NoReport"]]
-    assert all(re.fullmatch(r"\d+s", row[3]) for row in rows)  # no step nor report yet: empty cells, then the age
+    assert rows[1][3] == shelf["mustBootBy"] and len(rows[0]) == 4  # store-1's date unknown: an empty cell
+    assert all(re.fullmatch(r"\d+s", row[-1]) for row in rows)  # no step nor report yet: empty cells, then the age
     selected = kubectl("get", "sites", "-n", NS, "-l", f"{site.PHASE_LABEL}=Ready", "-o", "name").out.split()
     assert selected == ["site.fleet.snoreloc.io/store-1", "site.fleet.snoreloc.io/store-2"]
 

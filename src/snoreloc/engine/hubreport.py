@@ -11,10 +11,11 @@ or a refused report (400/422) stops it with one log line. Nothing it does can fa
 that cannot reach its hub relocates as one without a hub.
 
 The report holds no secret: only step names, states, times, the wait in progress, the failure's redacted message
-and hint, warnings (redacted), the technician's line and the digest of the site-config the node runs. The same
-report, signed with the site's key (`signed`), is what `snoreloc status --output json` carries under `hub`, so a
-report carried back by hand from a site without a network path to the hub can be proven and applied by
-`snoreloc fleet import-report`.
+and hint, warnings (redacted), the technician's line, the digest of the site-config the node runs and, once the
+`shelf` step has run, the node's horizon (issue 37: must boot by, the certificate that sets it, when it was
+sealed). The same report, signed with the site's key (`signed`), is what `snoreloc status --output json` carries
+under `hub`, so a report carried back by hand from a site without a network path to the hub can be proven and
+applied by `snoreloc fleet import-report`.
 
 The report's shape is defined here, once; the fleet's Site resource (`snoreloc_fleet.resource.site`) bounds it in
 its schema. So is the other half of the node's dialogue with its hub, the wave's gate (`status.gate`, written by the
@@ -85,6 +86,15 @@ OFFLINE_KEY = "offline"
 OFFLINE_PROCEED = "proceed"  # go, with a warning (also when the extension says nothing: the behaviour before waves)
 OFFLINE_HOLD = "hold"  # wait for the hub, bounded by the site's `timeouts.fleetHold`, then stop (exit 75)
 OFFLINE_POLICIES = (OFFLINE_PROCEED, OFFLINE_HOLD)
+
+# The node's horizon (issue 37: `snoreloc.pki.shelf`), public facts the hub shows: the report's `shelf`, read from
+# the `shelf` step's journal record (no cluster call), and a Site's `spec.shelf` given by the depot before the node
+# ever reports. Their keys, once, for the node and the hub.
+SHELF_FIELD = "shelf"
+SHELF_MUST_BOOT_BY = "mustBootBy"
+SHELF_SET_BY = "setBy"
+SHELF_SEALED_AT = "sealedAt"
+SHELF_STEP = "shelf"  # the step whose journal details hold them (`snoreloc.steps.host.shelf_life`)
 
 
 class Source:
@@ -251,8 +261,37 @@ def snapshot(
         "apiCA": _api_ca(doc),
         "rollouts": _intervals(run, run.rollouts),
         "waits": _intervals(run, run.waits, what=True),
+        SHELF_FIELD: _shelf(doc),
     }
     return report
+
+
+def _shelf(doc: journal.Document) -> dict[str, Any] | None:
+    """The horizon the `shelf` step recorded (must boot by, the certificate that sets it, when the node was sealed),
+    as RFC 3339 times; None (removed from the Site) until the step ran, or when it recorded no horizon. A value that
+    is not a time the step writes (`pki.shelf.stamp`) is left out."""
+    record = doc.steps.get(SHELF_STEP)
+    details = record.details if record else {}
+    found = {key: details.get(key) for key in (SHELF_MUST_BOOT_BY, SHELF_SEALED_AT)}
+    times = {key: value for key, value in found.items() if isinstance(value, str) and _is_stamp(value)}
+    if SHELF_MUST_BOOT_BY not in times:
+        return None
+    set_by = details.get(SHELF_SET_BY)
+    return {
+        SHELF_MUST_BOOT_BY: times[SHELF_MUST_BOOT_BY],
+        SHELF_SET_BY: _text(set_by, MAX_NAME) if isinstance(set_by, str) else None,
+        SHELF_SEALED_AT: times.get(SHELF_SEALED_AT),
+    }
+
+
+def _is_stamp(text: str) -> bool:
+    from snoreloc.pki import shelf  # noqa: PLC0415 (lazy: the fleet's readers import this module)
+
+    try:
+        shelf.parse_stamp(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _offset(moment: datetime | None, origin: datetime, speed: float) -> float | None:

@@ -13,6 +13,11 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 
 | `snoreloc_fleet_wave_sites{namespace,wave,state}` | gauge | a Wave's Sites by state (pending, running, ...) |
 | `snoreloc_fleet_wave_halted{namespace,wave}` | gauge | 1 while the Wave's brake holds it (status.halt), else 0 |
+| `snoreloc_fleet_shelf_days_left{namespace,wave}` | gauge histogram | Sites to relocate by days left (issue 37) |
+
+The shelf's days left are a gauge histogram per namespace and wave (the Site's `status.gate.wave`, "" for none), not
+a gauge per Site: 10,000 Sites would be 10,000 series, and an alert needs only "how many within N days"
+(`SHELF_BUCKETS`; `le="0.0"` counts those already past it).
 
 `running="true"` ages are those of runs in progress (InProgress, Stale); an outcome is `2xx`, the status of a
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
@@ -48,7 +53,8 @@ PREFIX = "snoreloc_fleet"
 DURATION_BUCKETS = (300.0, 600.0, 900.0, 1200.0, 1500.0, 1800.0, 2700.0, 3600.0, 7200.0)  # 1200: the budget
 AGE_BUCKETS = (60.0, 300.0, 900.0, 1800.0, 3600.0, 21600.0, 86400.0)  # 900: "silent" (fleet status' default)
 FRESH = 600.0  # a done report younger than this, seen first, is counted as a relocation that just finished
-KEPT = ("namespace", "name", "phase", "run_state", "reported_at")  # of a Site's row, what the index keeps
+SHELF_BUCKETS = (0.0, 7.0, 14.0, 30.0, 60.0, 90.0)  # days left before a node must boot (14: the alert's warning)
+KEPT = ("namespace", "name", "phase", "run_state", "reported_at", "horizon", "wave")  # of a row, what the index keeps
 _KeyT = tuple[str, str]
 
 
@@ -197,6 +203,7 @@ class _StateCollector(Collector):
         now = self._metrics.now()
         yield _phases(rows)
         yield _ages(rows, now)
+        yield _shelf(rows, now)
         yield from _waves(self._metrics.waves())
 
 
@@ -242,6 +249,24 @@ def _ages(rows: list[fleetstate.Row], now: dt.datetime) -> GaugeHistogramMetricF
         buckets = [(_le(bound), float(sum(1 for a in ages if a <= bound))) for bound in AGE_BUCKETS]
         buckets.append(("+Inf", float(len(ages))))
         family.add_metric(["true" if running else "false"], buckets, gsum_value=sum(ages))
+    return family
+
+
+def _shelf(rows: list[fleetstate.Row], now: dt.datetime) -> GaugeHistogramMetricFamily:
+    family = GaugeHistogramMetricFamily(
+        f"{PREFIX}_shelf_days_left",
+        "Sites not yet relocated whose must-boot-by date is known, by days left before it (negative: past it), "
+        "per namespace and wave (status.gate.wave; empty: in no wave).",
+        labels=["namespace", "wave"],
+    )
+    groups: dict[_KeyT, list[float]] = {}
+    for item in rows:
+        if item.shelved and item.horizon is not None:
+            groups.setdefault((item.namespace, item.wave), []).append(item.horizon.days_left(now))
+    for (namespace, wave), days in sorted(groups.items()):
+        buckets = [(_le(bound), float(sum(1 for d in days if d <= bound))) for bound in SHELF_BUCKETS]
+        buckets.append(("+Inf", float(len(days))))
+        family.add_metric([namespace, wave], buckets, gsum_value=sum(days))
     return family
 
 

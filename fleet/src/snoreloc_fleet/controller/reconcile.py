@@ -50,6 +50,7 @@ OWN_KEYS = (
     site.STATUS_MEDIA,
     site.STATUS_CREDENTIAL,
     site.STATUS_ADMIN_ACCESS,
+    site.STATUS_SHELF,
 )
 COMPONENT = "snoreloc-fleet-controller"
 WARNING_PHASES = (site.Phase.INVALID, site.Phase.FAILED, site.Phase.STALE)
@@ -162,6 +163,7 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         stale_after=config.stale_after,
         admin_access=admin,
         held=held,
+        shelf=site.horizon(obj),
     )
     return status_mod.derive(inputs)
 

@@ -50,6 +50,7 @@ class Inputs:
     requested: bool = True  # a stick was asked for (the media-requested annotation): only then is a credential issued
     admin_access: Mapping[str, Any] | None = None  # `adminaccess.Keys.status()`: public facts; None: not asked for
     held: str = ""  # the Site's wave holds it (its gate's wave, batch and cause): no credential is issued
+    shelf: site.Horizon | None = None  # the node's horizon, reported or from the depot's seal record (issue 37)
 
 
 def iso(moment: dt.datetime) -> str:
@@ -233,6 +234,7 @@ def derive(inputs: Inputs) -> dict[str, Any]:
     base: dict[str, Any] = {site.STATUS_OBSERVED: inputs.generation}
     if inputs.checked is None:
         return {**base, site.STATUS_PHASE: Phase.PENDING.value, site.STATUS_REASON: Reason.SUSPENDED.value}
+    base[site.STATUS_SHELF] = inputs.shelf.status() if inputs.shelf else {}
     checked = inputs.checked
     validated = _validated(checked)
     media = _media_ready(inputs, validated[0])

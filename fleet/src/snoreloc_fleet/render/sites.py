@@ -8,6 +8,10 @@ the template) once in the Secret `<shared>`. Every file goes in a Secret, certif
 nothing from a file's name, and a key in a Secret is never shown by `kubectl get sites`. The annotation
 `fleet.snoreloc.io/key-order` keeps the rendered site-config's key order, which the API server does not
 (`resource.keyorder`).
+
+An inventory column `mustBootBy` (issue 37: the date from the seal marker of the node shipped to that store, RFC
+3339) becomes the Site's `spec.shelf.mustBootBy`, so the hub knows the node's horizon before it ever reports; a
+cell that is not such a date is refused (exit 65, its cell named), nothing written.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from snoreloc.siblings import errors
+from snoreloc.siblings import errors, hubreport
 from snoreloc_fleet.render import template
 from snoreloc_fleet.resource import keyorder, site
 
@@ -83,6 +87,8 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
     if files:
         spec["files"] = dict(sorted(files.items()))
+    if cell := _shelf_cell(rendered):
+        spec[site.SPEC_SHELF] = {hubreport.SHELF_MUST_BOOT_BY: cell}
     annotations = {keyorder.ANNOTATION: keyorder.annotation(spec["siteConfig"])}
     cells = inventory_cells(rendered)
     if cells:
@@ -106,11 +112,38 @@ def inventory_cells(rendered: template.Rendered) -> str:
     return json.dumps(kept, separators=(",", ":")) if kept else ""
 
 
+SHELF_COLUMN = "mustBootBy"  # the inventory column that gives `spec.shelf.mustBootBy`
+
+
+def _shelf_cell(rendered: template.Rendered) -> str:
+    value = rendered.row.values.get(SHELF_COLUMN)
+    return "" if value is None else str(value).strip()
+
+
+def refuse_bad_shelf(sites: Sequence[template.Rendered]) -> None:
+    """Raise ConfigError (exit 65) naming each `mustBootBy` cell that is not an RFC 3339 date; nothing is written."""
+    problems = [
+        errors.Problem(
+            s.row.where(SHELF_COLUMN),
+            f"{cell[:40]!r} is not a must-boot-by date: give the seal marker's shelf.mustBootBy, e.g. "
+            "2027-03-01T09:00:00Z (RFC 3339), or leave the cell empty",
+        )
+        for s in sites
+        if (cell := _shelf_cell(s)) and site.rfc3339(cell) is None
+    ]
+    if problems:
+        raise errors.ConfigError(
+            f"{len(problems)} must-boot-by date{'s' if len(problems) != 1 else ''} unreadable; nothing was written",
+            problems=problems,
+        )
+
+
 def objects(
     sites: Sequence[template.Rendered], namespace: str, shared: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Sites, Secrets) for rendered sites: one Secret per site with files of its own, one for the shared files."""
     refuse_clashes(sites)
+    refuse_bad_shelf(sites)
     site_objects = [site_object(s, namespace, shared) for s in sites]
     secrets = []
     common: dict[str, bytes] = {}

@@ -17,7 +17,9 @@ a Site gives them are Kubernetes names (`snoreloc_fleet.resource.siteinput`, who
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -148,6 +150,13 @@ STATUS_GATE = hubreport.GATE_FIELD
 GATE_OPEN = hubreport.GATE_OPEN
 GATE_HELD = hubreport.GATE_HELD
 MAX_GATE_CAUSE = hubreport.MAX_GATE_CAUSE
+# {mustBootBy, setBy, sealedAt, source}: the node's horizon (issue 37), written by the controller from the node's
+# report (`status.agent.shelf`) or, before it reports, from the depot's seal record (`spec.shelf`), so `kubectl get
+# sites` prints it (`horizon` decides which; the readers call it on the Site itself).
+STATUS_SHELF = hubreport.SHELF_FIELD
+SPEC_SHELF = hubreport.SHELF_FIELD  # spec.shelf: the depot's seal record (`fleet render` fills it from a column)
+SHELF_REPORTED = "reported"
+SHELF_INVENTORY = "inventory"
 MAX_BATCHES = (
     100  # batches a wave may have (the canary counted); the node accepts any `batch` up to hubreport.MAX_BATCH
 )
@@ -226,6 +235,73 @@ def view(obj: Mapping[str, Any]) -> View:
         expiration=expiration if isinstance(expiration, int) and expiration > 0 else DEFAULT_EXPIRATION,
         status=_mapping(obj.get("status")),
     )
+
+
+@dataclass(frozen=True)
+class Horizon:
+    """A sealed node's horizon as the hub knows it: the date it must boot by, the certificate that sets it, when it
+    was sealed, and whence the hub knows it (`SHELF_REPORTED` by the node, or `SHELF_INVENTORY`: `spec.shelf`)."""
+
+    must_boot_by: dt.datetime
+    set_by: str
+    sealed_at: dt.datetime | None
+    source: str
+
+    def days_left(self, now: dt.datetime) -> float:
+        """Days until the node must boot (negative: past it)."""
+        return (self.must_boot_by - now).total_seconds() / 86400.0
+
+    def status(self) -> dict[str, Any]:
+        """`status.shelf`, as the controller writes it (an unknown field left out: a merge patch has no null)."""
+        found = {
+            hubreport.SHELF_MUST_BOOT_BY: _stamp(self.must_boot_by),
+            hubreport.SHELF_SET_BY: self.set_by,
+            hubreport.SHELF_SEALED_AT: _stamp(self.sealed_at) if self.sealed_at else "",
+            "source": self.source,
+        }
+        return {key: value for key, value in found.items() if value}
+
+
+EARLIEST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)  # a horizon before this (or after `LATEST`) is implausible
+LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
+
+
+def _stamp(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def rfc3339(value: Any) -> dt.datetime | None:
+    """An RFC 3339 time between `EARLIEST` and `LATEST` (UTC when it names no offset); None for anything else."""
+    if not isinstance(value, str) or not value or len(value) > 64:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+    return moment if EARLIEST <= moment <= LATEST else None
+
+
+def horizon_of(given: Any, source: str) -> Horizon | None:
+    """A horizon from its fields (the report's `shelf`, or `spec.shelf`); None without a plausible must-boot-by
+    date. A set-by with a control character reads as unknown, a sealing after the date as unknown."""
+    found = _mapping(given)
+    must = rfc3339(found.get(hubreport.SHELF_MUST_BOOT_BY))
+    if must is None:
+        return None
+    sealed = rfc3339(found.get(hubreport.SHELF_SEALED_AT))
+    set_by = found.get(hubreport.SHELF_SET_BY)
+    shown = set_by[: hubreport.MAX_NAME] if isinstance(set_by, str) and re.fullmatch(NO_CONTROLS, set_by) else ""
+    return Horizon(must, shown, sealed if sealed is not None and sealed <= must else None, source)
+
+
+def horizon(obj: Mapping[str, Any]) -> Horizon | None:
+    """The Site's horizon: the node's report of it (`status.agent.shelf`, read from its own seal marker) when there
+    is one, else the depot's seal record (`spec.shelf`); None when neither holds a plausible must-boot-by date (a
+    node's report is data, not trust: an implausible one reads as absent)."""
+    status, spec = _mapping(obj.get("status")), _mapping(obj.get("spec"))
+    reported = horizon_of(_mapping(status.get(STATUS_AGENT)).get(hubreport.SHELF_FIELD), SHELF_REPORTED)
+    return reported or horizon_of(spec.get(SPEC_SHELF), SHELF_INVENTORY)
 
 
 def reports(obj: Mapping[str, Any]) -> bool:
@@ -309,6 +385,14 @@ def _spec() -> dict[str, Any]:
             },
             "suspend": {"type": "boolean", "description": "true: the controller leaves this Site alone."},
             "delivery": delivery.spec_schema(),
+            hubreport.SHELF_FIELD: {
+                "type": "object",
+                "description": "The node's seal record as the depot gives it (issue 37), before the node ever "
+                "reports: the date it must boot by (RFC 3339), and optionally the certificate that sets it and when "
+                "it was sealed. The node's own report of its horizon takes precedence.",
+                "required": [hubreport.SHELF_MUST_BOOT_BY],
+                "properties": _shelf_properties(),
+            },
             "adminAccess": {
                 "type": "object",
                 "description": "The site's own admin keys, made by the hub (issue 32): the controller generates an "
@@ -405,8 +489,20 @@ def agent_schema() -> dict[str, Any]:
             "apiCA": _string(hubreport.MAX_API_CA, pattern=hubreport.PEM_TEXT, nullable=True),
             "rollouts": _intervals(name, seconds),
             "waits": _intervals(name, seconds, what=True),
+            hubreport.SHELF_FIELD: {**nullable_object, "properties": _shelf_properties()},
         },
     }
+
+
+def _shelf_properties(*, source: bool = False) -> dict[str, Any]:
+    """The horizon's fields (`hubreport.SHELF_*`): the node's report, `spec.shelf` and `status.shelf`."""
+    time = {"type": "string", "format": "date-time", "maxLength": 64}
+    found: dict[str, Any] = {
+        hubreport.SHELF_MUST_BOOT_BY: time,
+        hubreport.SHELF_SET_BY: {**_text(hubreport.MAX_NAME), "nullable": True},
+        hubreport.SHELF_SEALED_AT: {**time, "nullable": True},
+    }
+    return {**found, "source": {"type": "string", "enum": [SHELF_REPORTED, SHELF_INVENTORY]}} if source else found
 
 
 def _intervals(name: dict[str, Any], seconds: dict[str, Any], *, what: bool = False) -> dict[str, Any]:
@@ -483,6 +579,7 @@ def _status() -> dict[str, Any]:
             },
             STATUS_AGENT: agent_schema(),
             STATUS_GATE: gate_schema(),
+            STATUS_SHELF: {"type": "object", "properties": _shelf_properties(source=True)},
         },
     }
 
@@ -492,6 +589,8 @@ PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
     {"name": "Step", "type": "string", "jsonPath": f".status.{STATUS_AGENT}.step"},
     {"name": "Reported", "type": "date", "jsonPath": f".status.{STATUS_AGENT}.reportedAt"},
     {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
+    # a string, not a date: kubectl prints a date as its age, and a future one as <invalid>
+    {"name": "Must-Boot-By", "type": "string", "jsonPath": f".status.{STATUS_SHELF}.{hubreport.SHELF_MUST_BOOT_BY}"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 )
 

@@ -136,6 +136,18 @@ class Row:
     findings: tuple[Finding, ...] = field(default=(), repr=False)  # an Invalid Site's errors
     stick: str = ""  # when `fleet make-media` asked for the site's stick ("" when never)
     token_expires: dt.datetime | None = None  # when the site's reporting token expires (None: no token issued)
+    horizon: site.Horizon | None = None  # the date its node must boot by, reported or from the depot (issue 37)
+    wave: str = ""  # the Wave its gate names ("" when in none)
+
+    @property
+    def to_relocate(self) -> bool:
+        """Whether its node is still to be relocated (any phase but Relocated)."""
+        return self.phase != site.Phase.RELOCATED
+
+    @property
+    def shelved(self) -> bool:
+        """Whether its node is still to be relocated with a horizon known: what `fleet status --shelf` lists."""
+        return self.horizon is not None and self.to_relocate
 
     @property
     def duration(self) -> float | None:
@@ -354,6 +366,9 @@ def report(agent: Any, now: dt.datetime, *, steps: bool = True, where: str = "st
             ),
             "exit_code": read.count(agent.get("exitCode"), "exitCode", 255),
         }
+    shelf = agent.get(hubreport.SHELF_FIELD)
+    if shelf is not None and site.horizon_of(shelf, site.SHELF_REPORTED) is None:
+        read.flag(hubreport.SHELF_FIELD)
     return Report(
         reported_at=reported_at,
         run_state=text(agent.get("runState"), "runState", name),
@@ -431,6 +446,8 @@ def row(obj: Mapping[str, Any], *, steps: bool = True, now: dt.datetime | None =
         waits=agent.waits,
         implausible=agent.implausible,
         **(owner_facts(meta, status, agent) if steps else {}),
+        horizon=site.horizon(obj),
+        wave=text_of(_mapping(status.get(site.STATUS_GATE)).get("wave"), hubreport.MAX_WAVE_NAME),
     )
 
 
@@ -537,6 +554,36 @@ def summarize(rows: Iterable[Row], now: dt.datetime, *, silent_after: float) -> 
         silent_after=silent_after,
         implausible=sorted(implausible, key=lambda r: (r.namespace, r.name)),
     )
+
+
+def shelf_order(rows: Iterable[Row]) -> list[Row]:
+    """The Sites whose node is still to be relocated with a known horizon, the soonest must-boot-by date first:
+    what must be shipped first (`fleet status --shelf`, the report's section)."""
+    found = [r for r in rows if r.shelved]
+    return sorted(found, key=lambda r: (r.horizon.must_boot_by if r.horizon else dt.datetime.max, r.namespace, r.name))
+
+
+def days_left(item: Row, now: dt.datetime) -> int | None:
+    """Whole days until the row's node must boot (negative: past it; rounded down); None without a horizon."""
+    return None if item.horizon is None else math.floor(item.horizon.days_left(now))
+
+
+def shelf_words(item: Row, now: dt.datetime) -> str:
+    """One line on the row's horizon for people (`fleet why`); "" when unknown or the node is relocated."""
+    horizon, left = item.horizon, days_left(item, now)
+    if horizon is None or left is None or not item.to_relocate:
+        return ""
+    whence = "the node's report" if horizon.source == site.SHELF_REPORTED else "the depot's seal record (spec.shelf)"
+    facts = [f"set by {horizon.set_by}"] if horizon.set_by else []
+    facts += [f"sealed {horizon.sealed_at:%Y-%m-%d}"] if horizon.sealed_at else []
+    facts.append(f"from {whence}")
+    when = f"{horizon.must_boot_by:%Y-%m-%d %H:%M} UTC"
+    if left < 0:
+        return (
+            f"PAST its must-boot-by date {when} by {-left} days ({'; '.join(facts)}): its node stops at the site "
+            "before any change; have it re-sealed at the depot"
+        )
+    return f"must boot by {when}: {left} days left ({'; '.join(facts)})"
 
 
 def ago(seconds: float | None) -> str:

@@ -40,6 +40,7 @@ table{border-collapse:collapse;font-size:13px}td,th{padding:3px 8px;border-botto
 th{background:#f4f4f4}td.n{text-align:right}td:first-child{white-space:nowrap}.muted{color:#777}
 details{margin:6px 0}summary{cursor:pointer;font-weight:bold}
 .phase{display:inline-block;padding:0 6px;border-radius:3px;color:white;font-size:12px}
+td.soon{color:#b00;font-weight:bold}
 """
 # Opens a site's timeline when its link is followed (the page's only script; it loads nothing).
 SCRIPT = """
@@ -382,6 +383,39 @@ def sticks(rows: Sequence[fleetstate.Row], now: dt.datetime) -> str:
     return f'<h2 id="sticks">Ready sites: sticks and tokens</h2><p>{_e(note)}</p>{table}'
 
 
+SHOWN_SHELF = 100  # sites of the shelf section (`fleet status --shelf -o csv` lists all)
+SHELF_SOON = 14  # days: a must-boot-by date this close is marked (the alert's warning, SnorelocShelfHorizonNear)
+
+
+def shelf(rows: Sequence[fleetstate.Row], now: dt.datetime) -> str:
+    """The sites not yet relocated whose must-boot-by date is known, soonest first (issue 37): what must be shipped
+    first; "" when no such site."""
+    ordered = fleetstate.shelf_order(rows)
+    if not ordered:
+        return ""
+    body = []
+    for r in ordered[:SHOWN_SHELF]:
+        horizon, left = r.horizon, fleetstate.days_left(r, now)
+        if horizon is None or left is None:
+            continue
+        days = f"{left} days left" if left >= 0 else f"past by {-left} days"
+        mark = ' class="soon"' if left < SHELF_SOON else ""
+        body.append(
+            f"<tr><td>{_e(r.name)}</td><td>{_e(r.namespace)}</td><td>{_phase_badge(r.phase)}</td>"
+            f"<td>{horizon.must_boot_by:%Y-%m-%d %H:%M} UTC</td><td{mark}>{_e(days)}</td><td>{_e(horizon.set_by)}</td>"
+            f"<td>{_e(horizon.source)}</td><td>{_e(r.wave)}</td></tr>"
+        )
+    soon = sum(1 for r in ordered if (d := fleetstate.days_left(r, now)) is not None and d < SHELF_SOON)
+    note = (
+        f"{len(ordered)} sites not yet relocated have a known must-boot-by date; {soon} within {SHELF_SOON} days or "
+        "past it. A node past its date stops at the site before any change and goes back to the depot."
+    )
+    more = len(ordered) - SHOWN_SHELF
+    tail = f'<p class="muted">and {more} more (snoreloc fleet status --shelf -o csv).</p>' if more > 0 else ""
+    headers = ("site", "namespace", "phase", "must boot by", "days left", "set by", "from", "wave")
+    return f'<h2 id="shelf">Shelf life: ship first</h2><p>{_e(note)}</p>{_table(headers, body)}{tail}'
+
+
 def _implausible(summary: fleetstate.Summary) -> str:
     """A note naming the sites whose report held an implausible value (shown as unknown); "" when none did."""
     if not summary.implausible:
@@ -449,6 +483,7 @@ def render(
 <p class="muted">{summary.total} sites; generated {now:%Y-%m-%d %H:%M} UTC by snoreloc fleet report.</p>
 {needs_owner(rows, now, pictured)}
 {_waves(waves)}
+{shelf(rows, now)}
 <h2 id="phases">Phases</h2>{phase_bar(dict(summary.by_phase))}
 <table>{counts}</table>
 <h2 id="durations">Relocation durations</h2>

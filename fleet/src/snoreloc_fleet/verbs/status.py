@@ -13,6 +13,11 @@ shown as unknown and the sites that sent them are counted in the table and liste
 
 `--wave NAME` shows the Wave first (its phase, each batch's counts, the cause of a halt: `state.wavestate`) and
 then only its Sites; the JSON carries it as `wave`. A Wave that does not exist exits 69.
+
+`--shelf` lists instead the Sites whose node is still to be relocated and whose horizon is known (issue 37: the date
+the node must boot by, from its report or the depot's seal record, `spec.shelf`), the soonest first, with the days
+left (negative: past it), the certificate that sets it, its wave and whence the date comes: what must be shipped
+first. Table, JSON (`shelf`: every such Site) or CSV.
 """
 
 from __future__ import annotations
@@ -40,6 +45,11 @@ CSV_COLUMNS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_hub_reading(parser)
     parser.add_argument("-o", "--output", choices=["table", "json", "csv"], default="table")
+    parser.add_argument(
+        "--shelf",
+        action="store_true",
+        help="the Sites not yet relocated whose must-boot-by date is known, soonest first, with the days left",
+    )
 
 
 def _row_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
@@ -137,6 +147,56 @@ def _with_wave(text: str, wave: wavestate.Wave | None, output: str) -> str:
     return "\n".join(sanitize.visible(line) for line in wavestate.lines(wave)) + "\n" + text
 
 
+SHELF_COLUMNS = ("namespace", "name", "phase", "mustBootBy", "daysLeft", "setBy", "sealedAt", "source", "wave")
+
+
+def _shelf_data(item: fleetstate.Row, now: dt.datetime) -> dict[str, Any]:
+    horizon = item.horizon
+    return {
+        "namespace": item.namespace,
+        "name": item.name,
+        "phase": item.phase,
+        "mustBootBy": horizon.must_boot_by.isoformat() if horizon else None,
+        "daysLeft": fleetstate.days_left(item, now),
+        "setBy": horizon.set_by if horizon else "",
+        "sealedAt": horizon.sealed_at.isoformat() if horizon and horizon.sealed_at else None,
+        "source": horizon.source if horizon else "",
+        "wave": item.wave,
+    }
+
+
+def shelf_text(rows: list[fleetstate.Row], now: dt.datetime, output: str, footer: str) -> str:
+    """`--shelf`: the Sites to ship first (`fleetstate.shelf_order`), as a table, JSON or CSV."""
+    ordered = fleetstate.shelf_order(rows)
+    if output == "json":
+        return json.dumps({"shelf": [_shelf_data(r, now) for r in ordered]}, indent=1) + "\n"
+    if output == "csv":
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=SHELF_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for item in ordered:
+            data = _shelf_data(item, now)
+            writer.writerow({k: sanitize.csv_cell(v) if isinstance(v, str) else v for k, v in data.items()})
+        return out.getvalue()
+    unknown = sum(1 for r in rows if r.horizon is None and r.to_relocate)
+    lines = [f"{len(ordered)} sites not yet relocated with a known must-boot-by date, soonest first"]
+    for item in ordered[:SHOWN]:
+        data = _shelf_data(item, now)
+        when = f"{item.horizon.must_boot_by:%Y-%m-%d}" if item.horizon else "?"
+        left = data["daysLeft"]
+        days = f"{left} days left" if left is not None and left >= 0 else f"PAST by {-(left or 0)} days"
+        wave = f"  wave {item.wave}" if item.wave else ""
+        lines.append(
+            f"  {item.name:24s} {item.phase:10s} {when}  {days:18s} {data['setBy'] or '?'} ({data['source']}){wave}"
+        )
+    if len(ordered) > SHOWN:
+        lines.append(f"  ... and {len(ordered) - SHOWN} more (-o csv lists every site)")
+    if unknown:
+        lines.append(f"{unknown} sites not yet relocated have no known must-boot-by date (spec.shelf, or a report)")
+    lines.append(footer)
+    return sanitize.visible("\n".join(lines) + "\n")
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     wave = common.read_waves(args)[0] if args.wave else None
@@ -144,12 +204,15 @@ def run(args: argparse.Namespace) -> int:
         rows, pages = common.read_rows(args, steps=False, wave=wave)  # no step is shown
         now = dt.datetime.now(dt.UTC)
         summary = fleetstate.summarize(rows, now, silent_after=args.silent_for)
+        footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
+        if args.shelf:
+            sys.stdout.write(shelf_text(rows, now, args.output, footer))
+            return int(errors.ExitCode.OK)
         if args.output == "json":
             text = to_json(summary, rows, now)
         elif args.output == "csv":
             text = to_csv(rows, now)
         else:
-            footer = f"(read in {pages} page{'s' if pages != 1 else ''}, {time.monotonic() - started:.1f} s)"
             text = to_table(summary, now, footer)
     sys.stdout.write(_with_wave(text, wave, args.output))
     return int(errors.ExitCode.OK)

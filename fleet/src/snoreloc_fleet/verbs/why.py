@@ -2,7 +2,8 @@
 
 For an Invalid site: the validation findings (field, line, message) the controller found with the agent's rules.
 For a site that reported: the run's state, the step, the wait in progress, the failure with its hint, each step's
-seconds, and how long ago the node last spoke. Last, one line: what to do now (the node's own line for the
+seconds, and how long ago the node last spoke. For a site not yet relocated whose must-boot-by date is known (issue
+37), that date, the days left and whence the hub knows it. Last, one line: what to do now (the node's own line for the
 technician when there is one). `-o json` prints the Site's status as the hub holds it.
 
 The node's report is read by `fleetstate.report` (plausible values; the fields it could not believe are named on a
@@ -132,6 +133,7 @@ def explain(obj: Mapping[str, Any], now: dt.datetime) -> str:
         kind, state, reason = (fleetstate.text_of(condition.get(key), 316) for key in ("type", "status", "reason"))
         lines.append(f"  {kind}={state} {reason}: {fleetstate.text_of(condition.get('message'))}")
     lines += _findings(status)
+    lines += [f"  {words}"] if (words := fleetstate.shelf_words(item, now)) else []
     lines += _report(fleetstate.report(status.get(site.STATUS_AGENT), now), now)
     by_node = item.todo if item.todo and item.phase != site.Phase.INVALID else ""
     action = REASON_ACTIONS.get(item.reason) or by_node or ACTIONS.get(item.phase, "")
