@@ -29,10 +29,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve(workdir: Path, router_port: int) -> subprocess.Popen[bytes]:
+def start(workdir: Path, options: list[str], what: str) -> subprocess.Popen[bytes]:
+    """`snoreloc sim serve OPTIONS` in its own process, its kubeconfig at workdir/kubeconfig once it serves (also
+    used by tools/test_against_served_hub.py)."""
     kubeconfig = workdir / "kubeconfig"
-    argv = [sys.executable, "-m", "snoreloc", "sim", "serve", "--speed", SPEED]
-    argv += ["--kubeconfig-out", str(kubeconfig), "--router-port", str(router_port)]
+    argv = [sys.executable, "-m", "snoreloc", "sim", "serve", *options, "--kubeconfig-out", str(kubeconfig)]
     log = (workdir / "serve.log").open("wb")
     server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -40,9 +41,13 @@ def serve(workdir: Path, router_port: int) -> subprocess.Popen[bytes]:
         if server.poll() is not None or time.monotonic() > deadline:
             server.kill()
             log_text = (workdir / "serve.log").read_text()
-            sys.exit(f"the simulator did not start within {STARTUP_SECONDS:.0f} s:\n{log_text}")
+            sys.exit(f"{what} did not start within {STARTUP_SECONDS:.0f} s:\n{log_text}")
         time.sleep(0.05)
     return server
+
+
+def serve(workdir: Path, router_port: int) -> subprocess.Popen[bytes]:
+    return start(workdir, ["--speed", SPEED, "--router-port", str(router_port)], "the simulator")
 
 
 def main(extra: list[str]) -> int:

@@ -16,28 +16,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from test_against_served_cluster import start  # this directory (the script's own) is on sys.path
+
 CACHE_SECONDS = "10"  # kube-apiserver's TokenSuccessCacheTTL (snoreloc_sim.hub.tokens.REAL_CACHE_SECONDS)
-STARTUP_SECONDS = 30.0
 TESTS = ("tests/hub", "tests/fleetops")
 
 
 def serve(workdir: Path) -> subprocess.Popen[bytes]:
-    kubeconfig = workdir / "kubeconfig"
-    argv = [sys.executable, "-m", "snoreloc", "sim", "serve", "--hub", "--token-cache-seconds", CACHE_SECONDS]
-    argv += ["--kubeconfig-out", str(kubeconfig)]
-    log = (workdir / "serve.log").open("wb")
-    server = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while not kubeconfig.exists():
-        if server.poll() is not None or time.monotonic() > deadline:
-            server.kill()
-            log_text = (workdir / "serve.log").read_text()
-            sys.exit(f"the hub simulator did not start within {STARTUP_SECONDS:.0f} s:\n{log_text}")
-        time.sleep(0.05)
-    return server
+    return start(workdir, ["--hub", "--token-cache-seconds", CACHE_SECONDS], "the hub simulator")
 
 
 def main(extra: list[str]) -> int:

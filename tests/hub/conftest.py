@@ -133,12 +133,12 @@ REAL_HUB_WAIT = 180.0  # seconds: a real namespace controller emptying `fleet` a
 
 
 def _prepare_real(client: kube.Client) -> None:
-    """On a real hub: the CRD (kept between tests) served, and namespace `fleet` fresh (one left by an aborted run
-    is deleted first)."""
-    crd = next(obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition")
-    crds = install.KINDS[(crd["apiVersion"], crd["kind"])]
-    if client.find(kube.Ref(crds, crd["metadata"]["name"])) is None:
-        client.create(crds, crd)
+    """On a real hub: the CRDs (Site and Wave, kept between tests) served, and namespace `fleet` fresh (one left by
+    an aborted run is deleted first)."""
+    for crd in (obj for obj in install.manifests() if obj["kind"] == "CustomResourceDefinition"):
+        crds = install.KINDS[(crd["apiVersion"], crd["kind"])]
+        if client.find(kube.Ref(crds, crd["metadata"]["name"])) is None:
+            client.create(crds, crd)
     wait_for("the Site CRD served", lambda: startup.served(client) is None, REAL_HUB_WAIT, 0.5)
     _delete_namespace(client)
     client.create(NAMESPACES, {"metadata": {"name": NS}})

@@ -21,7 +21,7 @@ import datetime as dt
 import enum
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -595,23 +595,33 @@ PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
 )
 
 
-def crd() -> dict[str, Any]:
-    """The CustomResourceDefinition (apiextensions.k8s.io/v1) of the Site."""
+def definition(
+    kind: str,
+    names: tuple[str, str],
+    metadata: dict[str, Any],
+    spec: dict[str, Any],
+    status: dict[str, Any],
+    *,
+    columns: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """A CustomResourceDefinition (apiextensions.k8s.io/v1) of the fleet's API group: namespaced, one served and
+    stored version with a status subresource. `names`: (plural, singular). Site and Wave are made by it."""
+    plural, singular = names
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
+        "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "scope": "Namespaced",
-            "names": {"plural": PLURAL, "singular": SINGULAR, "kind": KIND, "listKind": f"{KIND}List"},
+            "names": {"plural": plural, "singular": singular, "kind": kind, "listKind": f"{kind}List"},
             "versions": [
                 {
                     "name": VERSION,
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": [dict(column) for column in PRINTER_COLUMNS],
+                    "additionalPrinterColumns": [dict(column) for column in columns],
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
@@ -619,15 +629,9 @@ def crd() -> dict[str, Any]:
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                # a reporting Site's name labels what is made for it (siteinput.MAX_SITE_NAME); a
-                                # CRD may bound metadata.name and generateName, nothing else of metadata
-                                # (kubernetes/kubernetes#77653, apiextensions validation of the schema's metadata)
-                                "metadata": {
-                                    "type": "object",
-                                    "properties": {"name": _string(siteinput.MAX_SITE_NAME)},
-                                },
-                                "spec": _spec(),
-                                "status": _status(),
+                                "metadata": metadata,
+                                "spec": spec,
+                                "status": status,
                             },
                         }
                     },
@@ -635,6 +639,14 @@ def crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+def crd() -> dict[str, Any]:
+    """The CustomResourceDefinition of the Site."""
+    # a reporting Site's name labels what is made for it (siteinput.MAX_SITE_NAME); a CRD may bound metadata.name
+    # and generateName, nothing else of metadata (kubernetes/kubernetes#77653, apiextensions validation)
+    metadata = {"type": "object", "properties": {"name": _string(siteinput.MAX_SITE_NAME)}}
+    return definition(KIND, (PLURAL, SINGULAR), metadata, _spec(), _status(), columns=PRINTER_COLUMNS)
 
 
 def crd_yaml() -> str:

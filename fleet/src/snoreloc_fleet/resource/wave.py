@@ -310,39 +310,8 @@ PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
 
 
 def crd() -> dict[str, Any]:
-    """The CustomResourceDefinition (apiextensions.k8s.io/v1) of the Wave."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
-        "spec": {
-            "group": site.GROUP,
-            "scope": "Namespaced",
-            "names": {"plural": PLURAL, "singular": SINGULAR, "kind": KIND, "listKind": f"{KIND}List"},
-            "versions": [
-                {
-                    "name": site.VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [dict(column) for column in PRINTER_COLUMNS],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": _spec(),
-                                "status": _status(),
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    """The CustomResourceDefinition of the Wave."""
+    return site.definition(KIND, (PLURAL, SINGULAR), {"type": "object"}, _spec(), _status(), columns=PRINTER_COLUMNS)
 
 
 def crd_yaml() -> str:
