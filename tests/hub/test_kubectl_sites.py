@@ -47,7 +47,7 @@ def test_kubectl_applies_sites_and_prints_their_columns(
     assert again.out.strip() == "site.fleet.snoreloc.io/store-1 unchanged", again.err
 
     lines = kubectl("get", "sites", "-n", NS).out.splitlines()
-    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "AGE"]
+    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "MEDIUM", "DOWNLOADS", "AGE"]
     rows = [line.split() for line in lines[1:]]
     assert [row[:3] for row in rows] == [["store-1", "Ready", "NoReport"], ["store-2", "Ready", "NoReport"]]
     assert all(re.fullmatch(r"\d+s", row[3]) for row in rows)  # no step nor report yet: empty cells, then the age

@@ -34,7 +34,7 @@ from snoreloc.siblings import kube
 from snoreloc_fleet.controller import status as status_mod
 from snoreloc_fleet.controller import waves
 from snoreloc_fleet.hub import adminaccess, credentials, hubaccess, sitemedium
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import delivery, site
 from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
@@ -162,8 +162,18 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         stale_after=config.stale_after,
         admin_access=admin,
         held=held,
+        delivery=_delivery_record(obj),
     )
     return status_mod.derive(inputs)
+
+
+def _delivery_record(obj: dict[str, Any]) -> Mapping[str, Any] | None:
+    """A BMC-delivered Site's `status.delivery` (the BMC cycle's record, `controller.bmccycle`); None for a stick."""
+    spec = obj.get("spec")
+    if delivery.read(spec if isinstance(spec, Mapping) else {})[0].method is not delivery.Method.BMC:
+        return None
+    record = site.view(obj).status.get(site.STATUS_DELIVERY)
+    return record if isinstance(record, Mapping) else {}
 
 
 def _event(client: kube.Client, obj: dict[str, Any], derived: Mapping[str, Any], now: dt.datetime) -> None:

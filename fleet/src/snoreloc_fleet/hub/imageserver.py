@@ -98,8 +98,10 @@ class Running:
     stop: Callable[[], None]
 
 
-def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: str = "127.0.0.1") -> Running:
-    """Serve on an ephemeral port in a thread of its own event loop; `stop()` ends it."""
+def serve_in_thread(
+    key: bytes, grants: Grants, context: ssl.SSLContext, host: str = "127.0.0.1", port: int = 0
+) -> Running:
+    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     holder: dict[str, object] = {}
@@ -107,7 +109,7 @@ def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: s
     async def begin() -> None:
         runner = web.AppRunner(app(key, grants), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host, 0, ssl_context=context)
+        site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
         holder["runner"] = runner
         holder["port"] = runner.addresses[0][1]
@@ -130,6 +132,6 @@ def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: s
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
 
-    port = holder["port"]
-    assert isinstance(port, int)
-    return Running(port, stop)
+    bound = holder["port"]
+    assert isinstance(bound, int)
+    return Running(bound, stop)
