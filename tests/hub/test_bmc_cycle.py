@@ -199,3 +199,29 @@ def test_without_an_image_server_a_bmc_site_says_so(
     _bmc_site(admin, bmc, tmp_path, "store-045", PASSWORD)
     shown = _until_condition(admin, "store-045", "MediaInserted", ("False", "NoImageServer"))
     assert "--image-server-address" in shown["status"][site.STATUS_DELIVERY]["message"]
+
+
+def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one_inserted(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    start_controller(image_server=_image_server(tmp_path))
+    _bmc_site(admin, bmc, tmp_path, "store-046", PASSWORD)
+    first = _until_state(admin, "store-046", "Inserted")["status"][site.STATUS_DELIVERY]
+    old_url = str(_client(bmc).media().image)
+    admin.patch(kube.Ref(SITES, "store-046", NS), {"spec": {"siteConfig": {"domain": "store046.edge.example.net"}}})
+
+    def replaced() -> dict[str, Any] | None:
+        record = _record(admin, "store-046")
+        return record if record.get("state") == "Inserted" and record.get("digest") != first["digest"] else None
+
+    second = wait_for("the new image inserted", replaced, 60)
+    assert second["digest"] == get_site(admin, "store-046")["status"]["media"]["digest"] and second["downloads"] == 1
+    newest = max(bmc.downloaded(), key=lambda p: p.stat().st_mtime)
+    assert b"store046.edge.example.net" in mediaimage.files(newest.read_bytes())[medium.SITE_CONFIG_NAME]
+    assert str(_client(bmc).media().image) != old_url
+    hub_ca = str(tmp_path / "image-tls/ca.crt")
+    assert requests.get(old_url, verify=hub_ca, timeout=10).status_code == 410, "the old medium's URL is dead"
