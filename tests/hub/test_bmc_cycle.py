@@ -201,7 +201,7 @@ def test_without_an_image_server_a_bmc_site_says_so(
     assert "--image-server-address" in shown["status"][site.STATUS_DELIVERY]["message"]
 
 
-def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one_inserted(
+def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one_inserted_and_deleted_ejects(
     hub: HubSimulator,
     admin: kube.Client,
     start_controller: Callable[..., Running],
@@ -225,3 +225,8 @@ def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one
     assert str(_client(bmc).media().image) != old_url
     hub_ca = str(tmp_path / "image-tls/ca.crt")
     assert requests.get(old_url, verify=hub_ca, timeout=10).status_code == 410, "the old medium's URL is dead"
+
+    new_url = str(_client(bmc).media().image)
+    admin.delete(kube.Ref(SITES, "store-046", NS))
+    wait_for("the deleted Site's image ejected", lambda: _client(bmc).media().inserted is False, 30, 0.5)
+    assert requests.get(new_url, verify=hub_ca, timeout=10).status_code == 410, "a deleted Site's URL is dead"

@@ -38,6 +38,7 @@ import pathlib
 import secrets
 import ssl
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -230,6 +231,8 @@ class Cycle:
         self.client = client
         self.serving = serving
         self.sites = hubaccess.sites()
+        self._attached: dict[tuple[str, str], delivery.Bmc] = {}  # what this process inserted: ejected on deletion
+        self._lock = threading.Lock()
 
     def _bmc(self, obj: Mapping[str, Any], bmc: delivery.Bmc, verify: bool | str) -> redfish.Bmc:
         return redfish.Bmc(bmc, _login(self.client, obj, bmc), verify)
@@ -237,6 +240,9 @@ class Cycle:
     def _eject(self, obj: Mapping[str, Any], bmc: delivery.Bmc) -> None:
         with _verify(self.client, obj, bmc) as verify:
             self._bmc(obj, bmc, verify).eject()
+        seen = site.view(obj)
+        with self._lock:
+            self._attached.pop((seen.namespace, seen.name), None)
 
     def _insert(self, obj: Mapping[str, Any], bmc: delivery.Bmc, digest: str, now: dt.datetime) -> None:
         assert self.serving is not None
@@ -248,6 +254,8 @@ class Cycle:
         url = imageurl.url(self.serving.base, self.serving.key, grant)
         with _verify(self.client, obj, bmc) as verify:
             client = self._bmc(obj, bmc, verify)
+            with self._lock:
+                self._attached[(seen.namespace, seen.name)] = bmc
             client.insert(url)
             client.power(bmc.power)
 
@@ -261,22 +269,36 @@ class Cycle:
                 self.serving.grants.grant(seen.namespace, seen.name, digest, image)
 
     def forget(self, namespace: str, name: str) -> None:
-        """A deleted Site: its URL answers 410 from now on."""
+        """Its URL answers 410 from now on."""
         if self.serving is not None:
             self.serving.grants.revoke(namespace, name)
+
+    def _gone(self, namespace: str, name: str) -> None:
+        """A deleted Site (or one switched to the stick): its grant revoked, and the image this process inserted
+        ejected, its BMC's login read from the Secret still in the namespace (best effort: logged when it fails)."""
+        self.forget(namespace, name)
+        with self._lock:
+            bmc = self._attached.pop((namespace, name), None)
+        if bmc is None:
+            return
+        try:
+            self._eject({"metadata": {"namespace": namespace, "name": name}}, bmc)
+            LOG.info("site %s/%s: gone from BMC delivery: its image was ejected", namespace, name)
+        except redfish.BmcError as exc:
+            LOG.warning("site %s/%s: gone; its image could not be ejected: %s: %s", namespace, name, exc, exc.advice)
 
     def step(self, namespace: str, name: str, now: dt.datetime) -> Step:
         ref = kube.Ref(self.sites, name, namespace)
         obj = self.client.find(ref)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
-            self.forget(namespace, name)
+            self._gone(namespace, name)
             return Step(False)
         seen = site.view(obj)
         before = dict(seen.status.get(site.STATUS_DELIVERY) or {})
         spec = obj.get("spec")
         chosen = delivery.read(spec if isinstance(spec, Mapping) else {})[0]
         if chosen.method is not delivery.Method.BMC or chosen.bmc is None:
-            self.forget(namespace, name)
+            self._gone(namespace, name)
             return Step(_record(self.client, ref, before, {}) if before else False)
         if self.serving is None:
             message = (
