@@ -9,6 +9,7 @@ password anywhere, and a node that never reads the image ends the bounded wait v
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import pathlib
@@ -28,7 +29,7 @@ from snoreloc.siteconfig import discovery, medium
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
 
-from .bmcemu import PASSWORD, USERNAME, Emulator, bmc, tls
+from .bmcemu import PASSWORD, USERNAME, Emulator, _free_port, bmc, tls
 from .conftest import NS, SITES, Running, demo_site, get_site, keep_files, relocate_node, wait_for, wait_phase
 
 __all__ = ["bmc"]  # the fixture, imported for pytest
@@ -149,7 +150,7 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     assert running.controller.cycle.serving is not None
 
 
-def test_a_wrong_bmc_password_is_named_and_never_shown(
+def test_a_wrong_bmc_password_is_named_never_shown_and_retried_until_fixed(
     hub: HubSimulator,
     admin: kube.Client,
     start_controller: Callable[..., Running],
@@ -169,6 +170,11 @@ def test_a_wrong_bmc_password_is_named_and_never_shown(
     for text in (json.dumps(shown), json.dumps(events), caplog.text):
         assert wrong not in text and PASSWORD not in text
     assert bmc.downloaded() == [], "nothing was inserted"
+
+    fixed = {"password": base64.b64encode(PASSWORD.encode()).decode()}
+    admin.patch(kube.Ref(kube.SECRETS, "store-043-bmc", NS), {"data": fixed})
+    recovered = _until_state(admin, "store-043", "Inserted")["status"][site.STATUS_DELIVERY]
+    assert recovered["downloads"] == 1 and "problem" not in recovered, "the retry (backing off) found it fixed"
 
 
 def test_a_node_that_never_reads_the_image_ends_the_wait_visibly(
@@ -230,3 +236,28 @@ def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one
     admin.delete(kube.Ref(SITES, "store-046", NS))
     wait_for("the deleted Site's image ejected", lambda: _client(bmc).media().inserted is False, 30, 0.5)
     assert requests.get(new_url, verify=hub_ca, timeout=10).status_code == 410, "a deleted Site's URL is dead"
+
+
+def test_a_restarted_controller_serves_the_inserted_image_again_at_the_same_url(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The URL the BMC holds stays good across a restart of the controller and its image server (the key is in a
+    Secret, the grant is made again from the Site), so a BMC that fetches again (a reboot, a firmware's re-mount)
+    is served; the count goes on."""
+    port = _free_port()
+    served = dataclasses.replace(_image_server(tmp_path), port=port, base=f"https://127.0.0.1:{port}")
+    first = start_controller(image_server=served)
+    _bmc_site(admin, bmc, tmp_path, "store-047", PASSWORD)
+    _until_state(admin, "store-047", "Inserted")
+    url = str(_client(bmc).media().image)
+    first.stop()
+    hub_ca = str(tmp_path / "image-tls/ca.crt")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        requests.get(url, verify=hub_ca, timeout=10)
+    start_controller(image_server=served)
+    wait_for("the image served again", lambda: requests.get(url, verify=hub_ca, timeout=10).status_code == 200, 30, 0.5)
+    wait_for("the count going on", lambda: _record(admin, "store-047").get("downloads", 0) >= 2, 60)

@@ -259,14 +259,14 @@ class Cycle:
             client.insert(url)
             client.power(bmc.power)
 
-    def _regrant(self, obj: Mapping[str, Any], digest: str) -> None:
+    def _regrant(self, obj: Mapping[str, Any], digest: str, counted: int) -> None:
         """After a restart: serve the inserted image again (a BMC may fetch again: a reboot, a firmware's re-mount)."""
         assert self.serving is not None
         seen = site.view(obj)
         if self.serving.grants.current(seen.namespace, seen.name) is None:
             with contextlib.suppress(errors.SnorelocError):
                 image = mediaimage.build(mediatree.tree(self.client, obj))
-                self.serving.grants.grant(seen.namespace, seen.name, digest, image)
+                self.serving.grants.grant(seen.namespace, seen.name, digest, image, counted)
 
     def forget(self, namespace: str, name: str) -> None:
         """Its URL answers 410 from now on."""
@@ -352,7 +352,7 @@ class Cycle:
         deadline = status_mod.when(here.before.get("deadline"))
         if deadline is not None and here.now >= deadline:
             return self._ejected(here, read=False)
-        self._regrant(here.obj, digest)
+        self._regrant(here.obj, digest, int(here.before.get("downloads") or 0))
         after = {**here.before, "downloads": self._downloads(here.seen, here.before)}
         wrote = _record(self.client, here.ref, here.before, after)
         left = (deadline - here.now).total_seconds() if deadline else POLL

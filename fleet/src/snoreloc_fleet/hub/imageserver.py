@@ -43,9 +43,10 @@ class Grants:
         self._lock = threading.Lock()
         self._by_site: dict[tuple[str, str], Grant] = {}
 
-    def grant(self, namespace: str, name: str, digest: str, image: bytes) -> None:
+    def grant(self, namespace: str, name: str, digest: str, image: bytes, downloads: int = 0) -> None:
+        """Serve `image` for the Site's medium `digest`; `downloads`: counted before (a restarted controller's)."""
         with self._lock:
-            self._by_site[(namespace, name)] = Grant(digest, image)
+            self._by_site[(namespace, name)] = Grant(digest, image, downloads)
 
     def revoke(self, namespace: str, name: str) -> None:
         with self._lock:
