@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 import requests
-from snoreloc_fleet.controller import bmccycle, operator
-from snoreloc_fleet.hub import mediaimage, redfish
+from snoreloc_fleet.controller import bmccycle, operator, waves
+from snoreloc_fleet.hub import credentials, mediaimage, redfish
 from snoreloc_fleet.resource import delivery, keyorder, site
+from snoreloc_fleet.resource import wave as wave_mod
 from snoreloc_fleet.verbs import make_media as makemedia
 
 from snoreloc.adapters import fs, kube
@@ -42,7 +43,9 @@ def _image_server(tmp_path: pathlib.Path, read_timeout: float = bmccycle.READ_TI
     return bmccycle.ServerOptions("127.0.0.1", 0, "", keys.cert, keys.key, key_secret, read_timeout)
 
 
-def _bmc_site(admin: kube.Client, emulator: Emulator, tmp_path: pathlib.Path, name: str, password: str) -> None:
+def _bmc_site(
+    admin: kube.Client, emulator: Emulator, tmp_path: pathlib.Path, name: str, password: str, **labels: str
+) -> None:
     """The demo's site as Site `name`, delivered through the emulator (its CA in a ConfigMap, its login in a
     Secret), powered on once the image is in."""
     spec, files = demo_site(tmp_path / f"demo-{name}")
@@ -57,7 +60,8 @@ def _bmc_site(admin: kube.Client, emulator: Emulator, tmp_path: pathlib.Path, na
     chosen = {"method": "bmc", "bmc": {
         "address": emulator.address, "credentialsName": f"{name}-bmc",
         "caConfigMapKeyRef": {"name": f"{name}-bmc-ca", "key": "ca.crt"}, "power": "on"}}  # fmt: skip
-    meta = {"name": name, "namespace": NS, "annotations": {keyorder.ANNOTATION: keyorder.annotation(spec)}}
+    meta = {"name": name, "namespace": NS, "annotations": {keyorder.ANNOTATION: keyorder.annotation(spec)},
+            "labels": labels}  # fmt: skip
     admin.create(SITES, {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta,
                          "spec": {"siteConfig": spec, "files": refs, "delivery": chosen}})  # fmt: skip
 
@@ -261,3 +265,45 @@ def test_a_restarted_controller_serves_the_inserted_image_again_at_the_same_url(
     start_controller(image_server=served)
     wait_for("the image served again", lambda: requests.get(url, verify=hub_ca, timeout=10).status_code == 200, 30, 0.5)
     wait_for("the count going on", lambda: _record(admin, "store-047").get("downloads", 0) >= 2, 60)
+
+
+def test_a_site_its_wave_holds_gets_no_credential_and_nothing_inserted(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The controller asks for a BMC Site's credential itself, as make-media asks for a stick's: only when its
+    wave's batch is open (the canary here); the Site in the next batch is held, and nothing goes into its BMC."""
+    start_controller(image_server=_image_server(tmp_path))
+    body = {"apiVersion": site.API_VERSION, "kind": wave_mod.KIND, "metadata": {"name": "autumn", "namespace": NS},
+            "spec": {"selector": {"matchLabels": {"rollout": "autumn"}}, "canary": 1, "batches": ["1"],
+                     "manualApproval": True}}  # fmt: skip
+    admin.create(waves.WAVES, body)
+    for name in ("store-048", "store-049"):  # valid at once: only the wave's plan keeps them from their BMCs
+        _bmc_site(admin, bmc, tmp_path, name, PASSWORD, rollout="autumn")
+    inserted = _until_state(admin, "store-048", "Inserted")
+    assert site.view(inserted).gate.get("state") == site.GATE_OPEN
+    held = _until_condition(admin, "store-049", "MediaReady", ("False", "Held"))
+    assert _conditions(held)["MediaInserted"] == ("False", "NotInserted")
+    assert _record(admin, "store-049") == {} and admin.find(
+        kube.Ref(kube.SECRETS, credentials.binding_name("store-049"), NS)) is None  # fmt: skip
+    assert len(bmc.downloaded()) == 1, "only the open batch's image was fetched"
+
+
+def test_a_wave_selects_as_its_listing_would() -> None:
+    """`wave.selects`, what the controller asks of a new BMC Site before its wave's pass, agrees with the list's
+    `labelSelector` semantics (apimachinery `labels.Selector.Matches`)."""
+    labels = {"rollout": "autumn", "region": "north"}
+    assert wave_mod.selects({}, labels), "an empty selector selects everything"
+    assert wave_mod.selects({"matchLabels": {"rollout": "autumn"}}, labels)
+    assert not wave_mod.selects({"matchLabels": {"rollout": "spring"}}, labels)
+    expressions = {
+        ("region", "In", ("north", "east")): True, ("region", "NotIn", ("north",)): False,
+        ("tier", "NotIn", ("gold",)): True, ("region", "Exists", ()): True, ("region", "DoesNotExist", ()): False,
+        ("tier", "In", ("gold",)): False,
+    }  # fmt: skip
+    for (key, op, values), expected in expressions.items():
+        selector = {"matchExpressions": [{"key": key, "operator": op, "values": list(values)}]}
+        assert wave_mod.selects(selector, labels) is expected, (key, op, values)

@@ -129,6 +129,18 @@ def _wave_of(client: kube.Client, obj: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
+def _awaits_wave(client: kube.Client, obj: dict[str, Any]) -> bool:
+    """A BMC Site (the controller asks for its credential itself, `credentials.BMC_REQUEST`) that a Wave selects but
+    has not gated yet: no credential, so nothing is inserted, until the wave's pass says its batch is open. (A stick
+    is asked for by a person, after the wave planned it; a BMC Site would otherwise be delivered the moment it is
+    valid, before its wave's first pass.)"""
+    if credentials.requested(obj) != credentials.BMC_REQUEST or site.view(obj).gate:
+        return False
+    if site.view(obj).status.get(site.STATUS_CREDENTIAL):
+        return False  # issued before its wave came: a wave holds only what it has planned
+    return waves.selecting(client, obj)
+
+
 def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
     """The controller's part of the status (issuing the credential on the way when the Site is valid)."""
     spec = obj.get("spec") or {}
@@ -146,6 +158,9 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         if checked.valid and site.view(obj).held:  # no credential issued nor renewed; one issued before stays
             # the cause is the gate's: it is not repeated here, so a new cause rewrites the gate only, not the status
             held = f"wave {gate.get('wave')}, batch {gate.get('batch')} (status.gate.cause says why)"
+            credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
+        elif checked.valid and _awaits_wave(client, obj):
+            held = "its wave has not planned it yet (a BMC Site is delivered once its batch is open)"
             credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
         elif checked.valid:
             offline = wave_mod.view(wave).offline if wave is not None else ""
