@@ -151,7 +151,10 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     hub_ca = str(tmp_path / "image-tls/ca.crt")
     assert requests.get(url, verify=hub_ca, timeout=10).status_code == 410, "the URL is dead after the eject"
     assert site.MEDIA_REQUESTED not in (final["metadata"].get("annotations") or {}), "no stick was asked for"
-    assert running.controller.cycle.serving is not None
+    counters = running.controller.counters
+    assert counters.delivery_writes == 2, "the BMC cycle writes twice a Site: inserted, ejected"
+    print(f"\nBMC Site: {counters.status_writes} status writes, {counters.delivery_writes} delivery writes, "
+          f"{counters.label_writes} label writes, {counters.reconciles} reconciles")  # fmt: skip
 
 
 def test_a_wrong_bmc_password_is_named_never_shown_and_retried_until_fixed(

@@ -340,6 +340,7 @@ class Controller:
         now = self.options.clock.now().astimezone(dt.UTC)
         step = self.cycle.step(namespace, name, now)
         if step.wrote:  # the watch reports the write as the controller's own: queue the reconcile here
+            self.counters.add("delivery_writes")
             self.queue.add((namespace, name))
         if step.again is not None:
             self.bmc_queue.add_after((namespace, name), step.again)

@@ -73,6 +73,7 @@ class Counters:
     label_writes: int = 0
     events: int = 0
     reconciles: int = 0
+    delivery_writes: int = 0  # the BMC cycle's writes of status.delivery (`controller.bmccycle`)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, name: str) -> None:
