@@ -30,7 +30,7 @@ from snoreloc.siteconfig import discovery, medium
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
 
-from .bmcemu import PASSWORD, USERNAME, Emulator, _free_port, bmc, tls
+from .bmcemu import PASSWORD, SYSTEM, USERNAME, Emulator, _free_port, bmc, launched, tls
 from .conftest import NS, SITES, Running, demo_site, get_site, keep_files, relocate_node, wait_for, wait_phase
 
 __all__ = ["bmc"]  # the fixture, imported for pytest
@@ -310,3 +310,20 @@ def test_a_wave_selects_as_its_listing_would() -> None:
     for (key, op, values), expected in expressions.items():
         selector = {"matchExpressions": [{"key": key, "operator": op, "values": list(values)}]}
         assert wave_mod.selects(selector, labels) is expected, (key, op, values)
+
+
+def test_a_bmc_unreachable_then_back_is_named_and_retried_until_it_answers(
+    hub: HubSimulator, admin: kube.Client, start_controller: Callable[..., Running], tmp_path: pathlib.Path
+) -> None:
+    port = _free_port()
+    tls(tmp_path / "bmc-tls")  # the BMC's certificate, as it will present it once back
+    absent = Emulator(f"redfish-virtualmedia+https://127.0.0.1:{port}{SYSTEM}", tmp_path / "bmc-tls/ca.crt", tmp_path)
+    start_controller(image_server=_image_server(tmp_path))
+    _bmc_site(admin, absent, tmp_path, "store-050", PASSWORD)
+    failed = _until_condition(admin, "store-050", "MediaInserted", ("False", "BMCUnreachable"))
+    record = failed["status"][site.STATUS_DELIVERY]
+    assert record["state"] == "Failed" and record["retryAt"] and "did not answer" in record["message"]
+    with launched(tmp_path, port) as back:
+        inserted = _until_state(admin, "store-050", "Inserted")["status"][site.STATUS_DELIVERY]
+        assert inserted["downloads"] == 1 and len(back.downloaded()) == 1
+        assert _client(back).media().inserted
