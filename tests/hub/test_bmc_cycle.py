@@ -174,6 +174,8 @@ def test_a_wrong_bmc_password_is_named_never_shown_and_retried_until_fixed(
     assert record["problem"] == "BMCCredentials" and "credentialsName" in record["message"]
     shown = _until_condition(admin, "store-043", "MediaInserted", ("False", "BMCCredentials"))
     events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    warned = [e for e in events["items"] if e["involvedObject"]["name"] == "store-043"]
+    assert [(e["type"], e["reason"]) for e in warned] == [("Warning", "BMCCredentials")], "one Event, not one a retry"
     for text in (json.dumps(shown), json.dumps(events), caplog.text):
         assert wrong not in text and PASSWORD not in text
     assert bmc.downloaded() == [], "nothing was inserted"

@@ -45,6 +45,7 @@ from enum import StrEnum
 from typing import Any
 
 from snoreloc.siblings import errors, kube, redact
+from snoreloc_fleet.controller import reconcile
 from snoreloc_fleet.controller import status as status_mod
 from snoreloc_fleet.hub import hubaccess, imageserver, imageurl, mediaimage, mediatree, redfish
 from snoreloc_fleet.resource import delivery, site
@@ -204,6 +205,20 @@ def _record(client: kube.Client, ref: kube.Ref, before: Mapping[str, Any], after
     return True
 
 
+def _warn(client: kube.Client, obj: Mapping[str, Any], reason: str, message: str, now: dt.datetime) -> None:
+    """A Warning Event on the Site, where someone must look: a BMC's first failure in a row, a read deadline passed
+    (not each retry: the condition carries the next attempt). The message is the status's (no password in it)."""
+    seen, stamp = site.view(obj), status_mod.iso(now)
+    client.create(reconcile.EVENTS, {
+        "metadata": {"generateName": f"{seen.name}.", "namespace": seen.namespace},
+        "involvedObject": {"apiVersion": site.API_VERSION, "kind": site.KIND, "name": seen.name,
+                           "namespace": seen.namespace, "uid": seen.uid},
+        "reason": reason, "message": status_mod.said(message, site.MAX_CONDITION_MESSAGE), "type": "Warning",
+        "source": {"component": reconcile.COMPONENT},
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    })  # fmt: skip
+
+
 def _backoff(attempts: int) -> float:
     return float(min(RETRY_MAX_S, RETRY_S * 2.0 ** max(0, attempts - 1)))
 
@@ -313,6 +328,8 @@ class Cycle:
             after = _failed(before, str(before.get("digest") or seen.media_digest), exc, now)
             if after["state"] == State.FAILED:
                 self.forget(namespace, name)
+            if after["attempts"] == 1:
+                _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
             return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
 
     def _wanted(self, obj: Mapping[str, Any]) -> str | None:
@@ -396,5 +413,8 @@ class Cycle:
         }
         if read:
             after["readAt"] = status_mod.iso(here.now)
+        else:
+            message = f"the node did not report {before.get('digest')} by {before.get('deadline')}: image ejected"
+            _warn(self.client, here.obj, site.Reason.READ_TIMEOUT.value, message, here.now)
         LOG.info("site %s/%s: %s ejected (%s)", seen.namespace, seen.name, before.get("digest"), after["state"])
         return Step(_record(self.client, here.ref, before, after))
