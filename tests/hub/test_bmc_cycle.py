@@ -186,7 +186,7 @@ def test_a_wrong_bmc_password_is_named_never_shown_and_retried_until_fixed(
     assert recovered["downloads"] == 1 and "problem" not in recovered, "the retry (backing off) found it fixed"
 
 
-def test_a_node_that_never_reads_the_image_ends_the_wait_visibly(
+def test_a_node_that_never_reads_the_image_ends_the_wait_visibly_and_the_owner_redelivers(
     hub: HubSimulator,
     admin: kube.Client,
     start_controller: Callable[..., Running],
@@ -206,6 +206,12 @@ def test_a_node_that_never_reads_the_image_ends_the_wait_visibly(
     assert timed_out["status"][site.STATUS_DELIVERY]["ejectedAt"]
     assert _client(bmc).media().inserted is False
     assert requests.get(url, verify=str(tmp_path / "image-tls/ca.crt"), timeout=10).status_code == 410
+
+    time.sleep(2)  # nothing is inserted again on its own
+    assert _record(admin, "store-044")["state"] == "TimedOut" and bmc.downloaded() == [], "ejected: the BMC dropped it"
+    admin.patch(kube.Ref(SITES, "store-044", NS), {"metadata": {"annotations": {bmccycle.REDELIVER: "1"}}})
+    again = _until_state(admin, "store-044", "Inserted")["status"][site.STATUS_DELIVERY]
+    assert again["redeliver"] == "1" and again["downloads"] == 1 and len(bmc.downloaded()) == 1
 
 
 def test_without_an_image_server_a_bmc_site_says_so(

@@ -15,8 +15,10 @@ conditions `MediaInserted`, `NodeReadMedium`, `MediaEjected` (`controller.status
 - `Ejected`: the node reported this digest (`status.agent.siteConfigDigest`): the image is ejected at once, not at
   the end of the relocation (a medium left attached boots again or re-mounts after a firmware update: IBIO's bug
   trail), and its grant revoked, so its URL answers 410.
-- `TimedOut`: the node did not read it within `read_timeout` (default 2 h): ejected and revoked, visibly. Change
-  the Site, or set the annotation `fleet.snoreloc.io/redeliver` to a new value, to insert it again.
+- `TimedOut`: the node did not read it within `read_timeout` (default 2 h): ejected and revoked, visibly.
+- After `Ejected` or `TimedOut` nothing is inserted again on its own, not even for an edited Site (its node runs, or
+  ran, what it read; inserting into a running server, perhaps restarting it, is the owner's call): a new value of
+  the annotation `fleet.snoreloc.io/redeliver` inserts the Site's current image.
 - `Failed`: the BMC refused or did not answer (`hub.redfish.Problem`, its message and what to do): tried again after
   `RETRY_S`, doubling to `RETRY_MAX_S`.
 - `NoImageServer`: the controller runs without `--image-server-address`: nothing can be served.
@@ -350,8 +352,10 @@ class Cycle:
             return self._while_inserted(here, digest, wanted)
         if wanted is None or here.read == wanted:
             return Step(False)  # not deliverable yet, or the node runs this medium already
+        # once delivered (or timed out), never again on its own, not even for an edited Site: its node runs (or ran)
+        # what it read, and an image inserted into a running server, perhaps restarted, is the owner's call
         redeliver = str(here.seen.annotations.get(REDELIVER) or "")
-        done = state in (State.EJECTED, State.TIMED_OUT) and digest == wanted
+        done = state in (State.EJECTED, State.TIMED_OUT)
         if done and redeliver == str(here.before.get("redeliver") or ""):
             return Step(False)
         return self._inserted(here, wanted, here.before)

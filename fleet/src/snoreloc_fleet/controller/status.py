@@ -228,7 +228,7 @@ def _condition(
     }
 
 
-def _bmc_verdicts(record: Mapping[str, Any]) -> dict[Cond, tuple[bool, Reason | str, str]]:
+def _bmc_verdicts(record: Mapping[str, Any], current: str) -> dict[Cond, tuple[bool, Reason | str, str]]:
     """The BMC cycle's conditions from its record (`status.delivery`, `controller.bmccycle`): where the image is."""
     state, digest = str(record.get("state") or ""), str(record.get("digest") or "")
     problem, message = str(record.get("problem") or ""), str(record.get("message") or "")
@@ -249,6 +249,9 @@ def _bmc_verdicts(record: Mapping[str, Any]) -> dict[Cond, tuple[bool, Reason | 
     elif state in ("Ejected", "TimedOut"):
         inserted = (False, Reason.EJECTED, f"{digest} ejected at {record.get('ejectedAt')}")
         ejected = (True, Reason.EJECTED, f"ejected at {record.get('ejectedAt')}; its URL answers 410")
+        if current and current != digest:
+            ejected = (True, Reason.EJECTED, f"{ejected[2]}; the Site now describes {current}: set the annotation "
+                       "fleet.snoreloc.io/redeliver to a new value to insert it")  # fmt: skip
         read = (True, Reason.REPORTED, f"the node reported {digest} at {record.get('readAt')}")
         if state == "TimedOut":
             read = (False, Reason.READ_TIMEOUT, f"the node did not report {digest} by {record.get('deadline')}: "
@@ -275,7 +278,7 @@ def derive(inputs: Inputs) -> dict[str, Any]:
         Cond.FAILED: run.failed,
     }
     if inputs.delivery is not None:
-        verdicts.update(_bmc_verdicts(inputs.delivery))
+        verdicts.update(_bmc_verdicts(inputs.delivery, checked.digest if validated[0] else ""))
     phase, reason = (run.phase, run.reason) if validated[0] else (Phase.INVALID, validated[1])
     status = {
         **base,
