@@ -269,6 +269,7 @@ class Cycle:
         expires = int(now.timestamp() + self.serving.read_timeout + URL_SLACK)
         grant = imageurl.Grant(seen.namespace, seen.name, digest, expires)
         url = imageurl.url(self.serving.base, self.serving.key, grant)
+        redact.register_secret(imageurl.sign(self.serving.key, grant))  # a BMC's refusal may quote the URL
         with _verify(self.client, obj, bmc) as verify:
             client = self._bmc(obj, bmc, verify)
             with self._lock:
