@@ -14,6 +14,7 @@ import json
 import logging
 import pathlib
 import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -124,7 +125,9 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     bmc: Emulator,
     sim: simulator.Simulator,
     tmp_path: pathlib.Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO)
     running = start_controller(image_server=_image_server(tmp_path))
     _bmc_site(admin, bmc, tmp_path, "store-042", PASSWORD)
     wait_phase(admin, "store-042", site.Phase.READY)
@@ -151,6 +154,11 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     hub_ca = str(tmp_path / "image-tls/ca.crt")
     assert requests.get(url, verify=hub_ca, timeout=10).status_code == 410, "the URL is dead after the eject"
     assert site.MEDIA_REQUESTED not in (final["metadata"].get("annotations") or {}), "no stick was asked for"
+    signature = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["signature"][0]
+    events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    for text in (json.dumps(final), json.dumps(events), caplog.text):
+        assert signature not in text and PASSWORD not in text, "the URL is a credential: never shown"
+    assert "store-042: served" in caplog.text, "the image server logs the Site and the verdict"
     counters = running.controller.counters
     assert counters.delivery_writes == 2, "the BMC cycle writes twice a Site: inserted, ejected"
     print(f"\nBMC Site: {counters.status_writes} status writes, {counters.delivery_writes} delivery writes, "
