@@ -288,6 +288,11 @@ ELSEWHERE: dict[str, Elsewhere] = {
     "snoreloc fleet controller": Elsewhere(
         "runs until stopped", _FLEET + "test_controller_command.py::test_the_mounted_config_names_the_hub"
     ),
+    "snoreloc fleet controller --image-server-address 0.0.0.0:8443 --image-url-base https://images.hub.example:8443 "
+    "--image-server-cert tls.crt --image-server-key tls.key": Elsewhere(
+        "runs until stopped; the controller with its image server drives a BMC end to end",
+        _FLEET + "test_bmc_cycle.py::test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick",
+    ),
     "snoreloc fleet controller --kubeconfig K": Elsewhere(
         "runs until stopped", _FLEET + "test_controller_command.py::test_flags_win_and_the_own_ca_fills_in"
     ),

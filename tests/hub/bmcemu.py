@@ -5,6 +5,7 @@ emulator's TMPDIR, where `downloaded()` finds them."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import socket
@@ -67,22 +68,26 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def bmc(tmp_path: Path) -> Iterator[Emulator]:
+@contextlib.contextmanager
+def launched(tmp_path: Path, port: int | None = None) -> Iterator[Emulator]:
+    """sushy-tools' emulator on `port` (None: a free one) until the block ends; its TLS files under `tmp_path`
+    (made once: an emulator started again there is the same BMC)."""
     if not EMULATOR.exists():
         pytest.skip("sushy-tools is not installed (pip install sushy-tools)")
-    keys = tls(tmp_path / "bmc-tls")
+    if not (tmp_path / "bmc-tls/ca.crt").exists():
+        tls(tmp_path / "bmc-tls")
+    keys = Tls((tmp_path / "bmc-tls/ca.crt").read_bytes(), tmp_path / "bmc-tls/tls.crt", tmp_path / "bmc-tls/tls.key")
     auth = tmp_path / "htpasswd"
     auth.write_text(f"{USERNAME}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()}\n")
     config = tmp_path / "emulator.conf"
     config.write_text(f"SUSHY_EMULATOR_AUTH_FILE = {str(auth)!r}\n")
     downloads = tmp_path / "bmc-downloads"
-    downloads.mkdir()
-    port = _free_port()
+    downloads.mkdir(exist_ok=True)
+    port = port or _free_port()
     argv = [str(EMULATOR), "--fake", "-i", "127.0.0.1", "-p", str(port), "--config", str(config),
             "--ssl-certificate", str(keys.cert), "--ssl-key", str(keys.key)]  # fmt: skip
     env = {**os.environ, "TMPDIR": str(downloads)}
-    log = (tmp_path / "emulator.log").open("wb")
+    log = (tmp_path / "emulator.log").open("ab")
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 30
@@ -99,3 +104,9 @@ def bmc(tmp_path: Path) -> Iterator[Emulator]:
         process.terminate()
         process.wait(10)
         log.close()
+
+
+@pytest.fixture
+def bmc(tmp_path: Path) -> Iterator[Emulator]:
+    with launched(tmp_path) as emulator:
+        yield emulator

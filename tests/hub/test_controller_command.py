@@ -62,3 +62,24 @@ def test_the_controllers_log_masks_credentials_and_escapes_controls() -> None:
     assert "s3cr3t-pw" not in text and "<redacted>@registry.example" in text
     assert "\a" not in text and "\\x07" in text
     assert "an event" not in text
+
+
+def test_the_image_server_is_off_unless_asked_for_and_its_flags_are_checked(tmp_path: pathlib.Path) -> None:
+    assert command.image_server(_args()) is None
+    tls = ("--image-server-cert", "c.pem", "--image-server-key", "k.pem")
+    given = command.image_server(
+        _args("--image-server-address", "0.0.0.0:8443", "--image-url-base", "https://hub.example:8443", *tls)
+    )
+    assert given is not None and (given.host, given.port, given.base) == ("0.0.0.0", 8443, "https://hub.example:8443")
+    assert (given.key_secret.namespace, given.key_secret.name) == ("snoreloc-fleet", "snoreloc-fleet-image-key")
+    assert given.read_timeout == 7200.0
+    wrong = {
+        "HOST:PORT": ("--image-server-address", "8443", "--image-url-base", "https://h", *tls),
+        "https": ("--image-server-address", "h:8443", "--image-url-base", "http://h", *tls),
+        "TLS": ("--image-server-address", "h:8443", "--image-url-base", "https://h"),
+        "NAMESPACE/NAME": ("--image-server-address", "h:1", "--image-url-base", "https://h", *tls,
+                           "--image-key-secret", "../x"),
+    }  # fmt: skip
+    for says, argv in wrong.items():
+        with pytest.raises(errors.UsageError, match=says):
+            command.image_server(_args(*argv))

@@ -48,7 +48,17 @@ def test_kubectl_applies_sites_and_prints_their_columns(
     assert again.out.strip() == "site.fleet.snoreloc.io/store-1 unchanged", again.err
 
     lines = kubectl("get", "sites", "-n", NS).out.splitlines()
-    assert lines[0].split() == ["NAME", "PHASE", "STEP", "REPORTED", "REASON", "MUST-BOOT-BY", "AGE"]
+    assert lines[0].split() == [
+        "NAME",
+        "PHASE",
+        "STEP",
+        "REPORTED",
+        "REASON",
+        "MEDIUM",
+        "DOWNLOADS",
+        "MUST-BOOT-BY",
+        "AGE",
+    ]
     rows = [line.split() for line in lines[1:]]
     assert [row[:3] for row in rows] == [["store-1", "Ready", "NoReport"], ["store-2", "Ready", "NoReport"]]
     assert rows[1][3] == shelf["mustBootBy"] and len(rows[0]) == 4  # store-1's date unknown: an empty cell

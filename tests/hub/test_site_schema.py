@@ -24,7 +24,7 @@ def test_the_crd_has_the_status_subresource_and_the_printer_columns() -> None:
     version = site.crd()["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Phase", "Step", "Reported", "Reason", "Must-Boot-By", "Age"]
+    assert columns == ["Phase", "Step", "Reported", "Reason", "Medium", "Downloads", "Must-Boot-By", "Age"]
     assert {c["jsonPath"] for c in version["additionalPrinterColumns"]} >= {".status.phase", ".status.agent.step"}
 
 

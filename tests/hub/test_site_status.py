@@ -29,7 +29,7 @@ def _derive(checked: Checked | None = VALID, agent: dict[str, Any] | None = None
     inputs = status.Inputs(
         generation=kw.pop("generation", 3), checked=checked, credential=kw.pop("credential", CREDENTIAL),
         reporting_enabled=kw.pop("reporting_enabled", True), agent=agent, previous=kw.pop("previous", []),
-        now=kw.pop("now", NOW), requested=kw.pop("requested", True),
+        now=kw.pop("now", NOW), requested=kw.pop("requested", True), delivery=kw.pop("delivery", None),
     )  # fmt: skip
     return status.derive(inputs)
 
@@ -161,3 +161,28 @@ def test_a_report_that_only_moves_the_step_leaves_the_controllers_part_unchanged
     moved = _agent("running", step="routes", stepsDone=3, minutes_ago=0.0)
     moved["reportedAt"] = later.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert _derive(agent=moved, previous=first["conditions"], now=later) == first
+
+
+@pytest.mark.parametrize(
+    ("record", "inserted", "read", "ejected"),
+    [
+        ({}, ("False", "NotInserted"), ("False", "NotInserted"), ("False", "NotInserted")),
+        ({"state": "NoImageServer", "message": "no image server"}, ("False", "NoImageServer"),
+         ("False", "NotInserted"), ("False", "NotInserted")),
+        ({"state": "Failed", "problem": "BMCCredentials", "message": "refused", "retryAt": "t"},
+         ("False", "BMCCredentials"), ("False", "NotInserted"), ("False", "NotInserted")),
+        ({"state": "Inserted", "digest": DIGEST, "deadline": "t"}, ("True", "Inserted"), ("False", "WaitingForNode"),
+         ("False", "Inserted")),
+        ({"state": "Inserted", "digest": DIGEST, "problem": "BMCUnreachable", "message": "m"}, ("True", "Inserted"),
+         ("False", "WaitingForNode"), ("False", "BMCUnreachable")),
+        ({"state": "Ejected", "digest": DIGEST, "readAt": "t"}, ("False", "Ejected"), ("True", "Reported"),
+         ("True", "Ejected")),
+        ({"state": "TimedOut", "digest": DIGEST}, ("False", "Ejected"), ("False", "ReadTimeout"), ("True", "Ejected")),
+    ],
+)  # fmt: skip
+def test_a_bmc_sites_conditions_say_where_its_medium_is(
+    record: dict[str, Any], inserted: tuple[str, str], read: tuple[str, str], ejected: tuple[str, str]
+) -> None:
+    derived = _conditions(_derive(delivery=record))
+    assert (derived["MediaInserted"], derived["NodeReadMedium"], derived["MediaEjected"]) == (inserted, read, ejected)
+    assert "MediaInserted" not in _conditions(_derive()), "a stick Site has none of them"

@@ -43,8 +43,8 @@ import kopf
 
 from snoreloc.siblings import clock as clock_mod
 from snoreloc.siblings import errors, kube
+from snoreloc_fleet.controller import bmccycle, startup, waves, workqueue
 from snoreloc_fleet.controller import reconcile as reconcile_mod
-from snoreloc_fleet.controller import startup, waves, workqueue
 from snoreloc_fleet.controller.metrics import FleetMetrics
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
@@ -56,6 +56,7 @@ RETRY_S = 1.0  # a failed reconcile's first retry; doubled per failure in a row,
 STOP_S = 10.0  # for the workers to finish their reconciles when the controller stops
 LIST_CHUNK = 500  # Sites a page when kopf lists them (client-go's pager default, tools/pager/pager.go)
 IDLE_S = 0.5  # how long kopf keeps a Site's per-object task (and its last event) after the event
+BMC_WORKERS = 4  # BMC cycles at once (`controller.bmccycle`): each waits on a BMC for seconds
 WORKERS = 8  # reconciles at once: they wait on the API, so more than the cores; the write limit sets the pace
 Key = tuple[str, str]  # (namespace, name)
 
@@ -148,6 +149,8 @@ class Options:
     workers: int = WORKERS
     clock: clock_mod.Clock = field(default_factory=clock_mod.SystemClock)
     metrics: FleetMetrics | None = None  # the controller's Prometheus metrics (`snoreloc_fleet.controller.metrics`)
+    image_server: bmccycle.ServerOptions | None = None  # BMC delivery's image server (None: off)
+    bmc_workers: int = BMC_WORKERS
 
 
 def configuration_for(kubeconfig: str | None, clock: clock_mod.Clock | None = None) -> kube.Configuration:
@@ -241,6 +244,11 @@ class Controller:
         self.waves: dict[Key, frozenset[str]] = {}
         self._wave_written: dict[Key, float] = {}  # when each Wave's status was last written (monotonic)
         self.wave_counters = WaveCounters()
+        # BMC delivery: its own queue and workers (a BMC answers in seconds; a Site's reconcile must not wait on it)
+        self.bmc_queue: workqueue.WorkQueue[Key] = workqueue.WorkQueue(base_delay=RETRY_S, max_delay=options.sweep)
+        self.bmc_sites: set[Key] = set()
+        self.cycle = bmccycle.Cycle(self.client, None)
+        self.image_server: Any = None  # `imageserver.Running` while it serves
 
     def reconcile(self, namespace: str, name: str) -> reconcile_mod.Outcome | None:
         """One pass over one Site (a worker's; the queue never hands one key to two workers at once)."""
@@ -327,12 +335,52 @@ class Controller:
             finally:
                 self.wave_queue.done(key)
 
+    def step_bmc(self, namespace: str, name: str) -> bmccycle.Step:
+        """One pass of a Site's BMC cycle (a BMC worker's); its record written: the Site's reconcile renders it."""
+        now = self.options.clock.now().astimezone(dt.UTC)
+        step = self.cycle.step(namespace, name, now)
+        if step.wrote:  # the watch reports the write as the controller's own: queue the reconcile here
+            self.counters.add("delivery_writes")
+            self.queue.add((namespace, name))
+        if step.again is not None:
+            self.bmc_queue.add_after((namespace, name), step.again)
+        return step
+
+    def work_bmc(self) -> None:
+        """A BMC worker: run the BMC cycles the queue hands out until it is shut down."""
+        while (key := self.bmc_queue.get()) is not None:
+            try:
+                self.step_bmc(*key)
+            except Exception as exc:  # one Site's trouble must not end the worker
+                if self.options.metrics is not None:
+                    self.options.metrics.error(exc)
+                delay = self.bmc_queue.retry(key)
+                LOG.warning("site %s/%s: BMC cycle: %s (again in %gs)", key[0], key[1], exc, delay)
+            else:
+                self.bmc_queue.forget(key)
+            finally:
+                self.bmc_queue.done(key)
+
+    def _note_bmc(self, event: dict[str, Any], key: Key) -> None:
+        """Queue the BMC cycle of a Site delivered through its BMC (or that was: its grant goes), whatever the event."""
+        spec = (event.get("object") or {}).get("spec") or {}
+        bmc = isinstance(spec, dict) and (spec.get("delivery") or {}).get("method") == "bmc"
+        with self._guard:
+            was = key in self.bmc_sites
+            if bmc and event.get("type") != "DELETED":
+                self.bmc_sites.add(key)
+            else:
+                self.bmc_sites.discard(key)
+        if bmc or was:
+            self.bmc_queue.add(key)
+
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
         """A watch event of a Site (in kopf's event loop: it must not block): note the key, queue it, return."""
         if self.options.metrics is not None:
             self.options.metrics.seen(event)
         key = (namespace, name)
         meta = (event.get("object") or {}).get("metadata") or {}
+        self._note_bmc(event, key)
         with self._guard:
             if event.get("type") == "DELETED":
                 self.known.discard(key)
@@ -391,10 +439,17 @@ class Controller:
             for index in range(self.options.workers)
         ]
         threads.append(threading.Thread(target=self.work_waves, name="wave-worker", daemon=True))
-        for thread in threads:
-            thread.start()
+        threads += [
+            threading.Thread(target=self.work_bmc, name=f"bmc-worker-{index}", daemon=True)
+            for index in range(self.options.bmc_workers)
+        ]
         self.loop = asyncio.new_event_loop()
         try:
+            if self.options.image_server is not None:
+                serving, self.image_server = bmccycle.start_server(self.client, self.options.image_server)
+                self.cycle = bmccycle.Cycle(self.client, serving)
+            for thread in threads:
+                thread.start()
             if not startup.until_served(self.client, stop, report=self._crd_served):
                 return
             kopf.run(
@@ -410,9 +465,13 @@ class Controller:
             stop.set()
             self.queue.shutdown()
             self.wave_queue.shutdown()
+            self.bmc_queue.shutdown()
+            if self.image_server is not None:
+                self.image_server.stop()
             deadline = time.monotonic() + STOP_S
             for thread in threads:
-                thread.join(max(0.0, deadline - time.monotonic()))
+                if thread.ident is not None:  # started
+                    thread.join(max(0.0, deadline - time.monotonic()))
             self.client.close()
 
     def _crd_served(self, served: bool) -> None:
@@ -434,6 +493,10 @@ class Controller:
                 wave_keys = sorted(self.waves)
             for key in wave_keys:
                 self.wave_queue.add(key)
+            with self._guard:
+                bmc_keys = sorted(self.bmc_sites)
+            for key in bmc_keys:
+                self.bmc_queue.add(key)
 
 
 def registry_for(controller: Controller) -> kopf.OperatorRegistry:

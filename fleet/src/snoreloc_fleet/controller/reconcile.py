@@ -34,7 +34,7 @@ from snoreloc.siblings import kube
 from snoreloc_fleet.controller import status as status_mod
 from snoreloc_fleet.controller import waves
 from snoreloc_fleet.hub import adminaccess, credentials, hubaccess, sitemedium
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import delivery, site
 from snoreloc_fleet.resource import wave as wave_mod
 
 LOG = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ class Counters:
     label_writes: int = 0
     events: int = 0
     reconciles: int = 0
+    delivery_writes: int = 0  # the BMC cycle's writes of status.delivery (`controller.bmccycle`)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, name: str) -> None:
@@ -130,6 +131,18 @@ def _wave_of(client: kube.Client, obj: dict[str, Any]) -> dict[str, Any] | None:
     return found
 
 
+def _awaits_wave(client: kube.Client, obj: dict[str, Any]) -> bool:
+    """A BMC Site (the controller asks for its credential itself, `credentials.BMC_REQUEST`) that a Wave selects but
+    has not gated yet: no credential, so nothing is inserted, until the wave's pass says its batch is open. (A stick
+    is asked for by a person, after the wave planned it; a BMC Site would otherwise be delivered the moment it is
+    valid, before its wave's first pass.)"""
+    if credentials.requested(obj) != credentials.BMC_REQUEST or site.view(obj).gate:
+        return False
+    if site.view(obj).status.get(site.STATUS_CREDENTIAL):
+        return False  # issued before its wave came: a wave holds only what it has planned
+    return waves.selecting(client, obj)
+
+
 def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now: dt.datetime) -> dict[str, Any]:
     """The controller's part of the status (issuing the credential on the way when the Site is valid)."""
     spec = obj.get("spec") or {}
@@ -148,6 +161,9 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
             # the cause is the gate's: it is not repeated here, so a new cause rewrites the gate only, not the status
             held = f"wave {gate.get('wave')}, batch {gate.get('batch')} (status.gate.cause says why)"
             credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
+        elif checked.valid and _awaits_wave(client, obj):
+            held = "its wave has not planned it yet (a BMC Site is delivered once its batch is open)"
+            credential = dict(current.get(site.STATUS_CREDENTIAL) or {}) or None
         elif checked.valid:
             offline = wave_mod.view(wave).offline if wave is not None else ""
             credential = _credential(client, obj, config, now, offline)
@@ -164,8 +180,18 @@ def desired_status(client: kube.Client, obj: dict[str, Any], config: Config, now
         admin_access=admin,
         held=held,
         shelf=site.horizon(obj),
+        delivery=_delivery_record(obj),
     )
     return status_mod.derive(inputs)
+
+
+def _delivery_record(obj: dict[str, Any]) -> Mapping[str, Any] | None:
+    """A BMC-delivered Site's `status.delivery` (the BMC cycle's record, `controller.bmccycle`); None for a stick."""
+    spec = obj.get("spec")
+    if delivery.read(spec if isinstance(spec, Mapping) else {})[0].method is not delivery.Method.BMC:
+        return None
+    record = site.view(obj).status.get(site.STATUS_DELIVERY)
+    return record if isinstance(record, Mapping) else {}
 
 
 def _event(client: kube.Client, obj: dict[str, Any], derived: Mapping[str, Any], now: dt.datetime) -> None:

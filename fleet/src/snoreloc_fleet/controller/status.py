@@ -51,6 +51,7 @@ class Inputs:
     admin_access: Mapping[str, Any] | None = None  # `adminaccess.Keys.status()`: public facts; None: not asked for
     held: str = ""  # the Site's wave holds it (its gate's wave, batch and cause): no credential is issued
     shelf: site.Horizon | None = None  # the node's horizon, reported or from the depot's seal record (issue 37)
+    delivery: Mapping[str, Any] | None = None  # a BMC-delivered Site's `status.delivery` (None: a stick site)
 
 
 def iso(moment: dt.datetime) -> str:
@@ -213,7 +214,7 @@ def _run(inputs: Inputs, digest: str, ready: bool) -> _Run:
 
 
 def _condition(
-    kind: Cond, verdict: tuple[bool, Reason, str], inputs: Inputs, previous: Mapping[str, Mapping[str, Any]]
+    kind: Cond, verdict: tuple[bool, Reason | str, str], inputs: Inputs, previous: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     status = "True" if verdict[0] else "False"
     before = previous.get(kind.value) or {}
@@ -223,9 +224,41 @@ def _condition(
         "status": status,
         "observedGeneration": inputs.generation,
         "lastTransitionTime": since or iso(inputs.now),
-        "reason": verdict[1].value,
+        "reason": str(verdict[1]),
         "message": said(verdict[2], site.MAX_CONDITION_MESSAGE),
     }
+
+
+def _bmc_verdicts(record: Mapping[str, Any], current: str) -> dict[Cond, tuple[bool, Reason | str, str]]:
+    """The BMC cycle's conditions from its record (`status.delivery`, `controller.bmccycle`): where the image is."""
+    state, digest = str(record.get("state") or ""), str(record.get("digest") or "")
+    problem, message = str(record.get("problem") or ""), str(record.get("message") or "")
+    inserted: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "waits for MediaReady (valid, batch open)")
+    read: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "nothing inserted yet")
+    ejected: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "nothing inserted yet")
+    if state == "NoImageServer":
+        inserted = (False, Reason.NO_IMAGE_SERVER, message)
+    elif state == "Failed":
+        inserted = (False, problem or Reason.NOT_INSERTED, f"{message} (next attempt {record.get('retryAt')})")
+    elif state == "Inserted":
+        inserted = (True, Reason.INSERTED, f"{digest} inserted at {record.get('insertedAt')}")
+        read = (False, Reason.WAITING_FOR_NODE, f"waiting for the node's first report naming {digest}, until "
+                f"{record.get('deadline')}; status.delivery.downloads counts the BMC's downloads")  # fmt: skip
+        ejected = (False, Reason.INSERTED, "inserted: ejected once the node has read it")
+        if problem:
+            ejected = (False, problem, f"{message} (next attempt {record.get('retryAt')})")
+    elif state in ("Ejected", "TimedOut"):
+        inserted = (False, Reason.EJECTED, f"{digest} ejected at {record.get('ejectedAt')}")
+        ejected = (True, Reason.EJECTED, f"ejected at {record.get('ejectedAt')}; its URL answers 410")
+        if current and current != digest:
+            ejected = (True, Reason.EJECTED, f"{ejected[2]}; the Site now describes {current}: set the annotation "
+                       "fleet.snoreloc.io/redeliver to a new value to insert it")  # fmt: skip
+        read = (True, Reason.REPORTED, f"the node reported {digest} at {record.get('readAt')}")
+        if state == "TimedOut":
+            read = (False, Reason.READ_TIMEOUT, f"the node did not report {digest} by {record.get('deadline')}: "
+                    "the image was ejected; check the server's console, then set the annotation "
+                    "fleet.snoreloc.io/redeliver to a new value to insert it again")  # fmt: skip
+    return {Cond.MEDIA_INSERTED: inserted, Cond.NODE_READ_MEDIUM: read, Cond.MEDIA_EJECTED: ejected}
 
 
 def derive(inputs: Inputs) -> dict[str, Any]:
@@ -239,13 +272,15 @@ def derive(inputs: Inputs) -> dict[str, Any]:
     validated = _validated(checked)
     media = _media_ready(inputs, validated[0])
     run = _run(inputs, checked.digest, validated[0])
-    verdicts = {
+    verdicts: dict[Cond, tuple[bool, Reason | str, str]] = {
         Cond.VALIDATED: validated,
         Cond.MEDIA_READY: media,
         Cond.REPORTING: run.reporting,
         Cond.RELOCATED: run.relocated,
         Cond.FAILED: run.failed,
     }
+    if inputs.delivery is not None:
+        verdicts.update(_bmc_verdicts(inputs.delivery, checked.digest if validated[0] else ""))
     phase, reason = (run.phase, run.reason) if validated[0] else (Phase.INVALID, validated[1])
     status = {
         **base,

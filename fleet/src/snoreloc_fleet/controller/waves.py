@@ -53,6 +53,13 @@ def _uncounted(status: Any) -> Any:
     return status
 
 
+def selecting(client: kube.Client, obj: Mapping[str, Any]) -> bool:
+    """Whether a Wave of the Site's namespace selects it (one LIST of the namespace's Waves: they are few)."""
+    seen = site.view(obj)
+    listed = client.list(WAVES, seen.namespace)
+    return any(wave_mod.selects(wave_mod.view(wave).selector, seen.labels) for wave in listed)
+
+
 def wave_ref(namespace: str, name: str) -> kube.Ref:
     return kube.Ref(WAVES, name, namespace)
 

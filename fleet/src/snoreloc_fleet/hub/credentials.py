@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 
 from snoreloc.siblings import hubreport, kube, redact
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import delivery, site
 
 SERVICEACCOUNTS = kube.Resource("", "v1", "serviceaccounts", "ServiceAccount", True)
 ROLES = kube.Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True)
@@ -201,9 +201,18 @@ def proxy_for(obj: dict[str, Any], hub: Hub) -> str:
     return url
 
 
+BMC_REQUEST = "delivery:bmc"  # a BMC-delivered Site's standing request: the controller delivers its medium itself
+
+
 def requested(obj: dict[str, Any]) -> str:
-    """The Site's request for a stick (its media-requested annotation; "" when none)."""
-    return site.view(obj).media_requested
+    """The Site's request for a medium: its media-requested annotation (a stick asked for), else `BMC_REQUEST` for a
+    Site delivered through its BMC (the controller asks for itself, as make-media asks for a stick); "" when none."""
+    seen = site.view(obj)
+    if seen.media_requested:
+        return seen.media_requested
+    spec = obj.get("spec")
+    method = delivery.read(spec if isinstance(spec, dict) else {})[0].method
+    return BMC_REQUEST if method is delivery.Method.BMC else ""
 
 
 def _notes(obj: dict[str, Any] | None) -> dict[str, str]:

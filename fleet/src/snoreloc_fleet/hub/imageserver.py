@@ -43,9 +43,10 @@ class Grants:
         self._lock = threading.Lock()
         self._by_site: dict[tuple[str, str], Grant] = {}
 
-    def grant(self, namespace: str, name: str, digest: str, image: bytes) -> None:
+    def grant(self, namespace: str, name: str, digest: str, image: bytes, downloads: int = 0) -> None:
+        """Serve `image` for the Site's medium `digest`; `downloads`: counted before (a restarted controller's)."""
         with self._lock:
-            self._by_site[(namespace, name)] = Grant(digest, image)
+            self._by_site[(namespace, name)] = Grant(digest, image, downloads)
 
     def revoke(self, namespace: str, name: str) -> None:
         with self._lock:
@@ -98,8 +99,10 @@ class Running:
     stop: Callable[[], None]
 
 
-def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: str = "127.0.0.1") -> Running:
-    """Serve on an ephemeral port in a thread of its own event loop; `stop()` ends it."""
+def serve_in_thread(
+    key: bytes, grants: Grants, context: ssl.SSLContext, host: str = "127.0.0.1", port: int = 0
+) -> Running:
+    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     holder: dict[str, object] = {}
@@ -107,7 +110,7 @@ def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: s
     async def begin() -> None:
         runner = web.AppRunner(app(key, grants), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, host, 0, ssl_context=context)
+        site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
         holder["runner"] = runner
         holder["port"] = runner.addresses[0][1]
@@ -130,6 +133,6 @@ def serve_in_thread(key: bytes, grants: Grants, context: ssl.SSLContext, host: s
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
 
-    port = holder["port"]
-    assert isinstance(port, int)
-    return Running(port, stop)
+    bound = holder["port"]
+    assert isinstance(bound, int)
+    return Running(bound, stop)

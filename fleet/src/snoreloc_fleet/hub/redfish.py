@@ -27,6 +27,10 @@ from snoreloc_fleet.resource import delivery
 
 CD_TYPES = ("CD", "DVD")
 TIMEOUT = 30  # seconds per Redfish request (sushy's connector default is 60)
+# sushy tries a request that did not connect (or a BMC's 5xx) this many times, this many seconds apart (its defaults,
+# 10 and 3, hold a controller's BMC worker 30 s per pass on an unreachable BMC; the cycle retries with back-off)
+RETRIES = 3
+RETRY_DELAY = 1
 
 
 class Problem(enum.StrEnum):
@@ -89,7 +93,13 @@ class Bmc:
         try:
             # HTTP basic auth, as metal3 and the emulators use it: no session to create, renew or leak
             auth = sushy.auth.BasicAuth(username=login.username, password=login.password)
-            self._root = sushy.Sushy(bmc.endpoint, verify=verify, auth=auth)
+            self._root = sushy.Sushy(
+                bmc.endpoint,
+                verify=verify,
+                auth=auth,
+                server_side_retries=RETRIES,
+                server_side_retries_delay=RETRY_DELAY,
+            )
         except Exception as exc:
             raise _classify(exc) from None
 

@@ -104,6 +104,9 @@ class Condition(enum.StrEnum):
     REPORTING = "Reporting"
     RELOCATED = "Relocated"
     FAILED = "Failed"
+    MEDIA_INSERTED = "MediaInserted"  # a BMC-delivered Site's image is in its server's virtual CD (issue 36)
+    NODE_READ_MEDIUM = "NodeReadMedium"  # its node reported the image's digest
+    MEDIA_EJECTED = "MediaEjected"  # the hub took it back
 
 
 class Reason(enum.StrEnum):
@@ -131,6 +134,12 @@ class Reason(enum.StrEnum):
     DONE = "Done"
     RUN_FAILED = "RunFailed"
     NOT_FAILED = "NotFailed"
+    INSERTED = "Inserted"  # the BMC cycle's (`controller.bmccycle`); its failures are `hub.redfish.Problem`s
+    EJECTED = "Ejected"
+    NOT_INSERTED = "NotInserted"
+    WAITING_FOR_NODE = "WaitingForNode"
+    READ_TIMEOUT = "ReadTimeout"
+    NO_IMAGE_SERVER = "NoImageServer"
 
 
 # status keys (each used by the controller and the readers)
@@ -142,6 +151,9 @@ STATUS_VALIDATION = "validation"  # {errors: [{path, line, message}], warnings: 
 STATUS_MEDIA = "media"  # {digest, files}
 STATUS_CREDENTIAL = "credential"  # {serviceAccount, secret, issuedAt, expiresAt}
 STATUS_ADMIN_ACCESS = "adminAccess"  # {state, secret, caFingerprint, rotation, kubeadmin}: public facts, never a key
+# {state, digest, downloads, insertedAt, deadline, readAt, ejectedAt, problem, message, attempts, retryAt, redeliver}:
+# where a BMC-delivered Site's image is; written by the controller's BMC cycle only (`controller.bmccycle`)
+STATUS_DELIVERY = "delivery"
 STATUS_AGENT = hubreport.REPORT_FIELD  # the node's report: written by the node or by import-report only
 # {state, wave, batch, cause, since}: the wave's word to the node (the wave contract, docs/fleet.md "Running a wave");
 # written by the controller's wave reconcile only, read by the node with its site token (`snoreloc.engine.fleetgate`).
@@ -531,6 +543,28 @@ def gate_schema() -> dict[str, Any]:
     }
 
 
+def delivery_status_schema() -> dict[str, Any]:
+    """Where a BMC-delivered Site's image is (`status.delivery`, the BMC cycle's record), bounded."""
+    stamp = {"type": "string", "format": "date-time"}
+    return {
+        "type": "object",
+        "properties": {
+            "state": {"type": "string", "enum": ["Inserted", "Ejected", "TimedOut", "Failed", "NoImageServer"]},
+            "digest": _text(80),
+            "downloads": _number(MAX_MORE, integer=True),
+            "insertedAt": stamp,
+            "deadline": stamp,
+            "readAt": stamp,
+            "ejectedAt": stamp,
+            "problem": _text(32),
+            "message": _text(MAX_FINDING_MESSAGE),
+            "attempts": _number(MAX_MORE, integer=True),
+            "retryAt": stamp,
+            "redeliver": _text(64),
+        },
+    }
+
+
 def _status() -> dict[str, Any]:
     errors = {"type": "array", "maxItems": MAX_FINDINGS, "items": _finding()}
     warnings = {"type": "array", "maxItems": MAX_FINDING_WARNINGS, "items": _finding()}
@@ -542,7 +576,7 @@ def _status() -> dict[str, Any]:
             STATUS_REASON: _text(64),
             STATUS_CONDITIONS: {
                 "type": "array",
-                "maxItems": 8,
+                "maxItems": 10,
                 "items": _condition(),
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["type"],
@@ -580,6 +614,7 @@ def _status() -> dict[str, Any]:
             STATUS_AGENT: agent_schema(),
             STATUS_GATE: gate_schema(),
             STATUS_SHELF: {"type": "object", "properties": _shelf_properties(source=True)},
+            STATUS_DELIVERY: delivery_status_schema(),
         },
     }
 
@@ -589,6 +624,8 @@ PRINTER_COLUMNS: tuple[dict[str, Any], ...] = (
     {"name": "Step", "type": "string", "jsonPath": f".status.{STATUS_AGENT}.step"},
     {"name": "Reported", "type": "date", "jsonPath": f".status.{STATUS_AGENT}.reportedAt"},
     {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
+    {"name": "Medium", "type": "string", "jsonPath": f".status.{STATUS_DELIVERY}.state"},
+    {"name": "Downloads", "type": "integer", "jsonPath": f".status.{STATUS_DELIVERY}.downloads"},
     # a string, not a date: kubectl prints a date as its age, and a future one as <invalid>
     {"name": "Must-Boot-By", "type": "string", "jsonPath": f".status.{STATUS_SHELF}.{hubreport.SHELF_MUST_BOOT_BY}"},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},

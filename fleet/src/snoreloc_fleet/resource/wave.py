@@ -167,6 +167,27 @@ def label_selector(selector: Mapping[str, Any]) -> str:
     return ",".join(parts)
 
 
+def selects(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether a metav1.LabelSelector selects an object with `labels`, as the list `label_selector` makes would
+    (apimachinery `labels.Selector.Matches`: every requirement holds; an empty selector selects everything)."""
+    if any(labels.get(key) != value for key, value in _mapping(selector.get("matchLabels")).items()):
+        return False
+    expressions = selector.get("matchExpressions")
+    for expression in expressions if isinstance(expressions, list) else []:
+        item = _mapping(expression)
+        key, operator = str(item.get("key", "")), str(item.get("operator"))
+        values = {str(v) for v in item.get("values") or []}
+        present = key in labels
+        holds = {
+            "In": present and str(labels.get(key)) in values,
+            "NotIn": not present or str(labels.get(key)) not in values,
+            "Exists": present,
+        }.get(operator, not present)
+        if not holds:
+            return False
+    return True
+
+
 # --- the CRD -------------------------------------------------------------------------------------------------------
 
 

@@ -19,11 +19,13 @@ import pathlib
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from snoreloc.siblings import errors, logs, safefile
+from snoreloc.siblings import errors, kube, logs, safefile
 
 if TYPE_CHECKING:
+    from snoreloc_fleet.controller import bmccycle
     from snoreloc_fleet.controller.metrics import FleetMetrics
 
+IMAGE_KEY_SECRET = "snoreloc-fleet/snoreloc-fleet-image-key"  # noqa: S105 (a Secret's name)
 HELP = "run the hub controller: validate Sites, issue their reporting credentials, keep their status"
 
 
@@ -40,6 +42,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=8, help="Sites reconciled at once (threads; default 8)")
     parser.add_argument(
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port (/metrics; default: off)"
+    )
+    images = parser.add_argument_group("BMC delivery (spec.delivery.method: bmc; off unless --image-server-address)")
+    images.add_argument("--image-server-address", metavar="HOST:PORT", help="serve site images here (HTTPS)")
+    images.add_argument("--image-url-base", metavar="URL", help="https://... where BMCs reach the image server")
+    images.add_argument("--image-server-cert", metavar="FILE", help="the image server's certificate chain (PEM)")
+    images.add_argument("--image-server-key", metavar="FILE", help="the image server's private key (PEM)")
+    images.add_argument(
+        "--image-key-secret",
+        metavar="NAMESPACE/NAME",
+        default=IMAGE_KEY_SECRET,
+        help=f"the Secret holding the key that signs image URLs, made when missing (default {IMAGE_KEY_SECRET})",
+    )
+    images.add_argument(
+        "--bmc-read-timeout",
+        type=float,
+        default=7200.0,
+        metavar="SECONDS",
+        help="how long an inserted image waits for its node's first report before it is ejected (default 7200)",
     )
 
 
@@ -94,9 +114,41 @@ def run(args: argparse.Namespace) -> int:
         burst=args.burst,
         workers=args.workers,
         metrics=_metrics(args.metrics_port),
+        image_server=image_server(args),
     )
     operator.run(options)
     return 0
+
+
+def image_server(args: argparse.Namespace) -> bmccycle.ServerOptions | None:
+    """The image server BMC delivery needs (None: not asked for; BMC Sites then say so in their conditions)."""
+    from snoreloc_fleet.controller import bmccycle  # noqa: PLC0415
+    from snoreloc_fleet.resource import siteinput  # noqa: PLC0415
+
+    if not args.image_server_address:
+        return None
+    host, _, port = str(args.image_server_address).rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise errors.UsageError(f"--image-server-address must be HOST:PORT, got {args.image_server_address!r}")
+    base = str(args.image_url_base or "")
+    if not base.startswith("https://"):
+        raise errors.UsageError("--image-url-base must be the https://... address BMCs reach the image server at")
+    if not (args.image_server_cert and args.image_server_key):
+        raise errors.UsageError("the image server needs --image-server-cert and --image-server-key (TLS)")
+    namespace, _, name = str(args.image_key_secret).partition("/")
+    if siteinput.object_name_problem(namespace) or siteinput.object_name_problem(name):
+        raise errors.UsageError(f"--image-key-secret must be NAMESPACE/NAME, got {args.image_key_secret!r}")
+    if args.bmc_read_timeout <= 0:
+        raise errors.UsageError(f"--bmc-read-timeout must be positive, got {args.bmc_read_timeout:g}")
+    return bmccycle.ServerOptions(
+        host.strip("[]"),
+        int(port),
+        base,
+        pathlib.Path(args.image_server_cert),
+        pathlib.Path(args.image_server_key),
+        kube.Ref(kube.SECRETS, name, namespace),
+        args.bmc_read_timeout,
+    )
 
 
 def _metrics(port: int | None) -> FleetMetrics | None:

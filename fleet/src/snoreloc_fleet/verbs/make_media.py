@@ -23,7 +23,6 @@ credential and no stick: this command says why and exits 75 at once (run it agai
 from __future__ import annotations
 
 import argparse
-import base64
 import datetime as dt
 import pathlib
 import sys
@@ -56,25 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _ready(obj: dict[str, Any]) -> str:
     """The digest the controller issued, once the Site is valid and its credential issued; else exit 75."""
-    from snoreloc_fleet.resource import site  # noqa: PLC0415
+    from snoreloc_fleet.hub import mediatree  # noqa: PLC0415
 
-    seen = site.view(obj)
-    media = seen.condition(site.Condition.MEDIA_READY)
-    name = seen.name
-    if media and media.get("reason") == site.Reason.HELD and seen.held:
-        gate = seen.gate
-        raise errors.TemporaryError(
-            f"site {name} is held by the fleet (wave {gate.get('wave')}, batch {gate.get('batch')}): "
-            f"{gate.get('cause')}; no stick is made for it until its batch opens",
-            hint=f"See `snoreloc fleet status --wave {seen.gate.get('wave')} -n {seen.namespace}`; run this again "
-            "once its batch is open.",
-        )
-    if not media or media.get("status") != "True" or media.get("observedGeneration") != seen.generation:
-        why = media.get("message") if media else "the controller has not reconciled it yet"
-        raise errors.TemporaryError(
-            f"site {name}: no medium can be made yet: {why}", hint=f"See `kubectl get site {name} -o yaml` (status)."
-        )
-    return seen.media_digest
+    return mediatree.issued(obj)
 
 
 def _current(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -157,18 +140,6 @@ def with_credential(
     return waits.until(lambda: settled(client, _site(client, ref, waited=True), asked, clock.now()), wait, clock)
 
 
-def hub_report(client: kube.Client, obj: dict[str, Any]) -> bytes | None:
-    """The site's reporting kubeconfig (None when the Site does not report)."""
-    from snoreloc_fleet.hub import credentials  # noqa: PLC0415
-    from snoreloc_fleet.resource import site  # noqa: PLC0415
-
-    if not site.reports(obj):
-        return None
-    ref = kube.Ref(kube.SECRETS, credentials.report_secret_name(obj["metadata"]["name"]), obj["metadata"]["namespace"])
-    secret = client.get(ref)
-    return base64.b64decode(secret["data"][credentials.KUBECONFIG_KEY])
-
-
 def write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
     """Each file 0600 from its first byte, replaced atomically, never through a link or onto something that is not
     a regular file (the agent's one writer, `snoreloc.safefile`: exit 77, and checked for every file before the
@@ -185,28 +156,10 @@ def write_dir(out: pathlib.Path, tree: dict[str, bytes]) -> None:
 
 def make(client: kube.Client, namespace: str, name: str, *, timeout: float = TIMEOUT) -> dict[str, bytes]:
     """The medium's files for a Site (the hub's reporting kubeconfig included, asked for when needed), proven equal
-    to what the controller validated."""
-    from snoreloc.siblings import medium  # noqa: PLC0415
-    from snoreloc_fleet.hub import sitemedium  # noqa: PLC0415
+    to what the controller validated (`hub.mediatree`, the one assembly of a stick's and a BMC image's files)."""
+    from snoreloc_fleet.hub import mediatree  # noqa: PLC0415
 
-    obj = with_credential(client, namespace, name, timeout=timeout)
-    issued = _ready(obj)
-    checked = sitemedium.examine(client, obj)
-    if not checked.valid:
-        problems = (*checked.refused, *checked.inline, *checked.missing, *checked.problems)
-        raise errors.ConfigError(f"site {name}: not valid", problems=problems)
-    if checked.digest != issued:
-        raise errors.TemporaryError(
-            f"site {name}: the Site or its inputs changed since the controller checked it ({checked.digest} here, "
-            f"{issued} in its status); nothing was written",
-            hint="Wait for the controller to reconcile it (its status.media.digest changes), then run this again.",
-        )
-    tree = dict(checked.tree)
-    report = hub_report(client, obj)
-    if report is not None:  # the rule every stick's kubeconfig meets, --out-dir too: it runs nothing on the node
-        medium.hub_kubeconfig(report, pathlib.Path(medium.HUB_FILE).parent, set(tree), source="the hub's credential")
-        tree[medium.HUB_FILE] = report
-    return tree
+    return mediatree.tree(client, with_credential(client, namespace, name, timeout=timeout))
 
 
 def run(args: argparse.Namespace) -> int:
