@@ -126,6 +126,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     "--git (its files written by safefile), or a gone site's directory moved aside into one before it is removed",
     ("snoreloc_fleet.render.gitops", "os.rename"): "a gone site's directory (proven written by render --git) moved "
     "whole into that fresh private directory",
+    ("snoreloc_fleet.controller.bmccycle", "TemporaryDirectory"): "a private 0700 directory for the BMC's CA file "
+    "during one Redfish pass (requests verifies by path), written by safefile, removed after",
     ("snoreloc_fleet.render.gitdiff", "TemporaryDirectory"): "a private 0700 directory that `git archive` writes a "
     "revision's tree into, removed after",
     ("snoreloc_fleet.render.gitdiff", "open"): "that archive, written by git inside the private directory; "

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from snoreloc.siblings import errors, kube, redact
+from snoreloc.siblings import errors, kube, redact, safefile
 from snoreloc_fleet.controller import reconcile
 from snoreloc_fleet.controller import status as status_mod
 from snoreloc_fleet.hub import hubaccess, imageserver, imageurl, mediaimage, mediatree, redfish
@@ -192,9 +192,9 @@ def _verify(client: kube.Client, obj: Mapping[str, Any], bmc: delivery.Bmc) -> I
     if not ca:
         message = f"ConfigMap {namespace}/{bmc.ca_ref['name']} has no key {bmc.ca_ref['key']!r} (the BMC's CA)"
         raise redfish.BmcError(redfish.Problem.CERTIFICATE, message)
-    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-bmc-ca.") as tmp:
+    with tempfile.TemporaryDirectory(prefix="snoreloc-fleet-bmc-ca.") as tmp:  # 0700, removed after the pass
         path = pathlib.Path(tmp) / "ca.crt"
-        path.write_text(str(ca))
+        safefile.write(path, str(ca), mode=0o644, sync=False)  # public: the BMC's CA (requests reads it by path)
         yield str(path)
 
 
