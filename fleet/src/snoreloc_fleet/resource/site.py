@@ -282,16 +282,22 @@ def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def rfc3339(value: Any) -> dt.datetime | None:
-    """An RFC 3339 time between `EARLIEST` and `LATEST` (UTC when it names no offset); None for anything else."""
+def parse_time(value: object) -> dt.datetime | None:
+    """An RFC 3339 time as a Site or a node's report writes it (UTC when it names no offset, at most 64 characters);
+    None for anything else. The one parser of the fleet's times: `rfc3339` bounds it, `fleetstate.when` judges it."""
     if not isinstance(value, str) or not value or len(value) > 64:
         return None
     try:
         moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-    return moment if EARLIEST <= moment <= LATEST else None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def rfc3339(value: Any) -> dt.datetime | None:
+    """An RFC 3339 time between `EARLIEST` and `LATEST` (UTC when it names no offset); None for anything else."""
+    moment = parse_time(value)
+    return moment if moment is not None and EARLIEST <= moment <= LATEST else None
 
 
 def horizon_of(given: Any, source: str) -> Horizon | None:

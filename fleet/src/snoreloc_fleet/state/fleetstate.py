@@ -178,14 +178,8 @@ def when(text: object, now: dt.datetime | None = None) -> dt.datetime | None:
     """A report's time (RFC 3339; UTC when it names no offset); None when it is none, or (given `now`) dated more
     than `SKEW` after `now`: a node whose clock runs ahead would otherwise look fresh for ever, and its report newer
     than every real one after it."""
-    if not isinstance(text, str) or not text or len(text) > 64:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-    if now is not None and (moment - now).total_seconds() > SKEW:
+    moment = site.parse_time(text)
+    if moment is None or (now is not None and (moment - now).total_seconds() > SKEW):
         return None
     return moment
 
