@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import requests
+import yaml
 from snoreloc_fleet.controller import bmccycle, operator, waves
 from snoreloc_fleet.hub import credentials, mediaimage, redfish
 from snoreloc_fleet.resource import delivery, keyorder, site
@@ -156,8 +157,12 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     assert site.MEDIA_REQUESTED not in (final["metadata"].get("annotations") or {}), "no stick was asked for"
     signature = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["signature"][0]
     events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    token = yaml.safe_load(files[medium.HUB_FILE])["users"][0]["user"]["token"]
+    (pull,) = [v for k, v in files.items() if "pull" in k]
+    auths = [str(a["auth"]) for a in json.loads(pull)["auths"].values()]
     for text in (json.dumps(final), json.dumps(events), caplog.text):
         assert signature not in text and PASSWORD not in text, "the URL is a credential: never shown"
+        assert token not in text and not any(a in text for a in auths), "the image's secrets stay in the image"
     assert "store-042: served" in caplog.text, "the image server logs the Site and the verdict"
     counters = running.controller.counters
     assert counters.delivery_writes == 2, "the BMC cycle writes twice a Site: inserted, ejected"
