@@ -7,6 +7,7 @@ download and started again; a BMC that accepts the connection and never answers,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import logging
@@ -33,7 +34,7 @@ from snoreloc_sim.hub.simulator import HubSimulator
 from .bmcemu import PASSWORD, SYSTEM, USERNAME, Emulator, _free_port, bmc, tls
 from .bmcquirks import Proxy, Quirk, quirky
 from .conftest import NS, SITES, Running, get_site, site_client, wait_for
-from .test_bmc_cycle import _bmc_site, _conditions, _image_server, _record, _until_condition
+from .test_bmc_cycle import _bmc_site, _conditions, _image_server, _record, _until_condition, _until_state
 from .test_redfish_bmc import KEY, TREE, _site_bmc, served
 
 __all__ = ["bmc", "served"]  # the fixtures, imported for pytest
@@ -210,6 +211,8 @@ def test_a_bmc_refusing_even_with_if_match_is_named_with_its_message_and_retried
         assert len(urls) >= 2, "retried, with back-off"
     signature = urllib.parse.parse_qs(urllib.parse.urlsplit(urls[0]).query)["signature"][0]
     events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    warned = [(e["type"], e["reason"]) for e in events["items"] if e["involvedObject"]["name"] == "store-061"]
+    assert warned == [("Warning", "BMCRefused")], "one Event, not one a retry"
     ours = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("snoreloc"))
     assert "Image https://" in caplog.text, "sushy's own warning quotes the BMC's answer, URL and all"
     for text in (json.dumps(get_site(admin, "store-061")), json.dumps(events), ours, controller_log.getvalue()):
@@ -217,11 +220,15 @@ def test_a_bmc_refusing_even_with_if_match_is_named_with_its_message_and_retried
 
 
 class Throttle:
-    """A TCP relay between the BMC and the image server that passes the server's bytes slowly (TLS passes through
-    untouched), so the test can stop the server while a download is under way; `sent` counts what reached the BMC."""
+    """A TCP relay between the BMC and the image server (TLS passes through untouched) that passes the server's bytes
+    slowly, so the test can stop the server while a download is under way, or (`hold`) passes only the first `hold`
+    bytes of each connection and ends it when the server does, so a small image is cut short too; `sent` counts what
+    reached the BMC, `held` what the relay kept from it."""
 
-    def __init__(self, upstream_port: int, rate: int = 16 * 1024) -> None:
-        self.upstream_port, self.rate, self.sent, self.fast = upstream_port, rate, 0, False
+    def __init__(self, upstream_port: int, rate: int = 16 * 1024, hold: int | None = None) -> None:
+        self.upstream_port, self.rate, self.hold = upstream_port, rate, hold
+        self.sent = self.held = 0
+        self.fast = False
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -241,15 +248,18 @@ class Throttle:
                     client.close()
                     upstream.close()
                     continue
-                threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
-                threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+                threading.Thread(target=self._pump, args=(client, upstream, False, None), daemon=True).start()
+                threading.Thread(target=self._pump, args=(upstream, client, True, self.hold), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, slow: bool) -> None:
+    def _pump(self, source: socket.socket, sink: socket.socket, slow: bool, hold: int | None) -> None:
+        passed = 0
         try:
             while data := source.recv(self.rate):
-                sink.sendall(data)
+                kept = data if hold is None else data[: max(0, hold - passed)]
+                sink.sendall(kept)
+                passed += len(kept)
                 if slow:
-                    self.sent += len(data)
+                    self.sent, self.held = self.sent + len(kept), self.held + len(data) - len(kept)
                     if not self.fast:
                         time.sleep(0.005)
         except OSError:
@@ -367,3 +377,37 @@ def test_a_bmc_that_never_answers_is_unreachable_within_the_bound(tmp_path: path
     assert isinstance(error, redfish.BmcError) and error.problem is redfish.Problem.UNREACHABLE, repr(error)
     assert took <= bound + 5, (took, bound)
     print(f"\nsilent BMC: unreachable after {took:.1f} s (bound {bound:.1f} s at a 1 s timeout)")
+
+
+@pytest.mark.simonly
+def test_a_controller_restarted_mid_download_inserts_the_whole_image_again_and_the_site_ends_read_and_ejected(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The controller (its image server with it) stops while the BMC is fetching the image: the BMC holds no medium
+    from the cut transfer; the controller started again inserts the image again, the BMC gets the whole of it, and
+    the Site ends read and ejected, its count saying one whole download."""
+    port = _free_port()
+    relay = Throttle(port, hold=32 * 1024)  # the first 32 KiB of each connection reach the BMC, then nothing
+    served = dataclasses.replace(_image_server(tmp_path), port=port, base=f"https://127.0.0.1:{relay.port}")
+    first = start_controller(image_server=served)
+    try:
+        _bmc_site(admin, bmc, tmp_path, "store-062", PASSWORD)
+        wait_for("the BMC fetching the image", lambda: relay.held > 0, 60, 0.05)
+        first.stop()  # mid-download: the server goes, the BMC's transfer ends short
+        assert bmc.downloaded() == [] and _client(bmc).media().inserted is False, "no partial ISO became the medium"
+        relay.hold = None  # what the BMC reaches now passes whole
+        start_controller(image_server=served)
+        record = _until_state(admin, "store-062", "Inserted")["status"][site.STATUS_DELIVERY]
+        assert record["downloads"] == 1, "one whole download"
+        assert medium.HUB_FILE in _held(bmc), "the whole image: the node reads it as it reads a stick"
+        _report_read(hub, bmc, "store-062")
+        final = _until_condition(admin, "store-062", "MediaEjected", ("True", "Ejected"))
+        assert _conditions(final)["NodeReadMedium"] == ("True", "Reported")
+        assert final["status"][site.STATUS_DELIVERY]["downloads"] == 1
+        assert _client(bmc).media().inserted is False
+    finally:
+        relay.close()

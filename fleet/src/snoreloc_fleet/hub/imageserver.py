@@ -25,6 +25,7 @@ import logging
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +34,9 @@ from aiohttp import web
 from snoreloc_fleet.hub import imageurl
 
 LOG = logging.getLogger(__name__)
+# the connections that fetched an image: cut when the server stops (aiohttp closes them politely, and a TLS close
+# waits for a peer that may never answer, past the end of the server's loop, leaving the BMC hanging on a socket)
+CONNECTIONS = web.AppKey("connections", weakref.WeakSet[asyncio.BaseTransport])
 CHUNK = 256 * 1024  # bytes written at a time (a cut transfer stops between two)
 STOP_GRACE = 5.0  # seconds a stopping server waits for downloads under way before it cuts them
 
@@ -96,16 +100,12 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
             return web.Response(status=int(imageurl.Verdict.GONE), text="gone\n")
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         response.content_length = len(body)
-        transport = request.transport  # aiohttp lets go of it when it stops
+        if request.transport is not None:  # aiohttp lets go of it when it stops: `stop` cuts it
+            request.app[CONNECTIONS].add(request.transport)
         await response.prepare(request)
-        try:
-            for start in range(0, len(body), CHUNK):  # cancelled or failing midway: not counted
-                await response.write(body[start : start + CHUNK])
-            await response.write_eof()
-        except asyncio.CancelledError:  # the server stops: the transfer is cut now, not closed politely (TLS's
-            if transport is not None:  # close waits for a peer that reads slowly, past the end of the loop)
-                transport.abort()
-            raise
+        for start in range(0, len(body), CHUNK):  # cancelled or failing midway: not counted
+            await response.write(body[start : start + CHUNK])
+        await response.write_eof()
         grants.downloaded(*site)
         LOG.info("image %s %s/%s: whole image sent (%d bytes)", request.remote, site[0], site[1], len(body))
         return response
@@ -115,6 +115,7 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
         return web.Response(status=403, text="forbidden\n")
 
     application = web.Application()
+    application[CONNECTIONS] = weakref.WeakSet()
     application.router.add_get(imageurl.PATH_PREFIX + "/{tail:.*}", image)
     application.router.add_route("*", "/{tail:.*}", refused)
     return application
@@ -142,7 +143,9 @@ def serve_in_thread(
     holder: dict[str, object] = {}
 
     async def begin() -> None:
-        runner = web.AppRunner(app(key, grants), access_log=None, shutdown_timeout=grace)
+        application = app(key, grants)
+        holder["connections"] = application[CONNECTIONS]
+        runner = web.AppRunner(application, access_log=None, shutdown_timeout=grace)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
@@ -166,8 +169,13 @@ def serve_in_thread(
             return
         assert isinstance(runner, web.AppRunner)
 
+        connections = holder["connections"]
+        assert isinstance(connections, weakref.WeakSet)
+
         async def end() -> None:
-            await runner.cleanup()
+            await runner.cleanup()  # downloads under way get `grace`, then are cancelled
+            for transport in list(connections):
+                transport.abort()
             await asyncio.sleep(0.05)  # the cut connections' sockets close in the loop's next turns
 
         asyncio.run_coroutine_threadsafe(end(), loop).result(2 * grace + 10)
