@@ -28,6 +28,9 @@ The quirks (one per proxy, `Quirk`):
   ("fix-eject-media-empty-dict": "HPE iLO ... for eject virtual media need to pass empty dictionary otherwise throws
   Unsupported media type error").
 
+- `BUSY`: InsertMedia answered 409 `Base.1.8.ResourceInUse` while `busy` is set (a device another session holds,
+  a task in progress): sushy has no fallback; the hub names it `BMCDeviceBusy` and retries.
+
 Every request the proxy saw is kept (`seen`), so a test can tell the fallback was taken.
 """
 
@@ -61,6 +64,7 @@ class Quirk(enum.Enum):
     LENOVO_STRICT = "lenovo-strict"
     TRANSFER_PROTOCOL = "transfer-protocol"
     HPE_EJECT = "hpe-eject"
+    BUSY = "busy"
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class Proxy:
     ca_file: Path
     seen: list[Seen] = field(default_factory=list)
     etag: int = 1
+    busy: bool = True  # Quirk.BUSY: while set, InsertMedia is refused as in use
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def tag(self) -> str:
@@ -156,6 +161,10 @@ def _handler(proxy: Proxy) -> type[http.server.BaseHTTPRequestHandler]:
                     400, "Base.1.8.ActionParameterMissing",
                     "The action InsertMedia requires the parameter TransferProtocolType to be present in the "
                     "request body.", ["#/TransferProtocolType"])  # fmt: skip
+                return status, error, {}
+            if proxy.quirk is Quirk.BUSY and inserting and proxy.busy:
+                said = "The change to the requested resource failed because the resource is in use or in transition."
+                status, error = redfish_error(409, "Base.1.8.ResourceInUse", said)
                 return status, error, {}
             if proxy.quirk is Quirk.HPE_EJECT and action and action["verb"] == "EjectMedia" and not raw:
                 status, error = redfish_error(415, "Base.1.8.UnsupportedMediaType", "Unsupported media type.")

@@ -219,6 +219,30 @@ def test_a_bmc_refusing_even_with_if_match_is_named_with_its_message_and_retried
         assert signature not in text and PASSWORD not in text
 
 
+@pytest.mark.simonly
+def test_a_busy_virtual_media_device_is_named_and_retried_until_it_is_free(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """A device in use (409 ResourceInUse: someone else's image, a console session) is `BMCDeviceBusy`, with what
+    to do; the cycle backs off and inserts once the BMC lets go."""
+    start_controller(image_server=_image_server(tmp_path))
+    with quirky(bmc, Quirk.BUSY, *_tls(tmp_path)) as (busy, proxy):
+        _bmc_site(admin, busy, tmp_path, "store-062", PASSWORD)
+        shown = _until_condition(admin, "store-062", "MediaInserted", ("False", "BMCDeviceBusy"))
+        message = next(c["message"] for c in shown["status"]["conditions"] if c["type"] == "MediaInserted")
+        assert "HTTP 409" in message and "free it at the BMC" in message
+        assert bmc.downloaded() == []
+        proxy.busy = False
+        inserted = _until_state(admin, "store-062", "Inserted", timeout=60)["status"][site.STATUS_DELIVERY]
+        assert inserted["downloads"] == 1 and "problem" not in inserted
+        refused = [st for _, _, st in _steps(proxy, "POST", "InsertMedia")]
+        assert refused[0] == 409 and refused[-1] < 300, "refused while busy, then done"
+
+
 class Throttle:
     """A TCP relay between the BMC and the image server (TLS passes through untouched) that passes the server's bytes
     slowly, so the test can stop the server while a download is under way, or (`hold`) passes only the first `hold`

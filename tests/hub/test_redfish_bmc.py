@@ -54,6 +54,9 @@ def test_the_bmc_downloads_the_signed_image_once_and_the_url_dies_with_the_eject
     client = redfish.Bmc(_site_bmc(bmc), redfish.Login(USERNAME, PASSWORD), verify=str(bmc.ca_file))
 
     assert client.media() == redfish.Media(False, None)
+    asked = requests.head(url, verify=str(hub_ca), timeout=10)  # some BMCs ask the size first
+    assert asked.status_code == 200 and int(asked.headers["Content-Length"]) == len(image)
+    assert grants.downloads("fleet", "store-042") == 0, "a HEAD is not a download"
     client.insert(url)
     assert client.media().inserted and grants.downloads("fleet", "store-042") == 1
     (fetched,) = bmc.downloaded()

@@ -100,6 +100,9 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
             return web.Response(status=int(imageurl.Verdict.GONE), text="gone\n")
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         response.content_length = len(body)
+        if request.method == "HEAD":  # a BMC asking the size first (aiohttp's add_get answers HEAD): not a download
+            await response.prepare(request)
+            return response
         if request.transport is not None:  # aiohttp lets go of it when it stops: `stop` cuts it
             request.app[CONNECTIONS].add(request.transport)
         await response.prepare(request)

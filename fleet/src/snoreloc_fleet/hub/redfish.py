@@ -46,6 +46,7 @@ class Problem(enum.StrEnum):
     UNREACHABLE = "BMCUnreachable"
     CERTIFICATE = "BMCCertificate"
     NO_DEVICE = "BMCNoVirtualMedia"
+    BUSY = "BMCDeviceBusy"
     REFUSED = "BMCRefused"
 
 
@@ -55,8 +56,14 @@ ADVICE = {
     Problem.CERTIFICATE: "give the BMC's CA (spec.delivery.bmc.caConfigMapKeyRef), or set "
     "disableCertificateVerification if you accept an unverified BMC",
     Problem.NO_DEVICE: "this BMC offers no CD/DVD virtual media for the System: deliver this site by stick",
+    Problem.BUSY: "the virtual media device is in use (an image someone else mounted, a console session holding "
+    "it, or a task in progress): free it at the BMC; retrying",
     Problem.REFUSED: "the BMC refused the request; its message says why",
 }
+# Redfish's answers for a resource in use: HTTP 409, or the Base registry's ResourceInUse ("The change to the
+# requested resource failed because the resource is in use or in transition", DSP8011 Base.1.x)
+BUSY_STATUS = 409
+BUSY_MESSAGES = ("ResourceInUse",)
 
 
 class BmcError(Exception):
@@ -80,6 +87,14 @@ class Login:
     password: str
 
 
+def _busy(exc: Any) -> bool:
+    """Whether the BMC said its device is in use (409, or a ResourceInUse message), not that it refuses."""
+    ids = [str(exc.code or "")] + [
+        str(i.get("MessageId") or "") for i in exc.extended_info or [] if isinstance(i, dict)
+    ]
+    return exc.status_code == BUSY_STATUS or any(i.rsplit(".", 1)[-1] in BUSY_MESSAGES for i in ids)
+
+
 def _classify(exc: BaseException) -> BmcError:
     if isinstance(exc, sushy_errors.AccessError):
         return BmcError(Problem.CREDENTIALS, f"the BMC refused the credentials (HTTP {exc.status_code})")
@@ -88,7 +103,8 @@ def _classify(exc: BaseException) -> BmcError:
     if isinstance(exc, sushy_errors.ConnectionError | requests.exceptions.ConnectionError):
         return BmcError(Problem.UNREACHABLE, "the BMC did not answer")
     if isinstance(exc, sushy_errors.HTTPError):
-        return BmcError(Problem.REFUSED, f"HTTP {exc.status_code}: {exc.detail or exc.message}")
+        said = f"HTTP {exc.status_code}: {exc.detail or exc.message}"
+        return BmcError(Problem.BUSY if _busy(exc) else Problem.REFUSED, said)
     return BmcError(Problem.REFUSED, f"{type(exc).__name__}: {exc}")
 
 
