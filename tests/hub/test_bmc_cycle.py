@@ -15,17 +15,19 @@ import logging
 import pathlib
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
-from snoreloc_fleet.controller import bmccycle, operator, waves
+from snoreloc_fleet.controller import bmccycle, metrics, operator, waves
 from snoreloc_fleet.hub import credentials, mediaimage, redfish
 from snoreloc_fleet.resource import delivery, keyorder, site
 from snoreloc_fleet.resource import wave as wave_mod
 from snoreloc_fleet.verbs import make_media as makemedia
 
+from fleetops import promrules
 from snoreloc.adapters import fs, kube
 from snoreloc.siteconfig import discovery, medium
 from snoreloc_sim.hub.simulator import HubSimulator
@@ -343,3 +345,53 @@ def test_a_bmc_unreachable_then_back_is_named_and_retried_until_it_answers(
         inserted = _until_state(admin, "store-050", "Inserted")["status"][site.STATUS_DELIVERY]
         assert inserted["downloads"] == 1 and len(back.downloaded()) == 1
         assert _client(back).media().inserted
+
+
+def test_the_delivery_states_and_the_image_answers_are_served_and_a_stuck_delivery_alerts(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The controller's metrics for BMC delivery (scraped as Prometheus does): Sites by `status.delivery.state`, the
+    image server's downloads by namespace and its refusals by status, no Site, URL or signature in any label; and
+    `SnorelocBmcDeliveryStuck` evaluated by promtool on two scrapes (inserted, then timed out)."""
+    fleet_metrics = metrics.FleetMetrics()
+    endpoint = metrics.serve(fleet_metrics, 0, "127.0.0.1")
+    scrape_url = f"http://127.0.0.1:{endpoint.port}/metrics"
+    hub_ca = str(tmp_path / "image-tls/ca.crt")
+
+    def served(state: str) -> promrules.Samples | None:
+        samples = promrules.scrape(scrape_url)
+        others = sum(v for k, v in samples.items() if k.startswith("snoreloc_fleet_delivery_sites{") and state not in k)
+        return samples if samples.get(f'snoreloc_fleet_delivery_sites{{namespace="{NS}",state="{state}"}}') == 1 and (
+            others == 0) else None  # fmt: skip
+
+    try:
+        start_controller(metrics=fleet_metrics, image_server=_image_server(tmp_path, read_timeout=4.0))
+        _bmc_site(admin, bmc, tmp_path, "store-051", PASSWORD)
+        inserted = wait_for("the metrics to show the medium inserted", lambda: served("Inserted"), 60)
+        image_url = str(_client(bmc).media().image)
+        _until_state(admin, "store-051", "TimedOut")
+        assert requests.get(image_url, verify=hub_ca, timeout=10).status_code == 410, "ejected: gone"
+        signature = urllib.parse.parse_qs(urllib.parse.urlsplit(image_url).query)["signature"][0]
+        forged = image_url.replace(signature, "0" * 64)
+        assert requests.get(forged, verify=hub_ca, timeout=10).status_code == 403, "not signed by this hub"
+        timed_out = wait_for("the metrics to show the medium timed out", lambda: served("TimedOut"), 30)
+        text = urllib.request.urlopen(scrape_url, timeout=10).read().decode()
+    finally:
+        endpoint.stop()
+    assert inserted[f'snoreloc_fleet_image_downloads_total{{namespace="{NS}"}}'] == 1, "the BMC's one download"
+    assert timed_out[f'snoreloc_fleet_image_downloads_total{{namespace="{NS}"}}'] == 1
+    assert timed_out['snoreloc_fleet_image_refusals_total{code="410"}'] == 1
+    assert timed_out['snoreloc_fleet_image_refusals_total{code="403"}'] == 1
+    assert inserted['snoreloc_fleet_image_refusals_total{code="403"}'] == 0, "each refusal served from 0"
+    for secret in ("store-051", signature, PASSWORD, "https://"):
+        assert secret not in text, "no Site, URL or secret in a label"
+    namespace = {"namespace": NS}
+    expected = [
+        promrules.alert("SnorelocBmcDeliveryStuck", "20m", []),  # timed out 10 minutes ago: not yet 15
+        promrules.alert("SnorelocBmcDeliveryStuck", "30m", [(namespace, "1")]),
+    ]
+    promrules.promtool_test(tmp_path, promrules.series(inserted, timed_out, switch=10, total=40), expected)

@@ -43,7 +43,6 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from snoreloc.siblings import errors, kube, redact, safefile
@@ -63,12 +62,7 @@ REDELIVER = f"{site.GROUP}/redeliver"  # a new value inserts the image again aft
 MAX_MESSAGE = 512
 
 
-class State(StrEnum):
-    INSERTED = "Inserted"
-    EJECTED = "Ejected"
-    TIMED_OUT = "TimedOut"
-    FAILED = "Failed"
-    NO_IMAGE_SERVER = "NoImageServer"
+State = delivery.State  # the record's states (defined beside spec.delivery: the schema and the metrics name them)
 
 
 @dataclass(frozen=True)
@@ -95,13 +89,16 @@ class ServerOptions:
     read_timeout: float = READ_TIMEOUT
 
 
-def start_server(client: kube.Client, options: ServerOptions) -> tuple[Serving, imageserver.Running]:
-    """Start the image server (a thread of its own event loop) with the key from the controller's Secret."""
+def start_server(
+    client: kube.Client, options: ServerOptions, answered: imageserver.Answered | None = None
+) -> tuple[Serving, imageserver.Running]:
+    """Start the image server (a thread of its own event loop) with the key from the controller's Secret;
+    `answered` is told of each of its answers (the controller's metrics)."""
     key = key_of(client, options.key_secret)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(options.cert, options.key)
     grants = imageserver.Grants()
-    running = imageserver.serve_in_thread(key, grants, context, options.host, options.port)
+    running = imageserver.serve_in_thread(key, grants, context, options.host, options.port, answered=answered)
     base = options.base or f"https://{options.host}:{running.port}"  # no base given: where it listens
     LOG.info("image server listening on %s:%d, serving at %s", options.host, running.port, base)
     return Serving(base, key, grants, options.read_timeout), running

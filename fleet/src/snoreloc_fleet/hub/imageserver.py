@@ -70,7 +70,23 @@ class Grants:
             return found.image
 
 
-def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web.Application:
+Answered = Callable[[str, int], None]  # (the served Site's namespace, "" unless 200; the HTTP status) per answer
+
+
+def _observe(application: web.Application, answered: Answered) -> None:
+    """Call `answered` as each answer's headers go out (aiohttp's `on_response_prepare` signal), the handlers
+    untouched: the namespace only of an image served (its URL was verified), never a refused URL's claim."""
+
+    async def prepared(request: web.Request, response: web.StreamResponse) -> None:
+        claimed = imageurl.parse(request.path_qs) if response.status == 200 else None
+        answered(claimed[0].namespace if claimed else "", response.status)
+
+    application.on_response_prepare.append(prepared)
+
+
+def app(
+    key: bytes, grants: Grants, now: Callable[[], float] = time.time, answered: Answered | None = None
+) -> web.Application:
     async def image(request: web.Request) -> web.StreamResponse:
         claimed = imageurl.parse(request.path_qs)
         granted = grants.current(claimed[0].namespace, claimed[0].name) if claimed else None
@@ -90,6 +106,8 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
     application = web.Application()
     application.router.add_get(imageurl.PATH_PREFIX + "/{tail:.*}", image)
     application.router.add_route("*", "/{tail:.*}", refused)
+    if answered is not None:
+        _observe(application, answered)
     return application
 
 
@@ -100,15 +118,22 @@ class Running:
 
 
 def serve_in_thread(
-    key: bytes, grants: Grants, context: ssl.SSLContext, host: str = "127.0.0.1", port: int = 0
+    key: bytes,
+    grants: Grants,
+    context: ssl.SSLContext,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    answered: Answered | None = None,
 ) -> Running:
-    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it."""
+    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it. `answered`: told
+    of each answer (the controller's metrics)."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     holder: dict[str, object] = {}
 
     async def begin() -> None:
-        runner = web.AppRunner(app(key, grants), access_log=None)
+        runner = web.AppRunner(app(key, grants, answered=answered), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
