@@ -22,18 +22,18 @@ from typing import Any
 import pytest
 import requests
 from snoreloc_fleet.controller import bmccycle, metrics, operator, waves
-from snoreloc_fleet.hub import credentials, mediaimage, redfish
-from snoreloc_fleet.resource import delivery, keyorder, site
+from snoreloc_fleet.hub import credentials, mediaimage
+from snoreloc_fleet.resource import keyorder, site
 from snoreloc_fleet.resource import wave as wave_mod
-from snoreloc_fleet.verbs import make_media as makemedia
 
 from fleetops import promrules
 from snoreloc.adapters import fs, kube
-from snoreloc.siteconfig import discovery, medium
+from snoreloc.siteconfig import medium
+from snoreloc_sim.demo import bmc as demo_bmc
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
 
-from .bmcemu import PASSWORD, SYSTEM, USERNAME, Emulator, _free_port, bmc, launched, tls
+from .bmcemu import PASSWORD, SYSTEM, Emulator, _free_port, bmc, launched, tls
 from .conftest import NS, SITES, Running, demo_site, get_site, keep_files, relocate_node, wait_for, wait_phase
 
 __all__ = ["bmc"]  # the fixture, imported for pytest
@@ -50,19 +50,12 @@ def _bmc_site(
     admin: kube.Client, emulator: Emulator, tmp_path: pathlib.Path, name: str, password: str, **labels: str
 ) -> None:
     """The demo's site as Site `name`, delivered through the emulator (its CA in a ConfigMap, its login in a
-    Secret), powered on once the image is in."""
+    Secret: what the fleet demo writes, `demo.bmc.bmc_objects`), powered on once the image is in."""
     spec, files = demo_site(tmp_path / f"demo-{name}")
     refs = keep_files(admin, NS, name, files)
-    login = {
-        key: base64.b64encode(value.encode()).decode()
-        for key, value in (("username", USERNAME), ("password", password))
-    }
-    admin.create(kube.SECRETS, {"metadata": {"name": f"{name}-bmc", "namespace": NS}, "data": login})
-    ca = {"metadata": {"name": f"{name}-bmc-ca", "namespace": NS}, "data": {"ca.crt": emulator.ca_file.read_text()}}
-    admin.create(kube.CONFIGMAPS, ca)
-    chosen = {"method": "bmc", "bmc": {
-        "address": emulator.address, "credentialsName": f"{name}-bmc",
-        "caConfigMapKeyRef": {"name": f"{name}-bmc-ca", "key": "ca.crt"}, "power": "on"}}  # fmt: skip
+    objects, chosen = demo_bmc.bmc_objects(emulator, NS, name, password)
+    for kind, body in objects:
+        admin.create(kube.SECRETS if kind == "Secret" else kube.CONFIGMAPS, body)
     meta = {"name": name, "namespace": NS, "annotations": {keyorder.ANNOTATION: keyorder.annotation(spec)},
             "labels": labels}  # fmt: skip
     admin.create(SITES, {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta,
@@ -97,27 +90,8 @@ def _until_condition(admin: kube.Client, name: str, kind: str, expected: tuple[s
     return dict(wait_for(f"{name}'s {kind} {expected}", check))
 
 
-def _client(emulator: Emulator) -> redfish.Bmc:
-    found, _ = delivery.read(
-        {"delivery": {"method": "bmc", "bmc": {"address": emulator.address, "credentialsName": "x"}}}
-    )
-    assert found.bmc is not None
-    return redfish.Bmc(found.bmc, redfish.Login(USERNAME, PASSWORD), verify=str(emulator.ca_file))
-
-
-def play_the_server(emulator: Emulator, root: fs.HostFS, timeout: float = 60.0) -> tuple[str, dict[str, bytes]]:
-    """What the server does: once its virtual CD holds the image and it is powered on, it reads the medium (the ISO
-    the emulator downloaded) into /etc/snoreloc as the agent's discovery would. The URL the BMC was given, and the
-    files."""
-    client = _client(emulator)
-    wait_for("the image inserted and the server on", lambda: client.media().inserted and client.powered(), timeout, 0.5)
-    url = str(client.media().image)
-    (iso,) = emulator.downloaded()
-    image = iso.read_bytes()
-    assert mediaimage.label(image) == discovery.LABEL, "the node's discovery finds it as it finds a stick"
-    files = mediaimage.files(image)
-    makemedia.write_dir(root.path("/etc/snoreloc"), files)
-    return url, files
+_client = demo_bmc.client
+play_the_server = demo_bmc.play_the_server  # what the server does: the fleet demo's, reading the downloaded ISO
 
 
 def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
