@@ -4,6 +4,7 @@ sticks). It runs the real commands against the hub simulator and the OpenShift s
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
 import shlex
@@ -111,3 +112,13 @@ def test_the_inventory_has_one_typo_in_the_middle() -> None:
     assert len(rows) == 50 and invalid == "store-0026"
     assert len({row["domain"] for row in rows}) == len({row["address"] for row in rows}) == 50
     assert [row["gateway"] for row in rows if row["name"] == invalid] == ["10.0.26.256"]
+
+
+def test_without_sushy_tools_the_demo_says_so_in_one_line_and_its_bmc_sites_get_sticks(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bmc, "emulator_binary", lambda: None)
+    with contextlib.ExitStack() as stack:
+        assert fleet.launch_bmcs(stack, tmp_path, ["store-0003"]) == {}
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and "not installed" in said[0] and "store-0003 are delivered by stick" in said[0]
