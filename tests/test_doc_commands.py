@@ -270,6 +270,11 @@ ELSEWHERE: dict[str, Elsewhere] = {
     "kubectl apply -k fleet/src/snoreloc_fleet/deploy/": Elsewhere(
         "Debian's kubectl sets up a hub", _FLEET + "test_kubectl_sites.py::test_kubectl_apply_k_sets_up_the_hub"
     ),
+    "kubectl apply -k deploy_bmc": Elsewhere(
+        "Debian's kubectl builds the hub with its image server",
+        _FLEET
+        + "test_kubectl_sites.py::test_kubectl_kustomize_of_deploy_bmc_adds_the_image_server_to_what_install_applies",
+    ),
     "kubectl get sites -n fleet-emea": Elsewhere(
         "Debian's kubectl on the hub",
         _FLEET + "test_kubectl_sites.py::test_kubectl_applies_sites_and_prints_their_columns",

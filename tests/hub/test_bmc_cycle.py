@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import requests
+import yaml
 from snoreloc_fleet.controller import bmccycle, metrics, operator, waves
 from snoreloc_fleet.hub import credentials, mediaimage
 from snoreloc_fleet.resource import keyorder, site
@@ -132,8 +133,12 @@ def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
     assert site.MEDIA_REQUESTED not in (final["metadata"].get("annotations") or {}), "no stick was asked for"
     signature = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)["signature"][0]
     events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    token = yaml.safe_load(files[medium.HUB_FILE])["users"][0]["user"]["token"]
+    (pull,) = [v for k, v in files.items() if "pull" in k]
+    auths = [str(a["auth"]) for a in json.loads(pull)["auths"].values()]
     for text in (json.dumps(final), json.dumps(events), caplog.text):
         assert signature not in text and PASSWORD not in text, "the URL is a credential: never shown"
+        assert token not in text and not any(a in text for a in auths), "the image's secrets stay in the image"
     assert "store-042: served" in caplog.text, "the image server logs the Site and the verdict"
     counters = running.controller.counters
     assert counters.delivery_writes == 2, "the BMC cycle writes twice a Site: inserted, ejected"
@@ -232,9 +237,47 @@ def test_a_site_edited_while_inserted_gets_the_old_image_ejected_and_the_new_one
     assert requests.get(old_url, verify=hub_ca, timeout=10).status_code == 410, "the old medium's URL is dead"
 
     new_url = str(_client(bmc).media().image)
+    assert get_site(admin, "store-046")["metadata"]["finalizers"] == [bmccycle.FINALIZER], "held while inserted"
     admin.delete(kube.Ref(SITES, "store-046", NS))
     wait_for("the deleted Site's image ejected", lambda: _client(bmc).media().inserted is False, 30, 0.5)
     assert requests.get(new_url, verify=hub_ca, timeout=10).status_code == 410, "a deleted Site's URL is dead"
+    wait_for("the Site gone once ejected", lambda: admin.find(kube.Ref(SITES, "store-046", NS)) is None, 30, 0.5)
+
+
+def test_a_site_deleted_while_the_controller_was_down_is_ejected_by_the_next_one(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The finalizer holds a Site whose image the BMC may hold: deleted while no controller runs, it waits
+    (Terminating) for the next controller, which ejects from the BMC its record names and then lets it go. A
+    deleted Site whose BMC login is gone (its namespace deleted with it) is let go at once, saying so."""
+    first = start_controller(image_server=_image_server(tmp_path))
+    _bmc_site(admin, bmc, tmp_path, "store-051", PASSWORD)
+    recorded = _until_state(admin, "store-051", "Inserted")["status"][site.STATUS_DELIVERY]
+    assert recorded["bmc"]["address"] == bmc.address and "password" not in json.dumps(recorded).lower()
+    first.stop()
+    admin.delete(kube.Ref(SITES, "store-051", NS))
+    time.sleep(1)
+    waiting = get_site(admin, "store-051")
+    assert waiting["metadata"]["deletionTimestamp"] and _client(bmc).media().inserted, "held: nobody ejected yet"
+
+    start_controller(image_server=_image_server(tmp_path))
+    wait_for("the image ejected by the new controller", lambda: _client(bmc).media().inserted is False, 30, 0.5)
+    wait_for("the Site gone", lambda: admin.find(kube.Ref(SITES, "store-051", NS)) is None, 30, 0.5)
+
+    _bmc_site(admin, bmc, tmp_path, "store-052", PASSWORD)
+    _until_state(admin, "store-052", "Inserted")
+    admin.delete(kube.Ref(kube.SECRETS, "store-052-bmc", NS))
+    admin.delete(kube.Ref(SITES, "store-052", NS))
+    wait_for("the Site let go", lambda: admin.find(kube.Ref(SITES, "store-052", NS)) is None, 30, 0.5)
+    events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    given_up = [e for e in events["items"] if e["involvedObject"]["name"] == "store-052"
+                and e["reason"] == site.Reason.EJECT_ABANDONED.value]  # fmt: skip
+    assert len(given_up) == 1 and "eject it at the BMC by hand" in given_up[0]["message"]
+    assert _client(bmc).media().inserted, "nothing could log into the BMC: the owner is told to eject it"
 
 
 def test_a_restarted_controller_serves_the_inserted_image_again_at_the_same_url(

@@ -5,6 +5,7 @@ columns once the controller has reconciled them, an invalid Site read back with 
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import re
@@ -14,6 +15,7 @@ import pytest
 import yaml
 from snoreloc_fleet.controller import operator
 from snoreloc_fleet.resource import site
+from snoreloc_fleet.verbs import controller as controller_verb
 from snoreloc_fleet.verbs import install
 
 from hubsim.test_hub_kubectl import KUBECTL
@@ -88,6 +90,37 @@ def test_kubectl_kustomize_renders_what_install_applies(kubectl: Any, tmp_path: 
     by_kind = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered.out)}
     shipped = {(o["kind"], o["metadata"]["name"]): o for o in install.manifests()}
     assert by_kind == shipped
+
+
+def test_kubectl_kustomize_of_deploy_bmc_adds_the_image_server_to_what_install_applies(kubectl: Any) -> None:
+    """`deploy_bmc/` (issue 36): the hub of `deploy/` plus the controller's image server, its Service and its TLS
+    Secret, with flags the controller itself accepts."""
+    rendered = kubectl("kustomize", str(DEPLOY.parent / "deploy_bmc"))
+    assert rendered.code == 0, rendered.err
+    by_kind = {(o["kind"], o["metadata"]["name"]): o for o in yaml.safe_load_all(rendered.out)}
+    shipped = {(o["kind"], o["metadata"]["name"]) for o in install.manifests()}
+    assert set(by_kind) == shipped | {("Service", "snoreloc-fleet-images")}
+    deployment = by_kind["Deployment", "snoreloc-fleet-controller"]
+    pod = deployment["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert set(ports) == {"metrics", "images"}, "the base's metrics port kept"
+    service = by_kind["Service", "snoreloc-fleet-images"]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"] == {
+        k: pod["metadata"]["labels"][k] for k in service["spec"]["selector"]}  # fmt: skip
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["images"]
+
+    parser = argparse.ArgumentParser()
+    controller_verb.add_arguments(parser)
+    assert container["command"][:3] == ["snoreloc", "fleet", "controller"]
+    served = controller_verb.image_server(parser.parse_args(container["command"][3:]))
+    assert served is not None and served.port == ports["images"] and served.base.startswith("https://")
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    (tls_volume,) = [name for name, path in mounts.items() if served.cert.parent == pathlib.Path(path)]
+    assert served.key.parent == served.cert.parent
+    assert volumes[tls_volume]["secret"]["secretName"] == "snoreloc-fleet-image-tls"
+    assert volumes[tls_volume]["secret"]["defaultMode"] == 0o400, "the image server's key: readable by it alone"
 
 
 def test_kubectl_apply_k_sets_up_the_hub(kubectl: Any) -> None:

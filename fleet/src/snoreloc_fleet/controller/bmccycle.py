@@ -25,7 +25,15 @@ conditions `MediaInserted`, `NodeReadMedium`, `MediaEjected` (`controller.status
 
 A Site edited while its image is inserted gets the old one ejected and the new one inserted (the digest differs).
 A controller restarted while an image is inserted grants it again (same key from its Secret, so the URL the BMC holds
-stays good). The BMC's password is read from the Site's Secret for each pass, registered with `snoreloc.redact`, and
+stays good).
+
+While the BMC may hold a Site's image (from the first insert until an eject succeeds) the Site carries the finalizer
+`fleet.snoreloc.io/bmc-eject`, as a metal3 BareMetalHost carries its own: deleting the Site (or switching it to the
+stick) ejects first, even from a controller that started after the insert, and the record keeps the BMC it was
+inserted into (`status.delivery.bmc`), so an edit of the address ejects from the old BMC. An eject that keeps
+failing on a deleted Site is given up after `EJECT_ATTEMPTS` (about ten minutes of back-off) or at once when its
+Secret is gone (a namespace deleted with it): a Warning Event says so, and the URL answers 410 whatever the BMC
+still holds. The BMC's password is read from the Site's Secret for each pass, registered with `snoreloc.redact`, and
 never written anywhere.
 """
 
@@ -40,7 +48,6 @@ import pathlib
 import secrets
 import ssl
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +67,8 @@ RETRY_MAX_S = 600.0
 KEY_SECRET_KEY = "key"  # noqa: S105 (a key's name) the signing key's key in the controller's Secret
 REDELIVER = f"{site.GROUP}/redeliver"  # a new value inserts the image again after a TimedOut or an eject
 MAX_MESSAGE = 512
+FINALIZER = f"{site.GROUP}/bmc-eject"  # held while the BMC may hold the Site's image: deletion ejects first
+EJECT_ATTEMPTS = 8  # a deleted Site's eject is given up after this many failures (5 s doubling: about 10 minutes)
 
 
 State = delivery.State  # the record's states (defined beside spec.delivery: the schema and the metrics name them)
@@ -218,6 +227,36 @@ def _warn(client: kube.Client, obj: Mapping[str, Any], reason: str, message: str
     })  # fmt: skip
 
 
+def _raw_bmc(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Site's `spec.delivery.bmc` as written (where an image goes: kept in the record to eject from it)."""
+    given = ((obj.get("spec") or {}).get("delivery") or {}).get("bmc")
+    return dict(given) if isinstance(given, Mapping) else {}
+
+
+def _held_in(before: Mapping[str, Any]) -> delivery.Bmc | None:
+    """The BMC the record says holds (or may hold) the image; None when the record names none (or a bad one)."""
+    recorded = before.get("bmc")
+    if not isinstance(recorded, Mapping):
+        return None
+    return delivery.read({"delivery": {"method": delivery.Method.BMC.value, "bmc": dict(recorded)}})[0].bmc
+
+
+def _finalized(client: kube.Client, ref: kube.Ref, obj: Mapping[str, Any], *, hold: bool) -> None:
+    """Add (`hold`) or remove the cycle's finalizer, guarded by the Site's resourceVersion (others' finalizers kept:
+    a merge patch replaces the list, so a change since `obj` was read is a 409, read again and re-applied)."""
+    present = FINALIZER in (obj["metadata"].get("finalizers") or [])
+    if present == hold:
+        return
+
+    def change(current: dict[str, Any]) -> dict[str, Any]:
+        kept = [f for f in current["metadata"].get("finalizers") or [] if f != FINALIZER]
+        current["metadata"]["finalizers"] = [*kept, FINALIZER] if hold else kept
+        return current
+
+    part = {"metadata": {k: obj["metadata"].get(k) for k in ("resourceVersion", "finalizers")}}
+    client.patch_from(ref, part, change)
+
+
 def _backoff(attempts: int) -> float:
     return float(min(RETRY_MAX_S, RETRY_S * 2.0 ** max(0, attempts - 1)))
 
@@ -226,7 +265,7 @@ def _failed(before: Mapping[str, Any], digest: str, exc: redfish.BmcError, now: 
     """The record of a failed BMC request: an inserted image stays recorded as inserted (its eject is retried)."""
     attempts = int(before.get("attempts") or 0) + 1
     inserted = before.get("state") == State.INSERTED
-    kept = dict(before) if inserted else {k: v for k, v in before.items() if k in ("downloads", "redeliver")}
+    kept = dict(before) if inserted else {k: v for k, v in before.items() if k in ("downloads", "redeliver", "bmc")}
     return {
         **kept,
         "state": State.INSERTED.value if inserted else State.FAILED.value,
@@ -245,8 +284,6 @@ class Cycle:
         self.client = client
         self.serving = serving
         self.sites = hubaccess.sites()
-        self._attached: dict[tuple[str, str], delivery.Bmc] = {}  # what this process inserted: ejected on deletion
-        self._lock = threading.Lock()
 
     def _bmc(self, obj: Mapping[str, Any], bmc: delivery.Bmc, verify: bool | str) -> redfish.Bmc:
         return redfish.Bmc(bmc, _login(self.client, obj, bmc), verify)
@@ -254,9 +291,6 @@ class Cycle:
     def _eject(self, obj: Mapping[str, Any], bmc: delivery.Bmc) -> None:
         with _verify(self.client, obj, bmc) as verify:
             self._bmc(obj, bmc, verify).eject()
-        seen = site.view(obj)
-        with self._lock:
-            self._attached.pop((seen.namespace, seen.name), None)
 
     def _insert(self, obj: Mapping[str, Any], bmc: delivery.Bmc, digest: str, now: dt.datetime) -> None:
         assert self.serving is not None
@@ -269,8 +303,6 @@ class Cycle:
         redact.register_secret(imageurl.sign(self.serving.key, grant))  # a BMC's refusal may quote the URL
         with _verify(self.client, obj, bmc) as verify:
             client = self._bmc(obj, bmc, verify)
-            with self._lock:
-                self._attached[(seen.namespace, seen.name)] = bmc
             client.insert(url)
             client.power(bmc.power)
 
@@ -288,33 +320,59 @@ class Cycle:
         if self.serving is not None:
             self.serving.grants.revoke(namespace, name)
 
-    def _gone(self, namespace: str, name: str) -> None:
-        """A deleted Site (or one switched to the stick): its grant revoked, and the image this process inserted
-        ejected, its BMC's login read from the Secret still in the namespace (best effort: logged when it fails)."""
-        self.forget(namespace, name)
-        with self._lock:
-            bmc = self._attached.pop((namespace, name), None)
-        if bmc is None:
-            return
-        try:
-            self._eject({"metadata": {"namespace": namespace, "name": name}}, bmc)
-            LOG.info("site %s/%s: gone from BMC delivery: its image was ejected", namespace, name)
-        except redfish.BmcError as exc:
-            LOG.warning("site %s/%s: gone; its image could not be ejected: %s: %s", namespace, name, exc, exc.advice)
+    def _let_go(self, ref: kube.Ref, obj: Mapping[str, Any], before: Mapping[str, Any], now: dt.datetime) -> Step:
+        """A Site deleted, or switched to the stick: its URL dead at once; the image ejected from the BMC the record
+        names, then the finalizer removed. A deleted Site's failing eject is retried with back-off, then given up
+        (`EJECT_ATTEMPTS`, or at once without its Secret) with a Warning Event; a live one's is retried."""
+        seen = site.view(obj)
+        deleting = bool(obj["metadata"].get("deletionTimestamp"))
+        self.forget(seen.namespace, seen.name)
+        if FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            return Step(False if deleting or not before else _record(self.client, ref, before, {}))
+        held = _held_in(before)
+        if held is not None:
+            try:
+                self._eject(obj, held)
+            except redfish.BmcError as exc:
+                after = _failed(before, str(before.get("digest") or ""), exc, now)
+                given_up = deleting and (
+                    exc.problem is redfish.Problem.CREDENTIALS or int(after["attempts"]) >= EJECT_ATTEMPTS
+                )
+                if not given_up:
+                    LOG.warning("site %s/%s: eject at the BMC: %s: %s", seen.namespace, seen.name, exc, exc.advice)
+                    if after["attempts"] == 1:
+                        _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
+                    return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
+                message = (
+                    f"the Site is deleted but its image could not be ejected ({exc}): eject it at the BMC by hand; "
+                    "its URL answers 410"
+                )
+                LOG.warning("site %s/%s: %s", seen.namespace, seen.name, message)
+                _warn(self.client, obj, site.Reason.EJECT_ABANDONED.value, message, now)
+            else:
+                LOG.info("site %s/%s: %s: its image was ejected", seen.namespace, seen.name,
+                         "deleted" if deleting else "delivered by stick now")  # fmt: skip
+        wrote = False if deleting else _record(self.client, ref, before, {})
+        _finalized(self.client, ref, obj, hold=False)
+        return Step(wrote)
 
     def step(self, namespace: str, name: str, now: dt.datetime) -> Step:
         ref = kube.Ref(self.sites, name, namespace)
         obj = self.client.find(ref)
-        if obj is None or obj["metadata"].get("deletionTimestamp"):
-            self._gone(namespace, name)
+        if obj is None:  # gone: its finalizer was let go (ejected, or given up), or it never held one
+            self.forget(namespace, name)
             return Step(False)
         seen = site.view(obj)
         before = dict(seen.status.get(site.STATUS_DELIVERY) or {})
         spec = obj.get("spec")
         chosen = delivery.read(spec if isinstance(spec, Mapping) else {})[0]
-        if chosen.method is not delivery.Method.BMC or chosen.bmc is None:
-            self._gone(namespace, name)
-            return Step(_record(self.client, ref, before, {}) if before else False)
+        deleting = bool(obj["metadata"].get("deletionTimestamp"))
+        if deleting or chosen.method is not delivery.Method.BMC or chosen.bmc is None:
+            try:
+                return self._let_go(ref, obj, before, now)
+            except redfish.BmcError as exc:  # no BMC to eject from could even be reached (its CA, its login)
+                after = _failed(before, str(before.get("digest") or ""), exc, now)
+                return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
         if self.serving is None:
             message = (
                 "the controller runs without an image server (--image-server-address, --image-url-base): nothing "
@@ -328,6 +386,7 @@ class Cycle:
             after = _failed(before, str(before.get("digest") or seen.media_digest), exc, now)
             if after["state"] == State.FAILED:
                 self.forget(namespace, name)
+                after["bmc"] = _raw_bmc(obj)  # an insert was tried there: a deletion ejects from it
             if after["attempts"] == 1:
                 _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
             return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
@@ -364,7 +423,7 @@ class Cycle:
         if here.read == digest:
             return self._ejected(here, read=True)
         if wanted is not None and wanted != digest:  # edited while inserted: the old one out, the new one in
-            self._eject(here.obj, here.bmc)
+            self._eject(here.obj, _held_in(here.before) or here.bmc)  # from where it is (the address may be new)
             self.forget(here.seen.namespace, here.seen.name)
             LOG.info("site %s/%s: the Site changed: ejected %s", here.seen.namespace, here.seen.name, digest)
             return self._inserted(here, wanted, here.before)
@@ -385,6 +444,7 @@ class Cycle:
     def _inserted(self, here: Pass, digest: str, recorded: Mapping[str, Any]) -> Step:
         assert self.serving is not None
         seen = here.seen
+        _finalized(self.client, here.ref, here.obj, hold=True)  # before the BMC may hold anything
         try:
             self._insert(here.obj, here.bmc, digest, here.now)
         except redfish.BmcError:
@@ -398,6 +458,7 @@ class Cycle:
             "deadline": status_mod.iso(deadline),
             "downloads": self._downloads(seen, {}),
             "redeliver": str(seen.annotations.get(REDELIVER) or ""),
+            "bmc": _raw_bmc(here.obj),
         }
         LOG.info("site %s/%s: inserted %s (power %s)", seen.namespace, seen.name, digest, here.bmc.power)
         return Step(_record(self.client, here.ref, recorded, after), min(POLL, self.serving.read_timeout))
@@ -406,7 +467,7 @@ class Cycle:
         seen, before = here.seen, here.before
         downloads = self._downloads(seen, before)
         self.forget(seen.namespace, seen.name)  # the URL answers 410 from now on, whatever the BMC says
-        self._eject(here.obj, here.bmc)
+        self._eject(here.obj, _held_in(before) or here.bmc)
         after = {
             **{k: v for k, v in before.items() if k in ("digest", "insertedAt", "deadline", "redeliver")},
             "state": (State.EJECTED if read else State.TIMED_OUT).value,
@@ -419,4 +480,6 @@ class Cycle:
             message = f"the node did not report {before.get('digest')} by {before.get('deadline')}: image ejected"
             _warn(self.client, here.obj, site.Reason.READ_TIMEOUT.value, message, here.now)
         LOG.info("site %s/%s: %s ejected (%s)", seen.namespace, seen.name, before.get("digest"), after["state"])
-        return Step(_record(self.client, here.ref, before, after))
+        wrote = _record(self.client, here.ref, before, after)
+        _finalized(self.client, here.ref, here.obj, hold=False)  # the BMC holds nothing of it any more
+        return Step(wrote)

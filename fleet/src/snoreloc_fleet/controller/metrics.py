@@ -15,7 +15,7 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 | `snoreloc_fleet_wave_halted{namespace,wave}` | gauge | 1 while the Wave's brake holds it (status.halt), else 0 |
 | `snoreloc_fleet_shelf_days_left{namespace,wave}` | gauge histogram | Sites to relocate by days left (issue 37) |
 | `snoreloc_fleet_delivery_sites{namespace,state}` | gauge | BMC-delivered Sites by `status.delivery.state` (issue 36) |
-| `snoreloc_fleet_image_downloads_total{namespace}` | counter | images the image server served (answered 200) |
+| `snoreloc_fleet_image_downloads_total{namespace}` | counter | whole images the image server sent |
 | `snoreloc_fleet_image_refusals_total{code}` | counter | image URLs it refused: 403 (not the hub's), 410 (gone) |
 
 The shelf's days left are a gauge histogram per namespace and wave (the Site's `status.gate.wave`, "" for none), not
@@ -24,9 +24,10 @@ a gauge per Site: 10,000 Sites would be 10,000 series, and an alert needs only "
 
 The BMC delivery's states (`resource.delivery.State`, every one, 0 included, per namespace seen) come from each
 Site's `status.delivery.state` as last seen, like the phases; a Site delivered by stick has none and counts in no
-state. The image server's answers are counted as they go out (`image_answered`): a download by the namespace of
-the Site whose signed URL was served, a refusal by its status only, never by the namespace or Site a refused URL
-claims (anyone can send one: its labels would be theirs to choose); no URL, signature or Site name in any label.
+state. The image server's answers are counted as they happen (`image_answered`): a whole download by the namespace
+of the Site whose signed URL was served (a transfer cut midway is not one, as in the Site's status), a refusal by
+its status only, never by the namespace or Site a refused URL claims (anyone can send one: its labels would be
+theirs to choose); no URL, signature or Site name in any label.
 
 `running="true"` ages are those of runs in progress (InProgress, Stale); an outcome is `2xx`, the status of a
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
@@ -131,7 +132,7 @@ class FleetMetrics:
         )
         self.image_downloads = Counter(
             f"{PREFIX}_image_downloads",
-            "Site images the image server served (answered 200), by the Site's namespace.",
+            "Whole Site images the image server sent (as the Site's status counts them), by the Site's namespace.",
             ["namespace"],
             registry=self.registry,
         )

@@ -2,7 +2,8 @@
 
 kopf (PyPI `kopf`) lists (in pages of `LIST_CHUNK`) and watches `sites.fleet.snoreloc.io` (relisting after a 410
 Gone, reconnecting with back-off), and calls a low-level `on.event` handler: no handler progress or diff-base
-annotations are written to the Sites, no finalizer is added (owned objects go with a Site through ownerReferences),
+annotations are written to the Sites, kopf adds no finalizer (owned objects go with a Site through ownerReferences;
+the BMC cycle holds its own only while a BMC may hold a Site's image, `controller.bmccycle`),
 kopf's own event posting is off (the controller posts its own Events, only on phase changes) and its peering is
 standalone. The handler runs in kopf's event loop and does not reconcile: it notes the Site's key in the index of
 known Sites and adds it to a deduplicating queue (`workqueue`, client-go's semantics), then returns, so kopf drops
@@ -363,8 +364,10 @@ class Controller:
 
     def _note_bmc(self, event: dict[str, Any], key: Key) -> None:
         """Queue the BMC cycle of a Site delivered through its BMC (or that was: its grant goes), whatever the event."""
-        spec = (event.get("object") or {}).get("spec") or {}
-        bmc = isinstance(spec, dict) and (spec.get("delivery") or {}).get("method") == "bmc"
+        body = event.get("object") or {}
+        spec = body.get("spec") or {}
+        held = bmccycle.FINALIZER in ((body.get("metadata") or {}).get("finalizers") or [])  # its image to eject
+        bmc = held or (isinstance(spec, dict) and (spec.get("delivery") or {}).get("method") == "bmc")
         with self._guard:
             was = key in self.bmc_sites
             if bmc and event.get("type") != "DELETED":

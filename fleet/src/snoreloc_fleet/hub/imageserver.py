@@ -8,6 +8,12 @@ other Site's image can be read from a shared directory; grants live in the contr
 controller grants again when it re-inserts). Each answer is logged with the Site and the verdict, never with the
 signature or the image; downloads are counted per grant for the Site's status.
 
+A download counts once the whole image was sent: the answer carries the image's `Content-Length` and is written in
+`CHUNK`s, so a transfer cut midway (the server stopped, the connection dropped) is one the BMC can tell is short
+(its HTTP client reads fewer bytes than announced, and fails), and one the count does not hold. A stopping server
+gives downloads under way `STOP_GRACE` seconds, then cuts them. The BMC fetches again at the same URL (its retry,
+or the cycle's insert after a failure) and gets the whole image.
+
 aiohttp, which kopf already brings, serves it: in the controller's own event loop (`start`), or in a thread of its
 own (`serve_in_thread`, for tests and a stand-alone Deployment).
 """
@@ -19,6 +25,7 @@ import logging
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +34,11 @@ from aiohttp import web
 from snoreloc_fleet.hub import imageurl
 
 LOG = logging.getLogger(__name__)
+# the connections that fetched an image: cut when the server stops (aiohttp closes them politely, and a TLS close
+# waits for a peer that may never answer, past the end of the server's loop, leaving the BMC hanging on a socket)
+CONNECTIONS = web.AppKey("connections", weakref.WeakSet[asyncio.BaseTransport])
+CHUNK = 256 * 1024  # bytes written at a time (a cut transfer stops between two)
+STOP_GRACE = 5.0  # seconds a stopping server waits for downloads under way before it cuts them
 
 
 @dataclass
@@ -60,26 +72,30 @@ class Grants:
         found = self.current(namespace, name)
         return found.downloads if found else 0
 
-    def take(self, namespace: str, name: str, digest: str) -> bytes | None:
-        """The granted image of that digest, counted as one download; None when nothing is granted for it."""
+    def image(self, namespace: str, name: str, digest: str) -> bytes | None:
+        """The granted image of that digest; None when nothing is granted for it."""
         with self._lock:
             found = self._by_site.get((namespace, name))
-            if found is None or found.digest != digest:
-                return None
-            found.downloads += 1
-            return found.image
+            return found.image if found is not None and found.digest == digest else None
+
+    def downloaded(self, namespace: str, name: str, digest: str) -> None:
+        """Count one whole download of the image of `digest` (not when the grant changed meanwhile)."""
+        with self._lock:
+            found = self._by_site.get((namespace, name))
+            if found is not None and found.digest == digest:
+                found.downloads += 1
 
 
-Answered = Callable[[str, int], None]  # (the served Site's namespace, "" unless 200; the HTTP status) per answer
+Answered = Callable[[str, int], None]  # (the Site's namespace of a whole download, "" for a refusal; the HTTP status)
 
 
-def _observe(application: web.Application, answered: Answered) -> None:
-    """Call `answered` as each answer's headers go out (aiohttp's `on_response_prepare` signal), the handlers
-    untouched: the namespace only of an image served (its URL was verified), never a refused URL's claim."""
+def _refusals(application: web.Application, answered: Answered) -> None:
+    """Tell `answered` of each refusal as its headers go out (aiohttp's `on_response_prepare` signal), with no
+    namespace: a refused URL's claim is the requester's to choose."""
 
-    async def prepared(request: web.Request, response: web.StreamResponse) -> None:
-        claimed = imageurl.parse(request.path_qs) if response.status == 200 else None
-        answered(claimed[0].namespace if claimed else "", response.status)
+    async def prepared(_request: web.Request, response: web.StreamResponse) -> None:
+        if response.status != 200:
+            answered("", response.status)
 
     application.on_response_prepare.append(prepared)
 
@@ -87,6 +103,9 @@ def _observe(application: web.Application, answered: Answered) -> None:
 def app(
     key: bytes, grants: Grants, now: Callable[[], float] = time.time, answered: Answered | None = None
 ) -> web.Application:
+    """The server's routes; `answered` (the controller's metrics) is told of each whole download (with the Site's
+    namespace, as counted for its status) and each refusal."""
+
     async def image(request: web.Request) -> web.StreamResponse:
         claimed = imageurl.parse(request.path_qs)
         granted = grants.current(claimed[0].namespace, claimed[0].name) if claimed else None
@@ -94,20 +113,34 @@ def app(
         LOG.info("image %s %s: %s", request.remote, int(answer.verdict), answer.reason)
         if answer.verdict is not imageurl.Verdict.OK or answer.grant is None:
             return web.Response(status=int(answer.verdict), text=f"{answer.verdict.name.lower()}\n")
-        body = grants.take(answer.grant.namespace, answer.grant.name, answer.grant.digest)
+        site = (answer.grant.namespace, answer.grant.name, answer.grant.digest)
+        body = grants.image(*site)
         if body is None:  # revoked between the check and now
             return web.Response(status=int(imageurl.Verdict.GONE), text="gone\n")
-        return web.Response(body=body, content_type="application/octet-stream")
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.content_length = len(body)
+        if request.transport is not None:  # aiohttp lets go of it when it stops: `stop` cuts it
+            request.app[CONNECTIONS].add(request.transport)
+        await response.prepare(request)
+        for start in range(0, len(body), CHUNK):  # cancelled or failing midway: not counted
+            await response.write(body[start : start + CHUNK])
+        await response.write_eof()
+        grants.downloaded(*site)
+        if answered is not None:
+            answered(site[0], 200)
+        LOG.info("image %s %s/%s: whole image sent (%d bytes)", request.remote, site[0], site[1], len(body))
+        return response
 
     async def refused(request: web.Request) -> web.StreamResponse:
         LOG.info("image %s 403: not an image URL of this hub", request.remote)
         return web.Response(status=403, text="forbidden\n")
 
     application = web.Application()
+    application[CONNECTIONS] = weakref.WeakSet()
     application.router.add_get(imageurl.PATH_PREFIX + "/{tail:.*}", image)
     application.router.add_route("*", "/{tail:.*}", refused)
     if answered is not None:
-        _observe(application, answered)
+        _refusals(application, answered)
     return application
 
 
@@ -124,16 +157,20 @@ def serve_in_thread(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
+    grace: float = STOP_GRACE,
     answered: Answered | None = None,
 ) -> Running:
-    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it. `answered`: told
-    of each answer (the controller's metrics)."""
+    """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it, giving downloads
+    under way `grace` seconds. `answered`: told of each whole download and each refusal (the controller's
+    metrics)."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     holder: dict[str, object] = {}
 
     async def begin() -> None:
-        runner = web.AppRunner(app(key, grants, answered=answered), access_log=None)
+        application = app(key, grants, answered=answered)
+        holder["connections"] = application[CONNECTIONS]
+        runner = web.AppRunner(application, access_log=None, shutdown_timeout=grace)
         await runner.setup()
         site = web.TCPSite(runner, host, port, ssl_context=context)
         await site.start()
@@ -152,9 +189,21 @@ def serve_in_thread(
         raise RuntimeError("the image server did not start within 10 s")
 
     def stop() -> None:
-        runner = holder["runner"]
+        runner = holder.pop("runner", None)
+        if runner is None:  # stopped already
+            return
         assert isinstance(runner, web.AppRunner)
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+
+        connections = holder["connections"]
+        assert isinstance(connections, weakref.WeakSet)
+
+        async def end() -> None:
+            await runner.cleanup()  # downloads under way get `grace`, then are cancelled
+            for transport in list(connections):
+                transport.abort()
+            await asyncio.sleep(0.05)  # the cut connections' sockets close in the loop's next turns
+
+        asyncio.run_coroutine_threadsafe(end(), loop).result(2 * grace + 10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
 

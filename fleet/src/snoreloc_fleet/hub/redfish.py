@@ -26,11 +26,19 @@ from snoreloc.siblings import redact
 from snoreloc_fleet.resource import delivery
 
 CD_TYPES = ("CD", "DVD")
-TIMEOUT = 30  # seconds per Redfish request (sushy's connector default is 60)
-# sushy tries a request that did not connect (or a BMC's 5xx) this many times, this many seconds apart (its defaults,
-# 10 and 3, hold a controller's BMC worker 30 s per pass on an unreachable BMC; the cycle retries with back-off)
+TIMEOUT = 30.0  # seconds a Redfish request waits for the BMC's answer (sushy's `read_timeout`; its default is 60)
+CONNECT_TIMEOUT = 10.0  # seconds to connect to the BMC (sushy's `connect_timeout`; at most the request's timeout)
+# sushy tries a request that did not connect, timed out (or a BMC's 5xx on a GET) this many times, this many seconds
+# apart (its defaults, 10 and 3, hold a controller's BMC worker 30 s per pass on an unreachable BMC; the cycle retries
+# with back-off)
 RETRIES = 3
 RETRY_DELAY = 1
+
+
+def longest_wait(timeout: float = TIMEOUT) -> float:
+    """The longest one Redfish request can hold a BMC worker when the BMC accepts the connection but never answers:
+    sushy's connector (`Connector._op`) retries a read timeout as a transient error, `RETRIES` times in all."""
+    return RETRIES * timeout + (RETRIES - 1) * RETRY_DELAY
 
 
 class Problem(enum.StrEnum):
@@ -85,9 +93,10 @@ def _classify(exc: BaseException) -> BmcError:
 
 
 class Bmc:
-    """One Site's BMC. `verify`: True (the system's CAs), a CA bundle file's path, or False."""
+    """One Site's BMC. `verify`: True (the system's CAs), a CA bundle file's path, or False; `timeout`: seconds each
+    request waits for the BMC's answer (`longest_wait` bounds a request, retries included)."""
 
-    def __init__(self, bmc: delivery.Bmc, login: Login, verify: bool | str) -> None:
+    def __init__(self, bmc: delivery.Bmc, login: Login, verify: bool | str, timeout: float = TIMEOUT) -> None:
         redact.register_secret(login.password)
         self._bmc = bmc
         try:
@@ -99,6 +108,8 @@ class Bmc:
                 auth=auth,
                 server_side_retries=RETRIES,
                 server_side_retries_delay=RETRY_DELAY,
+                read_timeout=timeout,
+                connect_timeout=min(CONNECT_TIMEOUT, timeout),
             )
         except Exception as exc:
             raise _classify(exc) from None

@@ -140,6 +140,7 @@ class Reason(enum.StrEnum):
     WAITING_FOR_NODE = "WaitingForNode"
     READ_TIMEOUT = "ReadTimeout"
     NO_IMAGE_SERVER = "NoImageServer"
+    EJECT_ABANDONED = "EjectAbandoned"  # a deleted Site's eject given up (its Warning Event)
 
 
 # status keys (each used by the controller and the readers)
@@ -567,6 +568,22 @@ def delivery_status_schema() -> dict[str, Any]:
             "attempts": _number(MAX_MORE, integer=True),
             "retryAt": stamp,
             "redeliver": _text(64),
+            "bmc": _held_bmc(),
+        },
+    }
+
+
+def _held_bmc() -> dict[str, Any]:
+    """`status.delivery.bmc`: the `spec.delivery.bmc` an image was inserted through (ejected from there), bounded."""
+    ref = {"type": "object", "properties": {"name": _text(253), "key": _text(253)}}
+    return {
+        "type": "object",
+        "properties": {
+            "address": _text(delivery.MAX_ADDRESS),
+            "credentialsName": _text(253),
+            "disableCertificateVerification": {"type": "boolean"},
+            "caConfigMapKeyRef": ref,
+            "power": {"type": "string", "enum": [p.value for p in delivery.Power]},
         },
     }
 
