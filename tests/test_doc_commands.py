@@ -311,6 +311,11 @@ ELSEWHERE: dict[str, Elsewhere] = {
     "snoreloc demo --fleet [N] [--nodes K]": Elsewhere(
         "the fleet demo", _FLEET + "test_fleet_demo.py::test_the_fleet_demo_validates_relocates_and_reports"
     ),
+    "snoreloc demo --fleet [N] [--nodes K] [--bmc-sites B]": Elsewhere(
+        "the fleet demo's BMC sites",
+        _FLEET
+        + "test_fleet_demo.py::test_the_fleet_demos_bmc_sites_are_inserted_read_ejected_and_relocated_with_no_stick",
+    ),
     **{
         line: Elsewhere(
             "bulk validation",

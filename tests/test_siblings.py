@@ -20,7 +20,11 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "kubernetes": ("snoreloc.adapters.kube",),
     "kopf": ("snoreloc_fleet.controller.operator",),
     "cryptography": ("snoreloc.pki", "snoreloc_sim"),  # the simulator is an independent oracle with its own
-    "bcrypt": ("snoreloc_fleet.hub.adminaccess", "snoreloc_sim.openshift.admin_access"),  # kubeadmin's hash
+    "bcrypt": (  # kubeadmin's hash; the emulated BMC's htpasswd (sushy-tools reads bcrypt)
+        "snoreloc_fleet.hub.adminaccess",
+        "snoreloc_sim.openshift.admin_access",
+        "snoreloc_sim.demo.bmc",
+    ),
     "pycdlib": ("snoreloc_fleet.hub.mediaimage",),  # the site's configuration image (issue 36)
     "sushy": ("snoreloc_fleet.hub.redfish",),  # the site's BMC (issue 36)
 }

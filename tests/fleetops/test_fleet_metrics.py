@@ -104,6 +104,7 @@ def test_the_rule_has_the_four_symptom_alerts_and_each_a_runbook() -> None:
         "SnorelocSiteConfigInvalid",
         "SnorelocWaveHalted",
         "SnorelocShelfHorizonNear",
+        "SnorelocBmcDeliveryStuck",
     ]
     docs = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "fleet.md").read_text()
     for rule in rules:

@@ -15,24 +15,26 @@ import logging
 import pathlib
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 import yaml
-from snoreloc_fleet.controller import bmccycle, operator, waves
-from snoreloc_fleet.hub import credentials, mediaimage, redfish
-from snoreloc_fleet.resource import delivery, keyorder, site
+from snoreloc_fleet.controller import bmccycle, metrics, operator, waves
+from snoreloc_fleet.hub import credentials, mediaimage
+from snoreloc_fleet.resource import keyorder, site
 from snoreloc_fleet.resource import wave as wave_mod
-from snoreloc_fleet.verbs import make_media as makemedia
 
+from fleetops import promrules
 from snoreloc.adapters import fs, kube
-from snoreloc.siteconfig import discovery, medium
+from snoreloc.siteconfig import medium
+from snoreloc_sim.demo import bmc as demo_bmc
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
 
-from .bmcemu import PASSWORD, SYSTEM, USERNAME, Emulator, _free_port, bmc, launched, tls
+from .bmcemu import PASSWORD, SYSTEM, Emulator, _free_port, bmc, launched, tls
 from .conftest import NS, SITES, Running, demo_site, get_site, keep_files, relocate_node, wait_for, wait_phase
 
 __all__ = ["bmc"]  # the fixture, imported for pytest
@@ -49,19 +51,12 @@ def _bmc_site(
     admin: kube.Client, emulator: Emulator, tmp_path: pathlib.Path, name: str, password: str, **labels: str
 ) -> None:
     """The demo's site as Site `name`, delivered through the emulator (its CA in a ConfigMap, its login in a
-    Secret), powered on once the image is in."""
+    Secret: what the fleet demo writes, `demo.bmc.bmc_objects`), powered on once the image is in."""
     spec, files = demo_site(tmp_path / f"demo-{name}")
     refs = keep_files(admin, NS, name, files)
-    login = {
-        key: base64.b64encode(value.encode()).decode()
-        for key, value in (("username", USERNAME), ("password", password))
-    }
-    admin.create(kube.SECRETS, {"metadata": {"name": f"{name}-bmc", "namespace": NS}, "data": login})
-    ca = {"metadata": {"name": f"{name}-bmc-ca", "namespace": NS}, "data": {"ca.crt": emulator.ca_file.read_text()}}
-    admin.create(kube.CONFIGMAPS, ca)
-    chosen = {"method": "bmc", "bmc": {
-        "address": emulator.address, "credentialsName": f"{name}-bmc",
-        "caConfigMapKeyRef": {"name": f"{name}-bmc-ca", "key": "ca.crt"}, "power": "on"}}  # fmt: skip
+    objects, chosen = demo_bmc.bmc_objects(emulator, NS, name, password)
+    for kind, body in objects:
+        admin.create(kube.SECRETS if kind == "Secret" else kube.CONFIGMAPS, body)
     meta = {"name": name, "namespace": NS, "annotations": {keyorder.ANNOTATION: keyorder.annotation(spec)},
             "labels": labels}  # fmt: skip
     admin.create(SITES, {"apiVersion": site.API_VERSION, "kind": site.KIND, "metadata": meta,
@@ -96,27 +91,8 @@ def _until_condition(admin: kube.Client, name: str, kind: str, expected: tuple[s
     return dict(wait_for(f"{name}'s {kind} {expected}", check))
 
 
-def _client(emulator: Emulator) -> redfish.Bmc:
-    found, _ = delivery.read(
-        {"delivery": {"method": "bmc", "bmc": {"address": emulator.address, "credentialsName": "x"}}}
-    )
-    assert found.bmc is not None
-    return redfish.Bmc(found.bmc, redfish.Login(USERNAME, PASSWORD), verify=str(emulator.ca_file))
-
-
-def play_the_server(emulator: Emulator, root: fs.HostFS, timeout: float = 60.0) -> tuple[str, dict[str, bytes]]:
-    """What the server does: once its virtual CD holds the image and it is powered on, it reads the medium (the ISO
-    the emulator downloaded) into /etc/snoreloc as the agent's discovery would. The URL the BMC was given, and the
-    files."""
-    client = _client(emulator)
-    wait_for("the image inserted and the server on", lambda: client.media().inserted and client.powered(), timeout, 0.5)
-    url = str(client.media().image)
-    (iso,) = emulator.downloaded()
-    image = iso.read_bytes()
-    assert mediaimage.label(image) == discovery.LABEL, "the node's discovery finds it as it finds a stick"
-    files = mediaimage.files(image)
-    makemedia.write_dir(root.path("/etc/snoreloc"), files)
-    return url, files
+_client = demo_bmc.client
+play_the_server = demo_bmc.play_the_server  # what the server does: the fleet demo's, reading the downloaded ISO
 
 
 def test_a_bmc_site_is_inserted_read_ejected_and_relocated_with_no_stick(
@@ -386,3 +362,53 @@ def test_a_bmc_unreachable_then_back_is_named_and_retried_until_it_answers(
         inserted = _until_state(admin, "store-050", "Inserted")["status"][site.STATUS_DELIVERY]
         assert inserted["downloads"] == 1 and len(back.downloaded()) == 1
         assert _client(back).media().inserted
+
+
+def test_the_delivery_states_and_the_image_answers_are_served_and_a_stuck_delivery_alerts(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    bmc: Emulator,
+    tmp_path: pathlib.Path,
+) -> None:
+    """The controller's metrics for BMC delivery (scraped as Prometheus does): Sites by `status.delivery.state`, the
+    image server's downloads by namespace and its refusals by status, no Site, URL or signature in any label; and
+    `SnorelocBmcDeliveryStuck` evaluated by promtool on two scrapes (inserted, then timed out)."""
+    fleet_metrics = metrics.FleetMetrics()
+    endpoint = metrics.serve(fleet_metrics, 0, "127.0.0.1")
+    scrape_url = f"http://127.0.0.1:{endpoint.port}/metrics"
+    hub_ca = str(tmp_path / "image-tls/ca.crt")
+
+    def served(state: str) -> promrules.Samples | None:
+        samples = promrules.scrape(scrape_url)
+        others = sum(v for k, v in samples.items() if k.startswith("snoreloc_fleet_delivery_sites{") and state not in k)
+        return samples if samples.get(f'snoreloc_fleet_delivery_sites{{namespace="{NS}",state="{state}"}}') == 1 and (
+            others == 0) else None  # fmt: skip
+
+    try:
+        start_controller(metrics=fleet_metrics, image_server=_image_server(tmp_path, read_timeout=4.0))
+        _bmc_site(admin, bmc, tmp_path, "store-051", PASSWORD)
+        inserted = wait_for("the metrics to show the medium inserted", lambda: served("Inserted"), 60)
+        image_url = str(_client(bmc).media().image)
+        _until_state(admin, "store-051", "TimedOut")
+        assert requests.get(image_url, verify=hub_ca, timeout=10).status_code == 410, "ejected: gone"
+        signature = urllib.parse.parse_qs(urllib.parse.urlsplit(image_url).query)["signature"][0]
+        forged = image_url.replace(signature, "0" * 64)
+        assert requests.get(forged, verify=hub_ca, timeout=10).status_code == 403, "not signed by this hub"
+        timed_out = wait_for("the metrics to show the medium timed out", lambda: served("TimedOut"), 30)
+        text = urllib.request.urlopen(scrape_url, timeout=10).read().decode()
+    finally:
+        endpoint.stop()
+    assert inserted[f'snoreloc_fleet_image_downloads_total{{namespace="{NS}"}}'] == 1, "the BMC's one download"
+    assert timed_out[f'snoreloc_fleet_image_downloads_total{{namespace="{NS}"}}'] == 1
+    assert timed_out['snoreloc_fleet_image_refusals_total{code="410"}'] == 1
+    assert timed_out['snoreloc_fleet_image_refusals_total{code="403"}'] == 1
+    assert inserted['snoreloc_fleet_image_refusals_total{code="403"}'] == 0, "each refusal served from 0"
+    for secret in ("store-051", signature, PASSWORD, "https://"):
+        assert secret not in text, "no Site, URL or secret in a label"
+    namespace = {"namespace": NS}
+    expected = [
+        promrules.alert("SnorelocBmcDeliveryStuck", "20m", []),  # timed out 10 minutes ago: not yet 15
+        promrules.alert("SnorelocBmcDeliveryStuck", "30m", [(namespace, "1")]),
+    ]
+    promrules.promtool_test(tmp_path, promrules.series(inserted, timed_out, switch=10, total=40), expected)

@@ -4,6 +4,7 @@ sticks). It runs the real commands against the hub simulator and the OpenShift s
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import re
 import shlex
@@ -14,7 +15,7 @@ import yaml
 
 from snoreloc.cli import main
 from snoreloc.siteconfig import medium
-from snoreloc_sim.demo import fleet
+from snoreloc_sim.demo import bmc, fleet
 
 pytestmark = pytest.mark.simonly
 
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.simonly
 def test_the_fleet_demo_validates_relocates_and_reports(
     tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["demo", "--fleet", "5", "--nodes", "2", "--speed", "120", "--routes", "2", "--keep", str(tmp_path)]
+    every_by_stick = ["--bmc-sites", "0"]  # the BMC sites' test is below
+    argv = ["demo", "--fleet", "5", "--nodes", "2", *every_by_stick, "--speed", "120", "--routes", "2", "--keep"]
+    argv.append(str(tmp_path))
     assert main.main(argv) == 0
     captured = capsys.readouterr()
     out = captured.out
@@ -73,8 +76,49 @@ def test_the_fleet_demo_validates_relocates_and_reports(
     assert "s3cr3t" not in out and "ZGVtby11c2VyOmRlbW8tcGFzc3dvcmQ=" not in out, "no secret in the demo's output"
 
 
+def test_the_fleet_demos_bmc_sites_are_inserted_read_ejected_and_relocated_with_no_stick(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--bmc-sites 1`: the last relocating node's server gets its medium through its emulated BMC (sushy-tools),
+    from the controller's image server: downloaded once, read by the node, ejected, Relocated; no stick for it."""
+    if bmc.emulator_binary() is None:
+        pytest.skip("sushy-tools is not installed (pip install sushy-tools): the demo delivers by stick")
+    argv = ["demo", "--fleet", "3", "--nodes", "2", "--bmc-sites", "1", "--speed", "120", "--routes", "2",
+            "--keep", str(tmp_path)]  # fmt: skip
+    assert main.main(argv) == 0
+    out = capsys.readouterr().out
+
+    assert "store-0002" in out and "INVALID" in out, "store-0002 is the typo: store-0001 and store-0003 relocate"
+    assert "store-0003's server: its BMC is sushy-tools' Redfish emulator at https://127.0.0.1:" in out
+    assert "1 from their sticks, 1 of them (store-0003) from their BMC" in out
+    assert "made 1 sticks" in out, "the BMC site's stick is neither asked for nor made"
+    assert sorted(p.name for p in (tmp_path / "sticks").iterdir()) == ["store-0001"]
+    inserted = next(line for line in out.splitlines() if line.startswith("  store-0003: the hub inserted its image"))
+    assert "the BMC downloaded it once" in inserted
+    medium_line = next(line for line in out.splitlines() if line.startswith("  store-0003: its medium:"))
+    assert "inserted -> downloaded once -> read" in medium_line and "-> ejected" in medium_line
+    assert "(the CD is empty) -> Relocated; no stick made for it" in medium_line
+    relocated = next(line for line in out.splitlines() if line.startswith("store-0003: relocated in"))
+    assert "its Site: Relocated" in relocated
+    hub_objects = tmp_path / fleet.HUB_OBJECTS
+    sites = {obj["metadata"]["name"]: obj for obj in yaml.safe_load_all((hub_objects / "sites.yaml").read_text())}
+    assert sites["store-0003"]["spec"]["delivery"]["method"] == "bmc" and "delivery" not in sites["store-0001"]["spec"]
+    assert (hub_objects / fleet.BMC_OBJECTS).stat().st_mode & 0o777 == 0o600, "it holds the BMC's password"
+    assert bmc.PASSWORD not in out and "signature=" not in out, "no BMC password or image URL in the demo's output"
+
+
 def test_the_inventory_has_one_typo_in_the_middle() -> None:
     rows, invalid = fleet.inventory_rows(50)
     assert len(rows) == 50 and invalid == "store-0026"
     assert len({row["domain"] for row in rows}) == len({row["address"] for row in rows}) == 50
     assert [row["gateway"] for row in rows if row["name"] == invalid] == ["10.0.26.256"]
+
+
+def test_without_sushy_tools_the_demo_says_so_in_one_line_and_its_bmc_sites_get_sticks(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bmc, "emulator_binary", lambda: None)
+    with contextlib.ExitStack() as stack:
+        assert fleet.launch_bmcs(stack, tmp_path, ["store-0003"]) == {}
+    said = capsys.readouterr().out.strip().splitlines()
+    assert len(said) == 1 and "not installed" in said[0] and "store-0003 are delivered by stick" in said[0]

@@ -133,6 +133,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("snoreloc_fleet.render.gitdiff", "open"): "that archive, written by git inside the private directory; "
     "its members read into memory with a size bound, never extracted",
     ("snoreloc_sim.demo.flow", "TemporaryDirectory"): "the demo's private 0700 working directory",
+    ("snoreloc_sim.demo.bmc", "open"): "the emulated BMC's log, appended by the sushy-emulator child (its stdout) in "
+    "the demo's own directory or a test's tmp_path: a stream, not a file a person or a past run controls",
     ("snoreloc_sim.demo.flow", "read_text"): "the demo's manifests (package data of the simulator distribution)",
     ("snoreloc_sim.demo.fleet", "TemporaryDirectory"): "a private 0700 directory for the simulators' files",
     ("snoreloc_sim.demo.fleet", "mkdtemp"): "the demo's private 0700 working directory (without --keep)",

@@ -50,7 +50,6 @@ import ssl
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from snoreloc.siblings import errors, kube, redact, safefile
@@ -72,12 +71,7 @@ FINALIZER = f"{site.GROUP}/bmc-eject"  # held while the BMC may hold the Site's 
 EJECT_ATTEMPTS = 8  # a deleted Site's eject is given up after this many failures (5 s doubling: about 10 minutes)
 
 
-class State(StrEnum):
-    INSERTED = "Inserted"
-    EJECTED = "Ejected"
-    TIMED_OUT = "TimedOut"
-    FAILED = "Failed"
-    NO_IMAGE_SERVER = "NoImageServer"
+State = delivery.State  # the record's states (defined beside spec.delivery: the schema and the metrics name them)
 
 
 @dataclass(frozen=True)
@@ -104,13 +98,16 @@ class ServerOptions:
     read_timeout: float = READ_TIMEOUT
 
 
-def start_server(client: kube.Client, options: ServerOptions) -> tuple[Serving, imageserver.Running]:
-    """Start the image server (a thread of its own event loop) with the key from the controller's Secret."""
+def start_server(
+    client: kube.Client, options: ServerOptions, answered: imageserver.Answered | None = None
+) -> tuple[Serving, imageserver.Running]:
+    """Start the image server (a thread of its own event loop) with the key from the controller's Secret;
+    `answered` is told of each of its answers (the controller's metrics)."""
     key = key_of(client, options.key_secret)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(options.cert, options.key)
     grants = imageserver.Grants()
-    running = imageserver.serve_in_thread(key, grants, context, options.host, options.port)
+    running = imageserver.serve_in_thread(key, grants, context, options.host, options.port, answered=answered)
     base = options.base or f"https://{options.host}:{running.port}"  # no base given: where it listens
     LOG.info("image server listening on %s:%d, serving at %s", options.host, running.port, base)
     return Serving(base, key, grants, options.read_timeout), running

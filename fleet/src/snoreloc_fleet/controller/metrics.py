@@ -14,10 +14,20 @@ Served with `prometheus_client` from the controller process (`serve`), in a regi
 | `snoreloc_fleet_wave_sites{namespace,wave,state}` | gauge | a Wave's Sites by state (pending, running, ...) |
 | `snoreloc_fleet_wave_halted{namespace,wave}` | gauge | 1 while the Wave's brake holds it (status.halt), else 0 |
 | `snoreloc_fleet_shelf_days_left{namespace,wave}` | gauge histogram | Sites to relocate by days left (issue 37) |
+| `snoreloc_fleet_delivery_sites{namespace,state}` | gauge | BMC-delivered Sites by `status.delivery.state` (issue 36) |
+| `snoreloc_fleet_image_downloads_total{namespace}` | counter | whole images the image server sent |
+| `snoreloc_fleet_image_refusals_total{code}` | counter | image URLs it refused: 403 (not the hub's), 410 (gone) |
 
 The shelf's days left are a gauge histogram per namespace and wave (the Site's `status.gate.wave`, "" for none), not
 a gauge per Site: 10,000 Sites would be 10,000 series, and an alert needs only "how many within N days"
 (`SHELF_BUCKETS`; `le="0.0"` counts those already past it).
+
+The BMC delivery's states (`resource.delivery.State`, every one, 0 included, per namespace seen) come from each
+Site's `status.delivery.state` as last seen, like the phases; a Site delivered by stick has none and counts in no
+state. The image server's answers are counted as they happen (`image_answered`): a whole download by the namespace
+of the Site whose signed URL was served (a transfer cut midway is not one, as in the Site's status), a refusal by
+its status only, never by the namespace or Site a refused URL claims (anyone can send one: its labels would be
+theirs to choose); no URL, signature or Site name in any label.
 
 `running="true"` ages are those of runs in progress (InProgress, Stale); an outcome is `2xx`, the status of a
 refusal, or `unreachable`. The state metrics are computed at scrape time from the last version of each Site the
@@ -45,7 +55,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import GaugeHistogramMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import delivery, site
 from snoreloc_fleet.resource import wave as wave_mod
 from snoreloc_fleet.state import fleetstate
 
@@ -56,6 +66,8 @@ FRESH = 600.0  # a done report younger than this, seen first, is counted as a re
 SHELF_BUCKETS = (0.0, 7.0, 14.0, 30.0, 60.0, 90.0)  # days left before a node must boot (14: the alert's warning)
 KEPT = ("namespace", "name", "phase", "run_state", "reported_at", "horizon", "wave")  # of a row, what the index keeps
 _KeyT = tuple[str, str]
+REFUSALS = ("403", "410")  # the image server's refusals counted (`hub.imageurl.Verdict`), each served from 0
+DELIVERY_STATES = tuple(state.value for state in delivery.State)
 
 
 def plausible(seconds: float | None) -> float | None:
@@ -93,6 +105,7 @@ class FleetMetrics:
         self._now = now or (lambda: dt.datetime.now(dt.UTC))
         self._rows: dict[_KeyT, fleetstate.Row] = {}
         self._waves: dict[_KeyT, tuple[dict[str, int], bool]] = {}  # (counts by state, halted), from its status
+        self._delivery: dict[_KeyT, str] = {}  # a BMC-delivered Site's status.delivery.state, as last seen
         self._lock = threading.Lock()
         self.durations = Histogram(
             f"{PREFIX}_relocation_duration_seconds",
@@ -117,6 +130,20 @@ class FleetMetrics:
             "1 once the API serves the Site CRD; 0 while the controller waits for it (controller.startup).",
             registry=self.registry,
         )
+        self.image_downloads = Counter(
+            f"{PREFIX}_image_downloads",
+            "Whole Site images the image server sent (as the Site's status counts them), by the Site's namespace.",
+            ["namespace"],
+            registry=self.registry,
+        )
+        self.image_refusals = Counter(
+            f"{PREFIX}_image_refusals",
+            "Image URLs the image server refused, by HTTP status: 403 not signed by this hub, 410 expired or revoked.",
+            ["code"],
+            registry=self.registry,
+        )
+        for code in REFUSALS:
+            self.image_refusals.labels(code)
         self.registry.register(_StateCollector(self))
 
     def observe(self, obj: Mapping[str, Any]) -> None:
@@ -125,9 +152,14 @@ class FleetMetrics:
         item = fleetstate.row(obj)
         key = (item.namespace, item.name)
         kept = fleetstate.Row(**{name: getattr(item, name) for name in KEPT})
+        state = ((obj.get("status") or {}).get(site.STATUS_DELIVERY) or {}).get("state")
         with self._lock:
             before = self._rows.get(key)
             self._rows[key] = kept
+            if state in DELIVERY_STATES:
+                self._delivery[key] = str(state)
+            else:
+                self._delivery.pop(key, None)
         duration = plausible(item.duration)
         if self._just_finished(before, item) and duration is not None:
             self.durations.observe(duration)
@@ -176,6 +208,19 @@ class FleetMetrics:
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
             self._rows.pop((namespace, name), None)
+            self._delivery.pop((namespace, name), None)
+
+    def deliveries(self) -> list[tuple[str, str]]:
+        """(namespace, delivery state) of each BMC-delivered Site with a state."""
+        with self._lock:
+            return [(namespace, state) for (namespace, _name), state in self._delivery.items()]
+
+    def image_answered(self, namespace: str, status: int) -> None:
+        """One answer of the image server (`hub.imageserver.Answered`): a download in `namespace`, or a refusal."""
+        if status == 200 and namespace:
+            self.image_downloads.labels(namespace).inc()
+        elif str(status) in REFUSALS:
+            self.image_refusals.labels(str(status)).inc()
 
     def request(self, method: str, path: str, query: Mapping[str, str] | None, code: str) -> None:
         """One API request: `code` is the HTTP status of a refusal, `2xx` for success, `unreachable`."""
@@ -204,6 +249,7 @@ class _StateCollector(Collector):
         yield _phases(rows)
         yield _ages(rows, now)
         yield _shelf(rows, now)
+        yield _deliveries(rows, self._metrics.deliveries())
         yield from _waves(self._metrics.waves())
 
 
@@ -235,6 +281,21 @@ def _phases(rows: list[fleetstate.Row]) -> GaugeMetricFamily:
         counts[(item.namespace, item.phase)] = counts.get((item.namespace, item.phase), 0) + 1
     for (namespace, phase), count in sorted(counts.items()):
         family.add_metric([namespace, phase], count)
+    return family
+
+
+def _deliveries(rows: list[fleetstate.Row], deliveries: list[tuple[str, str]]) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(
+        f"{PREFIX}_delivery_sites",
+        "BMC-delivered Sites by where their image is (status.delivery.state: Inserted, Ejected, TimedOut, Failed, "
+        "NoImageServer).",
+        labels=["namespace", "state"],
+    )
+    counts = {(namespace, state): 0 for namespace in {r.namespace for r in rows} for state in DELIVERY_STATES}
+    for key in deliveries:
+        counts[key] = counts.get(key, 0) + 1
+    for (namespace, state), count in sorted(counts.items()):
+        family.add_metric([namespace, state], count)
     return family
 
 

@@ -449,7 +449,8 @@ class Controller:
         self.loop = asyncio.new_event_loop()
         try:
             if self.options.image_server is not None:
-                serving, self.image_server = bmccycle.start_server(self.client, self.options.image_server)
+                answered = self.options.metrics.image_answered if self.options.metrics is not None else None
+                serving, self.image_server = bmccycle.start_server(self.client, self.options.image_server, answered)
                 self.cycle = bmccycle.Cycle(self.client, serving)
             for thread in threads:
                 thread.start()

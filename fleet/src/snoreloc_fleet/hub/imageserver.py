@@ -86,7 +86,26 @@ class Grants:
                 found.downloads += 1
 
 
-def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web.Application:
+Answered = Callable[[str, int], None]  # (the Site's namespace of a whole download, "" for a refusal; the HTTP status)
+
+
+def _refusals(application: web.Application, answered: Answered) -> None:
+    """Tell `answered` of each refusal as its headers go out (aiohttp's `on_response_prepare` signal), with no
+    namespace: a refused URL's claim is the requester's to choose."""
+
+    async def prepared(_request: web.Request, response: web.StreamResponse) -> None:
+        if response.status != 200:
+            answered("", response.status)
+
+    application.on_response_prepare.append(prepared)
+
+
+def app(
+    key: bytes, grants: Grants, now: Callable[[], float] = time.time, answered: Answered | None = None
+) -> web.Application:
+    """The server's routes; `answered` (the controller's metrics) is told of each whole download (with the Site's
+    namespace, as counted for its status) and each refusal."""
+
     async def image(request: web.Request) -> web.StreamResponse:
         claimed = imageurl.parse(request.path_qs)
         granted = grants.current(claimed[0].namespace, claimed[0].name) if claimed else None
@@ -110,6 +129,8 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
             await response.write(body[start : start + CHUNK])
         await response.write_eof()
         grants.downloaded(*site)
+        if answered is not None:
+            answered(site[0], 200)
         LOG.info("image %s %s/%s: whole image sent (%d bytes)", request.remote, site[0], site[1], len(body))
         return response
 
@@ -121,6 +142,8 @@ def app(key: bytes, grants: Grants, now: Callable[[], float] = time.time) -> web
     application[CONNECTIONS] = weakref.WeakSet()
     application.router.add_get(imageurl.PATH_PREFIX + "/{tail:.*}", image)
     application.router.add_route("*", "/{tail:.*}", refused)
+    if answered is not None:
+        _refusals(application, answered)
     return application
 
 
@@ -138,15 +161,17 @@ def serve_in_thread(
     port: int = 0,
     *,
     grace: float = STOP_GRACE,
+    answered: Answered | None = None,
 ) -> Running:
     """Serve on `port` (0: an ephemeral one) in a thread of its own event loop; `stop()` ends it, giving downloads
-    under way `grace` seconds."""
+    under way `grace` seconds. `answered`: told of each whole download and each refusal (the controller's
+    metrics)."""
     loop = asyncio.new_event_loop()
     started = threading.Event()
     holder: dict[str, object] = {}
 
     async def begin() -> None:
-        application = app(key, grants)
+        application = app(key, grants, answered=answered)
         holder["connections"] = application[CONNECTIONS]
         runner = web.AppRunner(application, access_log=None, shutdown_timeout=grace)
         await runner.setup()

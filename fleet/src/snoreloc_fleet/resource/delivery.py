@@ -37,6 +37,17 @@ class Method(StrEnum):
     BMC = "bmc"
 
 
+class State(StrEnum):
+    """Where a BMC-delivered Site's image is (`status.delivery.state`, the BMC cycle's record: `controller.bmccycle`
+    says what each means); the Site's schema and the controller's metrics name the same values."""
+
+    INSERTED = "Inserted"
+    EJECTED = "Ejected"
+    TIMED_OUT = "TimedOut"
+    FAILED = "Failed"
+    NO_IMAGE_SERVER = "NoImageServer"
+
+
 class Power(StrEnum):
     ON = "on"  # power on if off; a server already on and waiting sees the device appear
     RESTART = "restart"  # restart it so it boots with the image attached

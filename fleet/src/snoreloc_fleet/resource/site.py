@@ -556,7 +556,7 @@ def delivery_status_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "state": {"type": "string", "enum": ["Inserted", "Ejected", "TimedOut", "Failed", "NoImageServer"]},
+            "state": {"type": "string", "enum": [state.value for state in delivery.State]},
             "digest": _text(80),
             "downloads": _number(MAX_MORE, integer=True),
             "insertedAt": stamp,

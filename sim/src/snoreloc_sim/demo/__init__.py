@@ -14,6 +14,7 @@ import tempfile
 DEFAULT_SVG = os.path.join(tempfile.gettempdir(), "snoreloc-demo-timeline.svg")
 FLEET_SITES = 50  # `snoreloc demo --fleet` (and `make demo-fleet`) without a number
 FLEET_NODES = 3  # how many of the fleet's nodes relocate, without --nodes
+FLEET_BMC_SITES = 2  # how many of those are delivered through their (emulated) BMC, without --bmc-sites
 HELP = "relocate a simulated factory SNO end to end on this machine (host steps on fakes), then print the report"
 
 
@@ -43,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=FLEET_NODES,
         help=f"with --fleet: how many sites' nodes relocate and report (default {FLEET_NODES})",
+    )
+    parser.add_argument(
+        "--bmc-sites",
+        type=int,
+        default=FLEET_BMC_SITES,
+        help=f"with --fleet: how many of those nodes get their medium through their server's BMC (sushy-tools' "
+        f"Redfish emulator) instead of a stick (default {FLEET_BMC_SITES})",
     )
 
 

@@ -12,6 +12,14 @@ with its stick against its own simulated factory SNO (host steps on fakes), and 
 sticks' credentials until the hub shows them Relocated. Last, `fleet status`, `fleet why` and `fleet report
 --html`. Everything is written under one directory, kept and printed at the end.
 
+A few of the relocating sites (`--bmc-sites`, default 2) are delivered through their server's BMC instead (issue 36,
+zero touch): each server's BMC is sushy-tools' Redfish emulator (`demo.bmc`, HTTPS with basic auth), the owner's
+edit adds `spec.delivery` to those Sites and their BMC logins and CAs to the hub's objects, the controller runs its
+image server, and no stick is asked for or made for them. The demo plays each server: once the hub has inserted the
+image into its virtual CD and powered it on, it reads the ISO the emulator downloaded and relocates from it, as a
+stick node does; then its Site shows the medium downloaded once, read and ejected. Without sushy-tools the demo says
+so in one line and delivers those sites by stick.
+
 Rendering and validation run before any simulator starts: `fleet validate` forks its workers, and a fork must not
 copy a process whose server threads hold locks.
 """
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import csv
 import io
 import logging
@@ -29,18 +38,19 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from snoreloc_fleet.controller import operator, reconcile
+from snoreloc_fleet.controller import bmccycle, operator, reconcile
 from snoreloc_fleet.hub import credentials
 from snoreloc_fleet.resource import site
 
 from snoreloc.siblings import clock, errors, fs, kube, main, medium, safefile, waits
-from snoreloc_sim.demo import flow, hubsite
+from snoreloc_sim.demo import bmc, flow, hubsite
 from snoreloc_sim.hub.simulator import HubSimulator
 from snoreloc_sim.openshift import simulator
 
@@ -50,6 +60,8 @@ PAGE_LINE = "progress page:"  # the one line of a node's own output the demo sho
 HINT = "The machine may be too busy for the demo's pace: run it again with a lower --speed, or fewer sites."
 TEMPLATE, INVENTORY, SITES_DIR, JUNIT = "base.yaml", "sites.csv", "sites", "junit.xml"
 HUB_OBJECTS, STICKS, REPORT, HUB_DIR = "hub-objects", "sticks", "fleet.html", "hub"
+BMC_OBJECTS, BMC_DIR = "bmc.yaml", "bmcs"  # the BMC sites' logins and CAs; each emulated BMC's files
+IMAGE_KEY_SECRET = "snoreloc-fleet-image-key"  # noqa: S105 (a Secret's name) the image server's URL-signing key
 
 
 def say(text: str) -> None:
@@ -160,9 +172,11 @@ def _validated(admin: kube.Client, count: int, budget: float) -> collections.Cou
 def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
     """Apply what `fleet render --sites` wrote (as `kubectl apply -f` would); the Sites the controller made Ready."""
     started = time.monotonic()
-    for file, resource in (("secrets.yaml", kube.SECRETS), ("sites.yaml", hubsite.SITES)):
-        for obj in yaml.safe_load_all(safefile.read_text(objects / file, _WRITTEN)):
-            admin.create(resource, obj)
+    kinds = {"Secret": kube.SECRETS, "ConfigMap": kube.CONFIGMAPS, site.KIND: hubsite.SITES}
+    for file in ("secrets.yaml", BMC_OBJECTS, "sites.yaml"):
+        if (objects / file).exists():
+            for obj in yaml.safe_load_all(safefile.read_text(objects / file, _WRITTEN)):
+                admin.create(kinds[obj.get("kind", "Secret")], obj)
     counts = _validated(admin, count, budget=max(60.0, count))
     say(f"applied {objects}: the controller checked {count} Sites with the agent's rules in "
         f"{time.monotonic() - started:.1f}s: {dict(sorted(counts.items()))}")  # fmt: skip
@@ -171,6 +185,8 @@ def onto_the_hub(admin: kube.Client, objects: Path, count: int) -> list[str]:
 
 
 def make_sticks(admin: kube.Client, sticks: Path, ready: list[str]) -> None:
+    if not ready:
+        return
     started = time.monotonic()
     hubsite.ask_for_sticks(admin, NAMESPACE, ready, budget=max(60.0, len(ready)), hint=HINT)
     say(
@@ -199,7 +215,14 @@ def relocate_node(args: argparse.Namespace, admin: kube.Client, name: str, workd
     root = fs.HostFS(workdir / "nodes" / name)
     root.mkdir("/etc/snoreloc", 0o700)
     copy_tree(sticks / name, root.path("/etc/snoreloc"))
-    spec = yaml.safe_load(safefile.read_text(sticks / name / medium.SITE_CONFIG_NAME, safefile.SITE_FILE))["spec"]
+    relocate_from(args, admin, name, workdir, root)
+
+
+def relocate_from(args: argparse.Namespace, admin: kube.Client, name: str, workdir: Path, root: fs.HostFS) -> None:
+    """Site `name`'s node, its medium's files in `root`'s /etc/snoreloc, relocated against its own simulated
+    factory SNO; then its Site on the hub, once its reports made it Relocated."""
+    config = Path(root.path("/etc/snoreloc")) / medium.SITE_CONFIG_NAME
+    spec = yaml.safe_load(safefile.read_text(config, safefile.SITE_FILE))["spec"]
     address = spec["network"]["interfaces"][0]["ipv4"]["address"][0]["ip"]
     site_dns = flow.site_dns(spec["domain"], address)  # this store's DNS has the records for its new names
     started = time.monotonic()
@@ -233,28 +256,139 @@ def fleet_state(hub: HubSimulator, workdir: Path, invalid: set[str], nodes: list
     return page
 
 
-def _controller_options(hub: HubSimulator) -> operator.Options:
+def bmc_names(args: argparse.Namespace, invalid: set[str]) -> list[str]:
+    """The sites delivered through their BMC: the last `--bmc-sites` of the `--nodes` that relocate."""
+    valid = [row["name"] for row in inventory_rows(args.fleet)[0] if row["name"] not in invalid]
+    nodes = valid[: args.nodes]
+    return nodes[len(nodes) - min(args.bmc_sites, len(nodes)) :]
+
+
+def launch_bmcs(stack: contextlib.ExitStack, workdir: Path, names: list[str]) -> dict[str, bmc.Emulator]:
+    """An emulated BMC per site (sushy-tools, HTTPS, basic auth), stopped with `stack`; none, said in one line,
+    when sushy-tools is not installed (those sites get sticks)."""
+    if not names:
+        return {}
+    if bmc.emulator_binary() is None:
+        say(f"\n(sushy-tools' Redfish emulator is not installed: {', '.join(names)} are delivered by stick instead "
+            "of through their BMC; `make .venv/.installed` installs it)")  # fmt: skip
+        return {}
+    emulators = {name: stack.enter_context(bmc.launched(workdir / BMC_DIR / name)) for name in names}
+    for name, emulator in emulators.items():
+        where = urllib.parse.urlsplit(emulator.address).netloc
+        say(f"{name}'s server: its BMC is sushy-tools' Redfish emulator at https://{where} "
+            "(HTTPS, basic auth), a virtual CD/DVD and power")  # fmt: skip
+    return emulators
+
+
+def deliver_by_bmc(objects: Path, emulators: dict[str, bmc.Emulator]) -> None:
+    """The owner's edit of the hub's objects: `spec.delivery` on each BMC site (metal3's BareMetalHost shape), its
+    BMC's login Secret and CA ConfigMap in bmc.yaml (0600: it holds the passwords)."""
+    if not emulators:
+        return
+    sites_file = objects / "sites.yaml"
+    sites = list(yaml.safe_load_all(safefile.read_text(sites_file, _WRITTEN)))
+    extra: list[dict[str, Any]] = []
+    for obj in sites:
+        emulator = emulators.get(obj["metadata"]["name"])
+        if emulator is not None:
+            held, obj["spec"]["delivery"] = bmc.bmc_objects(emulator, NAMESPACE, obj["metadata"]["name"])
+            extra += [{"apiVersion": "v1", "kind": kind, **body} for kind, body in held]
+    safefile.write(sites_file, yaml.safe_dump_all(sites, sort_keys=False), mode=0o644)
+    safefile.write(objects / BMC_OBJECTS, yaml.safe_dump_all(extra, sort_keys=False), mode=0o600)
+    names = ", ".join(emulators)
+    say(f"the owner's edit for {names}: spec.delivery {{method: bmc, bmc: {{address: redfish-virtualmedia+https://"
+        f"..., credentialsName: SITE-bmc, caConfigMapKeyRef: {{name: SITE-bmc-ca, key: ca.crt}}, power: on}}}} in "
+        f"{objects / 'sites.yaml'}, their BMC logins and CAs in {objects / BMC_OBJECTS}")  # fmt: skip
+
+
+def _delivery(admin: kube.Client, name: str) -> dict[str, Any]:
+    obj = admin.get(kube.Ref(hubsite.SITES, name, NAMESPACE))
+    return dict((obj.get("status") or {}).get(site.STATUS_DELIVERY) or {})
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def relocate_bmc_node(
+    args: argparse.Namespace, admin: kube.Client, name: str, workdir: Path, emulator: bmc.Emulator
+) -> None:
+    """Site `name`'s server, delivered through its BMC: once the hub inserted its image and powered it on, it
+    reads the ISO its BMC downloaded into /etc/snoreloc and relocates from it; then its Site's medium, ejected."""
+    root = fs.HostFS(workdir / "nodes" / name)
+    root.mkdir("/etc/snoreloc", 0o700)
+    bmc.play_the_server(emulator, root, hint=HINT)
+    record = _delivery(admin, name)
+    say(f"  {name}: the hub inserted its image ({record.get('digest', '')[:19]}...) at {record.get('insertedAt')} "
+        f"and powered the server on; the BMC downloaded it {_times(len(emulator.downloaded()))}; the node reads "
+        "the ISO from its virtual CD")  # fmt: skip
+    relocate_from(args, admin, name, workdir, root)
+
+    def ejected() -> dict[str, Any] | None:
+        found = _delivery(admin, name)
+        return found if found.get("state") == bmccycle.State.EJECTED else None
+
+    wait = waits.Wait("fleet-demo", f"the hub to eject {name}'s image", 60.0, 0.2, 15.0, HINT)
+    done = waits.until(ejected, wait, clock.SystemClock())
+    obj = admin.get(kube.Ref(hubsite.SITES, name, NAMESPACE))
+    stick = "asked for" if site.MEDIA_REQUESTED in (obj["metadata"].get("annotations") or {}) else "no stick"
+    downloads = _times(int(done.get("downloads") or 0))
+    say(f"  {name}: its medium: inserted -> downloaded {downloads} -> read (the node reported it "
+        f"{done.get('readAt')}) -> ejected {done.get('ejectedAt')} (the CD is "
+        f"{'empty' if not bmc.client(emulator).media().inserted else 'still full'}) -> {obj['status']['phase']}; "
+        f"{stick} made for it")  # fmt: skip
+
+
+def _image_server(hub_dir: Path) -> bmccycle.ServerOptions:
+    """The controller's image server on 127.0.0.1 (any free port), HTTPS with a certificate of its own."""
+    keys = bmc.tls(hub_dir / "image-tls")
+    key_secret = kube.Ref(kube.SECRETS, IMAGE_KEY_SECRET, NAMESPACE)
+    return bmccycle.ServerOptions("127.0.0.1", 0, "", keys.cert, keys.key, key_secret)
+
+
+def _controller_options(hub: HubSimulator, image_server: bmccycle.ServerOptions | None) -> operator.Options:
     config = reconcile.Config(credentials.Hub(hub.api_url, hub.ca_pem))
-    return operator.Options(config=config, kubeconfig=str(hub.kubeconfig_path), qps=CONTROLLER_QPS, burst=400)
+    return operator.Options(
+        config=config, kubeconfig=str(hub.kubeconfig_path), qps=CONTROLLER_QPS, burst=400, image_server=image_server
+    )
+
+
+def _relocate_all(  # noqa: PLR0917 (the demo's pieces, each once)
+    args: argparse.Namespace,
+    admin: kube.Client,
+    nodes: list[str],
+    emulators: dict[str, bmc.Emulator],
+    scratch: Path,
+    sticks: Path,
+) -> None:
+    pace = f"{args.seed}, {args.speed:g}x real time; host steps on fakes"
+    by_bmc = f", {len(emulators)} of them ({', '.join(emulators)}) from their BMC" if emulators else ""
+    say(f"\n{len(nodes)} nodes relocate, each with its medium against its own simulated factory SNO ({pace}), and "
+        f"report to their Sites: {len(nodes) - len(emulators)} from their sticks{by_bmc}")  # fmt: skip
+    for name in nodes:
+        if name in emulators:
+            relocate_bmc_node(args, admin, name, scratch, emulators[name])
+        else:
+            relocate_node(args, admin, name, scratch, sticks)
 
 
 def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scratch: Path) -> Path:
-    with HubSimulator(workdir=workdir / HUB_DIR) as hub:  # kept: the commands shown name its kubeconfig
+    with HubSimulator(workdir=workdir / HUB_DIR) as hub, contextlib.ExitStack() as bmcs:  # hub kept: commands name it
+        emulators = launch_bmcs(bmcs, workdir, bmc_names(args, invalid))
+        deliver_by_bmc(workdir / HUB_OBJECTS, emulators)
+        serving = " with its image server for BMCs (HTTPS, signed URLs)" if emulators else ""
         say(f"\nthe hub: a simulated Kubernetes API at {hub.api_url}, the Site CRD installed, the Site controller "
-            "running in this process")  # fmt: skip
+            f"running in this process{serving}")  # fmt: skip
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
         hubsite.prepare_hub(admin, NAMESPACE)
         logging.getLogger("kopf").setLevel(logging.ERROR)  # its start-up notes are about threads, not the fleet
-        controller = operator.Background(_controller_options(hub))
+        image_server = _image_server(workdir / HUB_DIR) if emulators else None
+        controller = operator.Background(_controller_options(hub, image_server))
         try:
             ready = onto_the_hub(admin, workdir / HUB_OBJECTS, args.fleet)
-            make_sticks(admin, workdir / STICKS, ready)
+            make_sticks(admin, workdir / STICKS, [name for name in ready if name not in emulators])
             nodes = ready[: args.nodes]
-            pace = f"{args.seed}, {args.speed:g}x real time; host steps on fakes"
-            say(f"\n{len(nodes)} nodes relocate, each with its stick against its own simulated factory SNO ({pace}), "
-                "and report to their Sites")  # fmt: skip
-            for name in nodes:
-                relocate_node(args, admin, name, scratch, workdir / STICKS)
+            _relocate_all(args, admin, nodes, emulators, scratch, workdir / STICKS)
             return fleet_state(hub, workdir, invalid, nodes)
         finally:
             controller.stop()
@@ -266,6 +400,8 @@ def run(args: argparse.Namespace) -> int:
         raise errors.UsageError("--fleet needs at least 2 sites (one of them is made invalid)")
     if args.nodes < 0:
         raise errors.UsageError("--nodes is how many nodes relocate: 0 or more")
+    if args.bmc_sites < 0:
+        raise errors.UsageError("--bmc-sites is how many of the relocating nodes are delivered by BMC: 0 or more")
     workdir = Path(args.keep or tempfile.mkdtemp(prefix="snoreloc-fleet-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
