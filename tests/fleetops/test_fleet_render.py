@@ -240,3 +240,46 @@ def test_an_inventory_column_gives_each_site_its_must_boot_by_date_or_is_refused
     err = capsys.readouterr().err
     assert "sites.csv line 2, column mustBootBy" in err and "RFC 3339" in err and "nothing was written" in err
     assert (out / "sites.yaml").read_text() == before
+
+
+def test_bmc_columns_give_a_site_its_delivery_in_metal3s_shape_or_are_refused_naming_the_cell(
+    tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 36: the inventory's BMC columns become `spec.delivery` (judged by the controller's own rule); a site
+    without `bmcAddress` stays a stick site; a wrong cell is named and nothing is written."""
+    template = write_template(tmp_path / "template")
+    inventory = tmp_path / "sites.csv"
+    columns = "bmcAddress,bmcCA,bmcPower,bmcDisableCertificateVerification"
+    rows = [
+        f"{site_row(1)},redfish-virtualmedia://10.0.0.5/redfish/v1/Systems/1,bmc-ca/ca.pem,restart,",
+        f"{site_row(2)},,,,",
+        f"{site_row(3)},redfish-virtualmedia+https://[fd00::5]:8443/redfish/v1/Systems/abc,,,true",
+    ]
+    inventory.write_text("\n".join([f"{HEADER},{columns}", *rows]) + "\n")
+    out = tmp_path / "hub"
+    argv = ["fleet", "render", "--template", str(template), "--inventory", str(inventory), "--sites", str(out)]
+    assert cli.main(argv) == 0
+    first, second, third = yaml.safe_load_all((out / "sites.yaml").read_text())
+    assert first["spec"]["delivery"] == {"method": "bmc", "bmc": {
+        "address": "redfish-virtualmedia://10.0.0.5/redfish/v1/Systems/1", "credentialsName": "store-0001-bmc",
+        "caConfigMapKeyRef": {"name": "bmc-ca", "key": "ca.pem"}, "power": "restart"}}  # fmt: skip
+    assert "delivery" not in second["spec"], "no address: the stick"
+    assert third["spec"]["delivery"]["bmc"]["disableCertificateVerification"] is True
+    capsys.readouterr()
+
+    before = (out / "sites.yaml").read_text()
+    leaked = f"{site_row(1)},redfish-virtualmedia://admin:hunter2@10.0.0.5/redfish/v1/Systems/1,,,"
+    inventory.write_text("\n".join([f"{HEADER},{columns}", leaked]) + "\n")
+    assert cli.main(argv) == 65
+    err = capsys.readouterr().err
+    assert "sites.csv line 2, column bmcAddress" in err and "hunter2" not in err, "refused, never quoted"
+    wrong = [
+        f"{site_row(2)},ipmi://10.0.0.6/redfish/v1/Systems/1,,,",
+        f"{site_row(3)},redfish-virtualmedia://10.0.0.7/redfish/v1/Systems/1,bmc-ca,reboot,maybe",
+    ]
+    inventory.write_text("\n".join([f"{HEADER},{columns}", *wrong]) + "\n")
+    assert cli.main(argv) == 65
+    err = capsys.readouterr().err
+    assert "sites.csv line 2, column bmcAddress" in err and "redfish-virtualmedia://" in err
+    assert "sites.csv line 3, column bmcPower" in err and "sites.csv line 3, column bmcDisableCertificate" in err
+    assert "nothing was written" in err and (out / "sites.yaml").read_text() == before

@@ -12,6 +12,14 @@ nothing from a file's name, and a key in a Secret is never shown by `kubectl get
 An inventory column `mustBootBy` (issue 37: the date from the seal marker of the node shipped to that store, RFC
 3339) becomes the Site's `spec.shelf.mustBootBy`, so the hub knows the node's horizon before it ever reports; a
 cell that is not such a date is refused (exit 65, its cell named), nothing written.
+
+A site delivered through its server's BMC (issue 36) has its BMC in inventory columns, the way a metal3 fleet keeps
+its BareMetalHosts' `bmc` in its inventory: `bmcAddress` (a `redfish-virtualmedia` address; a filled cell makes the
+Site's `spec.delivery` `method: bmc`), `bmcCredentialsName` (the Secret with its username and password: never in the
+inventory; default `<site>-bmc`), and optionally `bmcCA` (`CONFIGMAP/KEY`: the ConfigMap holding the BMC's CA),
+`bmcDisableCertificateVerification` (`true`) and `bmcPower` (`on`, `restart`, `none`). They are judged by the one
+rule of `spec.delivery` (`resource.delivery.read`, as the controller and `fleet validate` judge the Site): a wrong
+cell is refused with its cell named (exit 65), nothing written. A site without `bmcAddress` is delivered by stick.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 
 from snoreloc.siblings import errors, hubreport
 from snoreloc_fleet.render import template
-from snoreloc_fleet.resource import keyorder, site
+from snoreloc_fleet.resource import delivery, keyorder, site
 
 _KEY_UNSAFE = re.compile(r"[^-._a-zA-Z0-9]")
 
@@ -89,6 +97,8 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
         spec["files"] = dict(sorted(files.items()))
     if cell := _shelf_cell(rendered):
         spec[site.SPEC_SHELF] = {hubreport.SHELF_MUST_BOOT_BY: cell}
+    if chosen := _delivery_cells(rendered)[0]:
+        spec["delivery"] = chosen
     annotations = {keyorder.ANNOTATION: keyorder.annotation(spec["siteConfig"])}
     cells = inventory_cells(rendered)
     if cells:
@@ -138,12 +148,75 @@ def refuse_bad_shelf(sites: Sequence[template.Rendered]) -> None:
         )
 
 
+BMC_COLUMNS = {  # inventory column -> spec.delivery.bmc's field (metal3 BareMetalHost's spec.bmc)
+    "bmcAddress": "address",
+    "bmcCredentialsName": "credentialsName",
+    "bmcCA": "caConfigMapKeyRef",
+    "bmcDisableCertificateVerification": "disableCertificateVerification",
+    "bmcPower": "power",
+}
+_BMC_FIELDS = {f"{delivery.FIELD}.bmc.{field}": column for column, field in BMC_COLUMNS.items()}
+
+
+def _cell(rendered: template.Rendered, column: str) -> str:
+    value = rendered.row.values.get(column)
+    return "" if value is None else str(value).strip()
+
+
+_YES, _NO = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def _delivery_cells(rendered: template.Rendered) -> tuple[dict[str, Any], list[errors.Problem]]:
+    """The Site's `spec.delivery` from the BMC columns ({} without `bmcAddress`: the stick), and what is wrong
+    with them, each problem at its cell."""
+    address = _cell(rendered, "bmcAddress")
+    if not address:
+        return {}, []
+    bmc: dict[str, Any] = {
+        "address": address,
+        "credentialsName": _cell(rendered, "bmcCredentialsName") or f"{rendered.row.name}-bmc",
+    }
+    if ca := _cell(rendered, "bmcCA"):
+        name, _, key = ca.partition("/")
+        bmc["caConfigMapKeyRef"] = {"name": name, "key": key or "ca.crt"}
+    found: list[errors.Problem] = []
+    insecure = _cell(rendered, "bmcDisableCertificateVerification").lower()
+    if insecure in _YES + _NO:
+        bmc["disableCertificateVerification"] = insecure in _YES
+    elif insecure:
+        found.append(errors.Problem(f"{delivery.FIELD}.bmc.disableCertificateVerification", "give true or false"))
+    if power := _cell(rendered, "bmcPower"):
+        bmc["power"] = power
+    chosen = {"method": delivery.Method.BMC.value, "bmc": bmc}
+    found += delivery.read({"delivery": chosen})[1]
+    problems = [errors.Problem(rendered.row.where(_column_of(p.path)), f"{p.message} ({p.path})") for p in found]
+    return chosen, problems
+
+
+def _column_of(path: str) -> str:
+    for field, column in _BMC_FIELDS.items():
+        if path == field or path.startswith(field + "."):
+            return column
+    return "bmcAddress"
+
+
+def refuse_bad_delivery(sites: Sequence[template.Rendered]) -> None:
+    """Raise ConfigError (exit 65) naming each BMC cell `spec.delivery`'s rule refuses; nothing is written."""
+    problems = [p for s in sites for p in _delivery_cells(s)[1]]
+    if problems:
+        raise errors.ConfigError(
+            f"{len(problems)} BMC cell{'s' if len(problems) != 1 else ''} refused; nothing was written",
+            problems=problems,
+        )
+
+
 def objects(
     sites: Sequence[template.Rendered], namespace: str, shared: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(Sites, Secrets) for rendered sites: one Secret per site with files of its own, one for the shared files."""
     refuse_clashes(sites)
     refuse_bad_shelf(sites)
+    refuse_bad_delivery(sites)
     site_objects = [site_object(s, namespace, shared) for s in sites]
     secrets = []
     common: dict[str, bytes] = {}
