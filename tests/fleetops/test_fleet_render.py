@@ -283,3 +283,8 @@ def test_bmc_columns_give_a_site_its_delivery_in_metal3s_shape_or_are_refused_na
     assert "sites.csv line 2, column bmcAddress" in err and "redfish-virtualmedia://" in err
     assert "sites.csv line 3, column bmcPower" in err and "sites.csv line 3, column bmcDisableCertificate" in err
     assert "nothing was written" in err and (out / "sites.yaml").read_text() == before
+    checked = ["fleet", "validate", str(inventory), "--template", str(template), "--output", "json"]
+    assert cli.main(checked) == 65, "validate refuses first what render would"
+    report = json.loads(capsys.readouterr().out)
+    cells = {f["inventory"] for s in report["sites"] for f in s["errors"] if f.get("check") == "render"}
+    assert {"sites.csv line 3, column bmcPower", "sites.csv line 2, column bmcAddress"} <= cells

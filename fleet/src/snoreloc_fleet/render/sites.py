@@ -130,22 +130,31 @@ def _shelf_cell(rendered: template.Rendered) -> str:
     return "" if value is None else str(value).strip()
 
 
+def _shelf_problems(rendered: template.Rendered) -> list[errors.Problem]:
+    cell = _shelf_cell(rendered)
+    if not cell or site.rfc3339(cell) is not None:
+        return []
+    message = (
+        f"{cell[:40]!r} is not a must-boot-by date: give the seal marker's shelf.mustBootBy, e.g. "
+        "2027-03-01T09:00:00Z (RFC 3339), or leave the cell empty"
+    )
+    return [errors.Problem(rendered.row.where(SHELF_COLUMN), message)]
+
+
 def refuse_bad_shelf(sites: Sequence[template.Rendered]) -> None:
     """Raise ConfigError (exit 65) naming each `mustBootBy` cell that is not an RFC 3339 date; nothing is written."""
-    problems = [
-        errors.Problem(
-            s.row.where(SHELF_COLUMN),
-            f"{cell[:40]!r} is not a must-boot-by date: give the seal marker's shelf.mustBootBy, e.g. "
-            "2027-03-01T09:00:00Z (RFC 3339), or leave the cell empty",
-        )
-        for s in sites
-        if (cell := _shelf_cell(s)) and site.rfc3339(cell) is None
-    ]
+    problems = [p for s in sites for p in _shelf_problems(s)]
     if problems:
         raise errors.ConfigError(
             f"{len(problems)} must-boot-by date{'s' if len(problems) != 1 else ''} unreadable; nothing was written",
             problems=problems,
         )
+
+
+def hub_cell_problems(rendered: template.Rendered) -> list[errors.Problem]:
+    """What render would refuse in a site's hub-only cells (`mustBootBy`, the BMC columns): `fleet validate` of an
+    inventory reports them as render refuses them (one rule each)."""
+    return _shelf_problems(rendered) + _delivery_cells(rendered)[1]
 
 
 BMC_COLUMNS = {  # inventory column -> spec.delivery.bmc's field (metal3 BareMetalHost's spec.bmc)

@@ -25,6 +25,7 @@ from snoreloc.siblings import errors, safefile
 from snoreloc_fleet import agent
 from snoreloc_fleet.checks import bulk, ci, fleetwide
 from snoreloc_fleet.render import inventory, template, tree
+from snoreloc_fleet.render import sites as hub_objects
 
 HELP = "check many site-configs at once (the agent's rules + fleet-wide checks); text, JSON, JUnit XML"
 OUTPUTS = ("junit",)  # argument names of the files this verb writes (tests/reliability)
@@ -115,7 +116,15 @@ def _from_inventory(args: argparse.Namespace, now: dt.datetime) -> list[bulk.Ver
             path = tree.write_site(out, site, tpl) / agent.SITE_CONFIG_NAME
             jobs.append(bulk.Job(site.row.name, str(path), f"{site.row.name}/{agent.SITE_CONFIG_NAME} (rendered)", now))
         checked = iter(_validate(jobs, args, trace))
-    return [_unrendered(s) if s.problems else next(checked) for s in sites]
+    return [_hub_cells(s, _unrendered(s) if s.problems else next(checked)) for s in sites]
+
+
+def _hub_cells(site: template.Rendered, verdict: bulk.Verdict) -> bulk.Verdict:
+    """The verdict with what render refuses in the site's hub-only cells (must-boot-by, BMC): errors here too."""
+    found = tuple(
+        bulk.Finding(p.message, check="render", inventory=p.path) for p in hub_objects.hub_cell_problems(site)
+    )
+    return dataclasses.replace(verdict, findings=verdict.findings + found) if found else verdict
 
 
 def _from_directory(args: argparse.Namespace, now: dt.datetime) -> list[bulk.Verdict]:
