@@ -28,7 +28,7 @@ from typing import Any
 
 from snoreloc.siblings import errors, redact, sanitize
 from snoreloc_fleet.hub.sitemedium import Checked
-from snoreloc_fleet.resource import site
+from snoreloc_fleet.resource import delivery, site
 from snoreloc_fleet.resource.site import Condition as Cond
 from snoreloc_fleet.resource.site import Phase, Reason
 
@@ -236,25 +236,25 @@ def _bmc_verdicts(record: Mapping[str, Any], current: str) -> dict[Cond, tuple[b
     inserted: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "waits for MediaReady (valid, batch open)")
     read: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "nothing inserted yet")
     ejected: tuple[bool, Reason | str, str] = (False, Reason.NOT_INSERTED, "nothing inserted yet")
-    if state == "NoImageServer":
+    if state == delivery.State.NO_IMAGE_SERVER:
         inserted = (False, Reason.NO_IMAGE_SERVER, message)
-    elif state == "Failed":
+    elif state == delivery.State.FAILED:
         inserted = (False, problem or Reason.NOT_INSERTED, f"{message} (next attempt {record.get('retryAt')})")
-    elif state == "Inserted":
+    elif state == delivery.State.INSERTED:
         inserted = (True, Reason.INSERTED, f"{digest} inserted at {record.get('insertedAt')}")
         read = (False, Reason.WAITING_FOR_NODE, f"waiting for the node's first report naming {digest}, until "
                 f"{record.get('deadline')}; status.delivery.downloads counts the BMC's downloads")  # fmt: skip
         ejected = (False, Reason.INSERTED, "inserted: ejected once the node has read it")
         if problem:
             ejected = (False, problem, f"{message} (next attempt {record.get('retryAt')})")
-    elif state in ("Ejected", "TimedOut"):
+    elif state in (delivery.State.EJECTED, delivery.State.TIMED_OUT):
         inserted = (False, Reason.EJECTED, f"{digest} ejected at {record.get('ejectedAt')}")
         ejected = (True, Reason.EJECTED, f"ejected at {record.get('ejectedAt')}; its URL answers 410")
         if current and current != digest:
             ejected = (True, Reason.EJECTED, f"{ejected[2]}; the Site now describes {current}: set the annotation "
                        "fleet.snoreloc.io/redeliver to a new value to insert it")  # fmt: skip
         read = (True, Reason.REPORTED, f"the node reported {digest} at {record.get('readAt')}")
-        if state == "TimedOut":
+        if state == delivery.State.TIMED_OUT:
             read = (False, Reason.READ_TIMEOUT, f"the node did not report {digest} by {record.get('deadline')}: "
                     "the image was ejected; check the server's console, then set the annotation "
                     "fleet.snoreloc.io/redeliver to a new value to insert it again")  # fmt: skip
