@@ -5,6 +5,7 @@ sticks). It runs the real commands against the hub simulator and the OpenShift s
 from __future__ import annotations
 
 import contextlib
+import csv
 import pathlib
 import re
 import shlex
@@ -103,6 +104,11 @@ def test_the_fleet_demos_bmc_sites_are_inserted_read_ejected_and_relocated_with_
     hub_objects = tmp_path / fleet.HUB_OBJECTS
     sites = {obj["metadata"]["name"]: obj for obj in yaml.safe_load_all((hub_objects / "sites.yaml").read_text())}
     assert sites["store-0003"]["spec"]["delivery"]["method"] == "bmc" and "delivery" not in sites["store-0001"]["spec"]
+    with (tmp_path / fleet.INVENTORY).open(newline="") as inventory:
+        rows = {row["name"]: row for row in csv.DictReader(inventory)}
+    address = sites["store-0003"]["spec"]["delivery"]["bmc"]["address"]
+    assert rows["store-0003"]["bmcAddress"] == address and rows["store-0001"]["bmcAddress"] == "", "from the inventory"
+    assert "and renders again" in out
     assert (hub_objects / fleet.BMC_OBJECTS).stat().st_mode & 0o777 == 0o600, "it holds the BMC's password"
     assert bmc.PASSWORD not in out and "signature=" not in out, "no BMC password or image URL in the demo's output"
 

@@ -14,7 +14,8 @@ sticks' credentials until the hub shows them Relocated. Last, `fleet status`, `f
 
 A few of the relocating sites (`--bmc-sites`, default 2) are delivered through their server's BMC instead (issue 36,
 zero touch): each server's BMC is sushy-tools' Redfish emulator (`demo.bmc`, HTTPS with basic auth), the owner's
-edit adds `spec.delivery` to those Sites and their BMC logins and CAs to the hub's objects, the controller runs its
+edit adds their BMC columns to the inventory and renders again (`spec.delivery`), their BMC logins and CAs go
+beside the hub's objects, the controller runs its
 image server, and no stick is asked for or made for them. The demo plays each server: once the hub has inserted the
 image into its virtual CD and powered it on, it reads the ISO the emulator downloaded and relocates from it, as a
 stick node does; then its Site shows the medium downloaded once, read and ejected. Without sushy-tools the demo says
@@ -280,25 +281,38 @@ def launch_bmcs(stack: contextlib.ExitStack, workdir: Path, names: list[str]) ->
     return emulators
 
 
-def deliver_by_bmc(objects: Path, emulators: dict[str, bmc.Emulator]) -> None:
-    """The owner's edit of the hub's objects: `spec.delivery` on each BMC site (metal3's BareMetalHost shape), its
-    BMC's login Secret and CA ConfigMap in bmc.yaml (0600: it holds the passwords)."""
+def deliver_by_bmc(owner: Path, emulators: dict[str, bmc.Emulator]) -> None:
+    """The owner's edit for the servers with BMCs: their BMC columns in the inventory (`bmcAddress`, `bmcCA`: metal3's
+    BareMetalHost shape, `fleet render` writes `spec.delivery` from them), `fleet render --sites` again as typed,
+    and their login Secrets and CA ConfigMaps in bmc.yaml beside the hub's objects (0600: it holds the passwords)."""
     if not emulators:
         return
-    sites_file = objects / "sites.yaml"
-    sites = list(yaml.safe_load_all(safefile.read_text(sites_file, _WRITTEN)))
+    inventory = owner / INVENTORY
+    rows = list(csv.DictReader(io.StringIO(safefile.read_text(inventory, _WRITTEN), newline="")))
     extra: list[dict[str, Any]] = []
-    for obj in sites:
-        emulator = emulators.get(obj["metadata"]["name"])
+    for row in rows:
+        emulator = emulators.get(row["name"])
+        row["bmcAddress"] = row["bmcCA"] = ""
         if emulator is not None:
-            held, obj["spec"]["delivery"] = bmc.bmc_objects(emulator, NAMESPACE, obj["metadata"]["name"])
+            held, chosen = bmc.bmc_objects(emulator, NAMESPACE, row["name"])
+            ca = chosen["bmc"]["caConfigMapKeyRef"]
+            row["bmcAddress"], row["bmcCA"] = chosen["bmc"]["address"], f"{ca['name']}/{ca['key']}"
             extra += [{"apiVersion": "v1", "kind": kind, **body} for kind, body in held]
-    safefile.write(sites_file, yaml.safe_dump_all(sites, sort_keys=False), mode=0o644)
-    safefile.write(objects / BMC_OBJECTS, yaml.safe_dump_all(extra, sort_keys=False), mode=0o600)
-    names = ", ".join(emulators)
-    say(f"the owner's edit for {names}: spec.delivery {{method: bmc, bmc: {{address: redfish-virtualmedia+https://"
-        f"..., credentialsName: SITE-bmc, caConfigMapKeyRef: {{name: SITE-bmc-ca, key: ca.crt}}, power: on}}}} in "
-        f"{objects / 'sites.yaml'}, their BMC logins and CAs in {objects / BMC_OBJECTS}")  # fmt: skip
+    out = io.StringIO(newline="")
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    safefile.write(inventory, out.getvalue(), mode=0o644)
+    say(
+        f"\nthe owner adds the BMC columns for {', '.join(emulators)} to {INVENTORY} (bmcAddress: their Redfish "
+        "System, bmcCA: the ConfigMap/key of its CA; the login Secret defaults to SITE-bmc) and renders again:"
+    )
+    render = ["fleet", "render", "--template", str(owner / TEMPLATE), "--inventory", str(inventory)]
+    if _command([*render, "--sites", str(owner / HUB_OBJECTS), "-n", NAMESPACE], owner) != 0:
+        raise errors.InternalError("the demo's inventory with BMC columns did not render as hub objects")
+    logins = owner / HUB_OBJECTS / BMC_OBJECTS
+    safefile.write(logins, yaml.safe_dump_all(extra, sort_keys=False), mode=0o600)
+    say(f"their BMC logins and CAs (the owner's own objects; never in the inventory): {logins}")
 
 
 def _delivery(admin: kube.Client, name: str) -> dict[str, Any]:
@@ -375,7 +389,7 @@ def _relocate_all(  # noqa: PLR0917 (the demo's pieces, each once)
 def _on_the_hub(args: argparse.Namespace, workdir: Path, invalid: set[str], scratch: Path) -> Path:
     with HubSimulator(workdir=workdir / HUB_DIR) as hub, contextlib.ExitStack() as bmcs:  # hub kept: commands name it
         emulators = launch_bmcs(bmcs, workdir, bmc_names(args, invalid))
-        deliver_by_bmc(workdir / HUB_OBJECTS, emulators)
+        deliver_by_bmc(workdir, emulators)
         serving = " with its image server for BMCs (HTTPS, signed URLs)" if emulators else ""
         say(f"\nthe hub: a simulated Kubernetes API at {hub.api_url}, the Site CRD installed, the Site controller "
             f"running in this process{serving}")  # fmt: skip
