@@ -27,9 +27,9 @@ Run: `.venv/bin/python bench/fleet_bmc.py [--sites 200] [--hold] [--cold-sites 2
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import concurrent.futures
-import base64
 import datetime as dt
 import os
 import statistics
@@ -63,7 +63,7 @@ from snoreloc_sim.hub.simulator import HubSimulator
 
 NAME = "fleet_bmc"
 NS = hub_sites.NS
-USERNAME, PASSWORD = "admin", "bench-bmc-password"  # noqa: S105 (the emulator's, made here)
+USERNAME, PASSWORD = "admin", "bench-bmc-password"
 EMULATOR = Path(os.environ.get("SUSHY_EMULATOR", str(Path(common.python()).with_name("sushy-emulator"))))
 POLL_S = 0.5
 NODE_THREADS = 8  # nodes reading their media at once (the bench's threads)
@@ -91,8 +91,9 @@ def _system_id(number: int) -> str:
 
 
 @contextmanager
-def emulator(scratch: Path, systems: int) -> Iterator[tuple[int, Path, Path]]:
-    """sushy-tools' emulator with `systems` fake Systems, until the block ends: (port, its CA file, downloads)."""
+def emulator(scratch: Path, systems: int) -> Iterator[tuple[int, Path, Path, subprocess.Popen[bytes]]]:
+    """sushy-tools' emulator with `systems` fake Systems, until the block ends: (port, its CA file, downloads, its
+    process). It logs every request it answers to `scratch/emulator.log` (werkzeug's access log)."""
     if not EMULATOR.exists():
         raise SystemExit(f"{EMULATOR} not found: install sushy-tools (the fleet's test extra)")
     ca, cert, key = _tls(scratch / "bmc-tls")
@@ -109,7 +110,9 @@ def emulator(scratch: Path, systems: int) -> Iterator[tuple[int, Path, Path]]:
     argv = [str(EMULATOR), "--fake", "-i", "127.0.0.1", "-p", str(port), "--config", str(config),
             "--ssl-certificate", str(cert), "--ssl-key", str(key)]  # fmt: skip
     with (scratch / "emulator.log").open("wb") as log:
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(downloads)})
+        process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "TMPDIR": str(downloads)}
+        )
         try:
             deadline = time.monotonic() + 60
             while True:
@@ -120,7 +123,7 @@ def emulator(scratch: Path, systems: int) -> Iterator[tuple[int, Path, Path]]:
                     if process.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError((scratch / "emulator.log").read_text()[-2000:]) from None
                     time.sleep(0.2)
-            yield port, ca, downloads
+            yield port, ca, downloads, process
         finally:
             process.terminate()
             process.wait(30)
@@ -200,9 +203,15 @@ def _bmc_site(admin: kube.Client, number: int, port: int) -> int:
              "password": base64.b64encode(PASSWORD.encode()).decode()}  # fmt: skip
     admin.create(kube.SECRETS, {"metadata": {"name": f"{name}-bmc", "namespace": NS}, "data": login})
     obj = hub_sites._site(name)
-    obj["spec"]["delivery"] = {"method": "bmc", "bmc": {
-        "address": f"redfish-virtualmedia+https://127.0.0.1:{port}/redfish/v1/Systems/{_system_id(number)}",
-        "credentialsName": f"{name}-bmc", "caConfigMapKeyRef": {"name": "bmc-ca", "key": "ca.crt"}, "power": "on"}}
+    obj["spec"]["delivery"] = {
+        "method": "bmc",
+        "bmc": {
+            "address": f"redfish-virtualmedia+https://127.0.0.1:{port}/redfish/v1/Systems/{_system_id(number)}",
+            "credentialsName": f"{name}-bmc",
+            "caConfigMapKeyRef": {"name": "bmc-ca", "key": "ca.crt"},
+            "power": "on",
+        },
+    }
     admin.create(reconcile.SITES, obj)
     return 2
 
@@ -215,6 +224,8 @@ class Nodes:
         self.scratch, self.downloads, self.ca, self.port = scratch, downloads, ca, port
         self.reported: dict[str, float] = {}  # digest -> when its node reported it (monotonic)
         self.writes = 0
+        self.checks = 0  # the nodes' own looks at their Systems (Redfish requests of the bench, not the controller)
+        self.per_check = 0
 
     def pending(self) -> list[Path]:
         return [p for p in self.downloads.rglob("sha256-*.iso") if p.stem.replace("-", ":", 1) not in self.reported]
@@ -225,7 +236,19 @@ class Nodes:
             "credentialsName": "x"}}})  # fmt: skip
         assert found.bmc is not None
         client = redfish.Bmc(found.bmc, redfish.Login(USERNAME, PASSWORD), verify=str(self.ca))
+        self.checks += 1
         return client.media().inserted and client.powered()
+
+    def calibrate(self) -> None:
+        """How many Redfish requests a node's look costs, counted on the idle emulator (each look makes the same)."""
+        log = self.scratch / "emulator.log"
+        before = _redfish_requests(log)
+        self._on(0)
+        time.sleep(0.5)  # the access log's line of the last request
+        self.per_check, self.checks = _redfish_requests(log) - before, 0
+
+    def redfish_requests(self) -> int:
+        return self.checks * self.per_check
 
     def read(self, iso: Path, number: int) -> bool:
         """Node `number` reads `iso` and reports its digest, if its CD holds it and it is on; whether it did."""
@@ -249,6 +272,18 @@ class Nodes:
         return True
 
 
+def _cpu_s(pid: int) -> float:
+    """Process `pid`'s CPU seconds so far (user and system, every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _redfish_requests(log: Path) -> int:
+    """The Redfish requests the emulator has answered so far (its access log's lines)."""
+    return sum(1 for line in log.read_text(errors="replace").splitlines() if '"GET /' in line or '"POST /' in line
+               or '"PATCH /' in line or '"DELETE /' in line)  # fmt: skip
+
+
 def _condition(obj: dict[str, Any], kind: str) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
@@ -260,9 +295,11 @@ def delivery_run(sites: int, hold: bool) -> dict[str, float]:
         scratch = Path(tmp)
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
         fleet_waves._prepare(admin)  # the Site and Wave CRDs (a BMC Site's reconcile reads its namespace's Waves)
-        with emulator(scratch, sites) as (port, ca, downloads):
+        with emulator(scratch, sites) as (port, ca, downloads, bmcs):
             admin.create(kube.CONFIGMAPS, {"metadata": {"name": "bmc-ca", "namespace": NS},
                                            "data": {"ca.crt": ca.read_text()}})  # fmt: skip
+            nodes = Nodes(scratch, downloads, ca, port)
+            nodes.calibrate()
             counted = WriteCount(hub)
             child = fleet_controller.Child(hub, 0.0, scratch, _image_server_argv(scratch, NS))
             try:
@@ -272,11 +309,13 @@ def delivery_run(sites: int, hold: bool) -> dict[str, float]:
                 raise
             baseline = counted.writes
             bench_writes = sum(_bmc_site(admin, n, port) for n in range(sites))
+            bmc_cpu, bmc_requests = _cpu_s(bmcs.pid), _redfish_requests(scratch / "emulator.log")
             rss_before = child.rss_mb()
             cpu_before = child.cpu_s()
-            nodes = Nodes(scratch, downloads, ca, port)
             seen = _follow(admin, child, nodes, sites, hold)
             cpu = child.cpu_s() - cpu_before
+            bmc_cpu = _cpu_s(bmcs.pid) - bmc_cpu
+            bmc_requests = _redfish_requests(scratch / "emulator.log") - bmc_requests
             controller_writes = counted.writes - baseline - bench_writes - nodes.writes
             own_count = child.writes()
             peak_rss = child.peak_rss_mb()
@@ -290,6 +329,8 @@ def delivery_run(sites: int, hold: bool) -> dict[str, float]:
     return {
         "controller_cpu_s_per_site": cpu / sites,
         "hub_writes_per_site": controller_writes / sites,
+        "emulator_cpu_s_per_site": bmc_cpu / sites,
+        "redfish_requests_per_site": (bmc_requests - nodes.redfish_requests()) / sites,
         "controller_counted_writes_per_site": own_count / sites,
         "ready_to_ejected_s_min": min(ready_to_ejected),
         "ready_to_ejected_s_median": statistics.median(ready_to_ejected),
@@ -350,7 +391,8 @@ def _follow(admin: kube.Client, child: fleet_controller.Child, nodes: Nodes, sit
             found = [(iso, digests[iso.stem.replace("-", ":", 1)]) for iso in nodes.pending()
                      if iso.stem.replace("-", ":", 1) in digests]  # fmt: skip
             image_bytes = image_bytes or (found[0][0].stat().st_size if found else 0)
-            for (iso, name), read in zip(found, pool.map(lambda f: nodes.read(f[0], int(f[1].split("-")[1])), found)):
+            reads = pool.map(lambda f: nodes.read(f[0], int(f[1].split("-")[1])), found)
+            for (iso, name), read in zip(found, reads, strict=True):
                 if read:
                     seen["report"][name] = nodes.reported[iso.stem.replace("-", ":", 1)]
         if now - shown >= PROGRESS_S:
@@ -407,7 +449,8 @@ def _report(payload: dict[str, Any]) -> str:
             f"BMC delivery of {r['sites']} Sites{' (nodes hold until all are inserted)' if r['hold'] else ''}, "
             f"min/median/max of {r['hub_writes_per_site']['n']} runs:",
             f"  controller CPU per Site: {shown('controller_cpu_s_per_site')} s; hub writes per Site (the "
-            f"controller's): {shown('hub_writes_per_site', 2)} (its own count {shown('controller_counted_writes_per_site', 2)})",
+            f"controller's): {shown('hub_writes_per_site', 2)} (its own count "
+            f"{shown('controller_counted_writes_per_site', 2)})",
             f"  Ready to MediaEjected per Site: min {shown('ready_to_ejected_s_min', 1)} s, median "
             f"{shown('ready_to_ejected_s_median', 1)} s, max {shown('ready_to_ejected_s_max', 1)} s",
             f"  of which Ready to Inserted: median {shown('ready_to_inserted_s_median', 1)}, max "
@@ -415,6 +458,8 @@ def _report(payload: dict[str, Any]) -> str:
             f"{shown('inserted_to_report_s_median', 1)}, max {shown('inserted_to_report_s_max', 1)} s; "
             f"the report to Ejected: median "
             f"{shown('report_to_ejected_s_median', 1)}, max {shown('report_to_ejected_s_max', 1)} s",
+            f"  the emulator (all the BMCs): {shown('emulator_cpu_s_per_site')} s of CPU and "
+            f"{shown('redfish_requests_per_site', 1)} Redfish requests per Site from the controller\n"
             f"  downloads per Site {shown('downloads_per_site', 2)}; image {shown('image_kb', 1)} KB",
             f"  controller RSS: {shown('rss_mb_before_inserts', 1)} MB before, {shown('rss_mb_most_held', 1)} MB with "
             f"{shown('most_grants_held', 0)} grants held ({shown('rss_kb_per_grant_held', 1)} KB a grant), "
