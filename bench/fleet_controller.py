@@ -111,14 +111,14 @@ class Child:
     """`snoreloc fleet controller` as a person starts it, in its own process (so its memory is its own), with no
     write limit unless `qps`; its writes are read from its own metrics (`--metrics-port`)."""
 
-    def __init__(self, hub: HubSimulator, qps: float, scratch: Path) -> None:
+    def __init__(self, hub: HubSimulator, qps: float, scratch: Path, extra: Sequence[str] = ()) -> None:
         ca = scratch / "hub-ca.pem"
         ca.write_bytes(hub.ca_pem)
         limit = ["--qps", str(qps or 1e6), "--burst", str(int(2 * qps) or 1_000_000)]
         argv = [*common.snoreloc_argv(), "fleet", "controller", "--kubeconfig", str(hub.kubeconfig_path)]
         self.port = _free_port()
         argv += ["--hub-url", hub.api_url, "--hub-ca", str(ca), "--sweep", "3600", *limit]
-        argv += ["--metrics-port", str(self.port)]
+        argv += ["--metrics-port", str(self.port), *extra]
         self._log = (scratch / "controller.log").open("wb")
         self.process = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT)
 
@@ -175,13 +175,13 @@ class Child:
         self._log.close()
 
 
-def once(sites: int, qps: float, steady_s: float) -> dict[str, float]:
-    """One cold start on a fresh hub populated with `sites` Sites."""
+def once(sites: int, qps: float, steady_s: float, extra: Sequence[str] = ()) -> dict[str, float]:
+    """One cold start on a fresh hub populated with `sites` Sites; `extra`: more options for the controller."""
     with tempfile.TemporaryDirectory(prefix="snoreloc-bench-controller-") as scratch, HubSimulator() as hub:
         admin = kube.Client.from_kubeconfig(str(hub.kubeconfig_path), clock=clock.SystemClock())
         populate(admin, sites)
         started, own_cpu = time.monotonic(), _own_cpu_s()
-        first = Child(hub, qps, Path(scratch))
+        first = Child(hub, qps, Path(scratch), extra)
         rss_at = _cold_start(admin, first, sites)
         cold_s = time.monotonic() - started
         cpu = {"controller_cpu_s": first.cpu_s(), "hub_process_cpu_s": _own_cpu_s() - own_cpu}
@@ -190,7 +190,7 @@ def once(sites: int, qps: float, steady_s: float) -> dict[str, float]:
         steady = first.writes() - to_steady
         rss = first.peak_rss_mb()
         first.stop()
-        second = Child(hub, qps, Path(scratch))
+        second = Child(hub, qps, Path(scratch), extra)
         second.serving()
         time.sleep(steady_s)
         restart = second.writes()

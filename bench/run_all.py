@@ -23,6 +23,7 @@ import api_economy
 import baselines
 import certificates
 import common
+import fleet_bmc
 import fleet_controller
 import fleet_demo
 import fleet_reports
@@ -82,6 +83,7 @@ BENCHMARKS: dict[str, Main] = {
     "hub_sites": hub_sites.main,
     "fleet_controller": fleet_controller.main,
     "fleet_reports": fleet_reports.main,
+    "fleet_bmc": fleet_bmc.main,
 }
 QUICK: dict[str, list[str]] = {
     "certificates": ["--repetitions", "2"],
@@ -102,6 +104,7 @@ QUICK: dict[str, list[str]] = {
     "hub_sites": ["--sites", "10", "--repetitions", "1"],
     "fleet_controller": ["--sites", "20", "--steady-seconds", "3"],
     "fleet_reports": ["--nodes", "6", "--seconds", "4", "--interval", "2"],
+    "fleet_bmc": ["--sites", "3", "--cold-sites", "20", "--cold-repetitions", "1"],
 }
 
 

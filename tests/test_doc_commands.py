@@ -429,6 +429,19 @@ ELSEWHERE: dict[str, Elsewhere] = {
         "the owner's approval (the test sends the same merge patch with the official client)",
         _FLEET + "test_waves.py::test_a_canary_failing_with_one_cause_halts_the_wave_and_approval_opens_the_next_batch",
     ),
+    **{
+        line: Elsewhere(
+            "a benchmark run (200 BMC Sites against sushy-tools: about a minute; cold starts: minutes a pair)",
+            "tests/fleetops/test_fleet_bmc_bench_smoke.py::"
+            "test_fleet_bmc_benchmark_delivers_a_few_sites_and_compares_cold_starts",
+        )
+        for line in (
+            ".venv/bin/python bench/fleet_bmc.py --sites 200 --cold-sites 0",
+            ".venv/bin/python bench/fleet_bmc.py --sites 200 --hold --cold-sites 0",
+            ".venv/bin/python bench/fleet_bmc.py --sites 0 --cold-sites 10000 --cold-repetitions 1",
+            ".venv/bin/python bench/fleet_bmc.py --sites 0 --cold-sites 2000 --cold-repetitions 3",
+        )
+    },
     ".venv/bin/python bench/fleet_controller.py --sites 10000 --steady-seconds 60": Elsewhere(
         "a benchmark run (about five minutes a repetition); tests/bench smoke-tests it small"
     ),

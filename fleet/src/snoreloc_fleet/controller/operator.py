@@ -374,7 +374,9 @@ class Controller:
                 self.bmc_sites.add(key)
             else:
                 self.bmc_sites.discard(key)
-        if bmc or was:
+        if bmc and _read_while_inserted(event.get("object") or {}):
+            self.bmc_queue.add_first(key)  # eject at once, not behind every insert queued (a burst of new Sites)
+        elif bmc or was:
             self.bmc_queue.add(key)
 
     def on_event(self, event: dict[str, Any], namespace: str, name: str) -> None:
@@ -501,6 +503,16 @@ class Controller:
                 bmc_keys = sorted(self.bmc_sites)
             for key in bmc_keys:
                 self.bmc_queue.add(key)
+
+
+def _read_while_inserted(obj: dict[str, Any]) -> bool:
+    """Whether a BMC Site's node has reported the digest of the medium still inserted: its eject is due now."""
+    status = obj.get("status") or {}
+    record, agent = status.get(site.STATUS_DELIVERY) or {}, status.get(site.STATUS_AGENT) or {}
+    if not isinstance(record, dict) or not isinstance(agent, dict):
+        return False
+    digest = record.get("digest")
+    return record.get("state") == bmccycle.State.INSERTED and bool(digest) and agent.get("siteConfigDigest") == digest
 
 
 def registry_for(controller: Controller) -> kopf.OperatorRegistry:

@@ -45,6 +45,7 @@ class WorkQueue(Generic[K]):
         self._heap: list[tuple[float, int, K]] = []  # (due, sequence, key); stale entries are skipped
         self._sequence = 0
         self._failures: dict[K, int] = {}
+        self._first: set[K] = set()  # keys added with `add_first` not yet handed out: ahead of the others
         self._shutdown = False
 
     def add(self, key: K) -> None:
@@ -59,6 +60,24 @@ class WorkQueue(Generic[K]):
         self._waiting.pop(key, None)  # due now: an earlier delayed add of it is moot
         if key not in self._processing:
             self._queue.append(key)
+            self._cond.notify()
+
+    def add_first(self, key: K) -> None:
+        """Mark `key` as needing a reconcile ahead of every key queued (an urgent one: a medium its node has read,
+        to eject now rather than after every insert queued); a key already queued moves to the front."""
+        with self._cond:
+            if self._shutdown:
+                return
+            self._first.add(key)
+            if key in self._processing:  # queued first when its worker is done
+                self._dirty.add(key)
+                self._waiting.pop(key, None)
+                return
+            if key in self._dirty:
+                self._queue.remove(key)  # O(queued): only for the few urgent keys
+            self._dirty.add(key)
+            self._waiting.pop(key, None)
+            self._queue.appendleft(key)
             self._cond.notify()
 
     def add_after(self, key: K, delay: float) -> None:
@@ -99,6 +118,7 @@ class WorkQueue(Generic[K]):
                 self._promote_due()
                 if self._queue:
                     key = self._queue.popleft()
+                    self._first.discard(key)
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
@@ -130,7 +150,10 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._processing.discard(key)
             if key in self._dirty:
-                self._queue.append(key)
+                if key in self._first:
+                    self._queue.appendleft(key)
+                else:
+                    self._queue.append(key)
                 self._cond.notify()
 
     def shutdown(self) -> None:
@@ -138,6 +161,7 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._shutdown = True
             self._queue.clear()
+            self._first.clear()
             self._dirty.clear()
             self._waiting.clear()
             self._heap.clear()
