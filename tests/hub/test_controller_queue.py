@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from snoreloc_fleet.controller import operator
+from snoreloc_fleet.controller import bmccycle, operator
 from snoreloc_fleet.resource import site
 from snoreloc_fleet.verbs import controller as command
 
@@ -185,3 +185,15 @@ def test_no_workers_is_refused_before_anything_runs() -> None:
     command.add_arguments(parser)
     with pytest.raises(errors.UsageError, match="--workers must be at least 1"):
         command.run(parser.parse_args(["--workers", "0", "--kubeconfig", "/nonexistent"]))
+    with pytest.raises(errors.UsageError, match="--bmc-workers must be at least 1"):
+        command.run(parser.parse_args(["--bmc-workers", "0", "--kubeconfig", "/nonexistent"]))
+
+
+def test_the_flags_defaults_are_the_controllers_own() -> None:
+    """One fact each: the verb's defaults are the controller's constants (the verb does not import the controller
+    until it runs)."""
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    defaults = parser.parse_args([])
+    assert (defaults.workers, defaults.bmc_workers) == (operator.WORKERS, operator.BMC_WORKERS)
+    assert defaults.bmc_read_timeout == bmccycle.READ_TIMEOUT

@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the Secret holding the key that signs image URLs, made when missing (default {IMAGE_KEY_SECRET})",
     )
     images.add_argument(
+        "--bmc-workers",
+        type=int,
+        default=4,
+        metavar="N",
+        help="BMC passes at once (threads: each waits on a BMC for seconds; default 4)",
+    )
+    images.add_argument(
         "--bmc-read-timeout",
         type=float,
         default=7200.0,
@@ -99,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
     from snoreloc_fleet.controller import operator, reconcile  # noqa: PLC0415
     from snoreloc_fleet.hub import credentials  # noqa: PLC0415
 
-    if args.workers < 1:
-        raise errors.UsageError(f"--workers must be at least 1, got {args.workers}")
+    for flag in ("workers", "bmc_workers"):
+        if getattr(args, flag) < 1:
+            raise errors.UsageError(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     log_to(sys.stderr)
     configuration = operator.configuration_for(args.kubeconfig)
     own_ca = _read(configuration.ssl_ca_cert, safefile.CA_BUNDLE) if configuration.ssl_ca_cert else b""
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         qps=args.qps,
         burst=args.burst,
         workers=args.workers,
+        bmc_workers=args.bmc_workers,
         metrics=_metrics(args.metrics_port),
         image_server=image_server(args),
     )
