@@ -23,7 +23,7 @@ import pytest
 import requests
 import yaml
 from snoreloc_fleet.controller import bmccycle, metrics, operator, waves
-from snoreloc_fleet.hub import credentials, mediaimage
+from snoreloc_fleet.hub import credentials, mediaimage, redfish
 from snoreloc_fleet.resource import keyorder, site
 from snoreloc_fleet.resource import wave as wave_mod
 
@@ -276,8 +276,42 @@ def test_a_site_deleted_while_the_controller_was_down_is_ejected_by_the_next_one
     events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
     given_up = [e for e in events["items"] if e["involvedObject"]["name"] == "store-052"
                 and e["reason"] == site.Reason.EJECT_ABANDONED.value]  # fmt: skip
-    assert len(given_up) == 1 and "eject it at the BMC by hand" in given_up[0]["message"]
+    assert len(given_up) == 1 and "eject it there by hand" in given_up[0]["message"]
     assert _client(bmc).media().inserted, "nothing could log into the BMC: the owner is told to eject it"
+
+
+def test_a_deleted_sites_eject_at_a_dead_bmc_backs_off_and_is_given_up_at_its_bound(
+    hub: HubSimulator,
+    admin: kube.Client,
+    start_controller: Callable[..., Running],
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The eject of a deleted Site whose BMC is gone is tried `EJECT_ATTEMPTS` times, backing off between (its own
+    status writes wake passes that must not retry early), then given up, saying so; the Site goes."""
+    monkeypatch.setattr(bmccycle, "EJECT_ATTEMPTS", 3)
+    monkeypatch.setattr(bmccycle, "RETRY_S", 2.0)
+    monkeypatch.setattr(redfish, "RETRIES", 1)  # a refused connection fails at once: only the back-off takes time
+    monkeypatch.setattr(redfish, "RETRY_DELAY", 0)
+    start_controller(image_server=_image_server(tmp_path))
+    with launched(tmp_path) as emulator:
+        _bmc_site(admin, emulator, tmp_path, "store-053", PASSWORD)
+        _until_state(admin, "store-053", "Inserted")
+    admin.delete(kube.Ref(SITES, "store-053", NS))
+    began = time.monotonic()
+
+    def failing() -> dict[str, Any] | None:
+        obj = admin.find(kube.Ref(SITES, "store-053", NS))
+        return obj if obj is not None and _record(admin, "store-053").get("attempts") == 2 else None
+
+    record = dict(wait_for("two failed ejects", failing, 60, 0.2))["status"][site.STATUS_DELIVERY]
+    assert record["problem"] == "BMCUnreachable" and record["retryAt"], "backing off, visibly"
+    wait_for("the Site let go", lambda: admin.find(kube.Ref(SITES, "store-053", NS)) is None, 60, 0.5)
+    # the back-off, 2 s then 4 s, held between the attempts (retryAt is kept to the second: up to 1 s early each)
+    assert time.monotonic() - began >= 2.0 + 4.0 - 2.0
+    events = admin.request("GET", f"/api/v1/namespaces/{NS}/events")
+    warned = [e["reason"] for e in events["items"] if e["involvedObject"]["name"] == "store-053"]
+    assert sorted(warned) == ["BMCUnreachable", site.Reason.EJECT_ABANDONED.value], "the first failure, the verdict"
 
 
 def test_a_restarted_controller_serves_the_inserted_image_again_at_the_same_url(

@@ -330,6 +330,9 @@ class Cycle:
         if FINALIZER not in (obj["metadata"].get("finalizers") or []):
             return Step(False if deleting or not before else _record(self.client, ref, before, {}))
         held = _held_in(before)
+        retry_at = status_mod.when(before.get("retryAt"))
+        if held is not None and retry_at is not None and now < retry_at:  # backing off (an event woke this pass)
+            return Step(False, (retry_at - now).total_seconds())
         if held is not None:
             try:
                 self._eject(obj, held)
@@ -344,8 +347,8 @@ class Cycle:
                         _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
                     return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
                 message = (
-                    f"the Site is deleted but its image could not be ejected ({exc}): eject it at the BMC by hand; "
-                    "its URL answers 410"
+                    f"the Site is deleted but the BMC could not be asked to eject its image ({exc}): if the BMC "
+                    "still holds it, eject it there by hand; its URL answers 410"
                 )
                 LOG.warning("site %s/%s: %s", seen.namespace, seen.name, message)
                 _warn(self.client, obj, site.Reason.EJECT_ABANDONED.value, message, now)
