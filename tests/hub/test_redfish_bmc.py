@@ -125,3 +125,42 @@ def test_bmc_failures_are_named_for_the_owner_without_the_password(bmc: Emulator
             attempt()
         assert caught.value.problem is problem, (problem, str(caught.value))
         assert PASSWORD not in str(caught.value) and caught.value.advice
+
+
+def test_a_bmc_that_streams_by_ranges_gets_each_part_and_one_download_at_the_last_byte(
+    served: tuple[str, imageserver.Grants, Path],
+) -> None:
+    """BMCs that stream virtual media read the image by HTTP ranges (RFC 9110 section 14): each range is answered
+    206 with its Content-Range, the read counts once, when the image's last byte goes out; a range past the end is
+    416; no Range is the whole image, 200, as before."""
+    base, grants, hub_ca = served
+    image = mediaimage.build(TREE)
+    digest = medium.digest(TREE)
+    grants.grant("fleet", "store-042", digest, image)
+    url = imageurl.url(base, KEY, imageurl.Grant("fleet", "store-042", digest, int(time.time()) + 600))
+
+    def get(wanted: str | None) -> requests.Response:
+        headers = {"Range": wanted} if wanted else {}
+        return requests.get(url, headers=headers, verify=str(hub_ca), timeout=10)
+
+    def counted(expected: int) -> bool:  # the server counts once write_eof returns, a moment after the client read
+        deadline = time.monotonic() + 5
+        while grants.downloads("fleet", "store-042") != expected and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return grants.downloads("fleet", "store-042") == expected
+
+    half = len(image) // 2
+    first = get(f"bytes=0-{half - 1}")
+    assert first.status_code == 206 and first.headers["Content-Range"] == f"bytes 0-{half - 1}/{len(image)}"
+    assert first.headers["Accept-Ranges"] == "bytes"
+    time.sleep(0.2)
+    assert grants.downloads("fleet", "store-042") == 0, "a part without the last byte is not a read"
+    rest = get(f"bytes={half}-")
+    assert rest.status_code == 206 and rest.headers["Content-Range"] == f"bytes {half}-{len(image) - 1}/{len(image)}"
+    assert first.content + rest.content == image
+    assert counted(1), "one read: the part with the last byte"
+    assert get("bytes=-16").content == image[-16:] and counted(2)
+    beyond = get(f"bytes={len(image) + 10}-")
+    assert beyond.status_code == 416 and beyond.headers["Content-Range"] == f"bytes */{len(image)}"
+    whole = get(None)
+    assert whole.status_code == 200 and whole.content == image and counted(3)

@@ -28,6 +28,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 
 from aiohttp import web
 
@@ -94,10 +95,52 @@ def _refusals(application: web.Application, answered: Answered) -> None:
     namespace: a refused URL's claim is the requester's to choose."""
 
     async def prepared(_request: web.Request, response: web.StreamResponse) -> None:
-        if response.status != 200:
+        if response.status >= HTTPStatus.BAD_REQUEST:
             answered("", response.status)
 
     application.on_response_prepare.append(prepared)
+
+
+def _part(request: web.Request, size: int) -> range | None:
+    """The bytes a GET asks for: the whole image, or the one range of its `Range` header (RFC 9110 section 14.2, as
+    aiohttp's `http_range` parses it; BMCs that stream virtual media read by ranges); None when unsatisfiable."""
+    try:
+        wanted = request.http_range
+    except ValueError:  # a Range header aiohttp cannot read (several ranges, not bytes): the whole image, as RFC
+        return range(size)  # 9110 allows a server that ignores it
+    part = range(size)[wanted]
+    return part if len(part) > 0 and part.step == 1 else None
+
+
+async def _send(
+    request: web.Request, body: bytes, site: tuple[str, str, str], grants: Grants, answered: Answered | None
+) -> web.StreamResponse:
+    """The granted image, or the part of it asked for; counted as a download once its last byte is sent."""
+    part = _part(request, len(body))
+    if part is None:
+        headers = {"Content-Range": f"bytes */{len(body)}"}
+        return web.Response(status=HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE, headers=headers)
+    response = web.StreamResponse(headers={"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"})
+    if part != range(len(body)):
+        response.set_status(HTTPStatus.PARTIAL_CONTENT)
+        response.headers["Content-Range"] = f"bytes {part.start}-{part.stop - 1}/{len(body)}"
+    response.content_length = len(part)
+    if request.method == "HEAD":  # a BMC asking the size first (aiohttp's add_get answers HEAD): not a download
+        await response.prepare(request)
+        return response
+    if request.transport is not None:  # aiohttp lets go of it when it stops: `stop` cuts it
+        request.app[CONNECTIONS].add(request.transport)
+    await response.prepare(request)
+    for start in range(part.start, part.stop, CHUNK):  # cancelled or failing midway: not counted
+        await response.write(body[start : min(start + CHUNK, part.stop)])
+    await response.write_eof()
+    if part.stop == len(body):  # the image's last byte sent: a whole read (a BMC streaming by ranges ends here)
+        grants.downloaded(*site)
+        if answered is not None:
+            answered(site[0], HTTPStatus.OK)
+    LOG.info("image %s %s/%s: bytes %d-%d of %d sent", request.remote, site[0], site[1], part.start,
+             part.stop - 1, len(body))  # fmt: skip
+    return response
 
 
 def app(
@@ -117,22 +160,7 @@ def app(
         body = grants.image(*site)
         if body is None:  # revoked between the check and now
             return web.Response(status=int(imageurl.Verdict.GONE), text="gone\n")
-        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
-        response.content_length = len(body)
-        if request.method == "HEAD":  # a BMC asking the size first (aiohttp's add_get answers HEAD): not a download
-            await response.prepare(request)
-            return response
-        if request.transport is not None:  # aiohttp lets go of it when it stops: `stop` cuts it
-            request.app[CONNECTIONS].add(request.transport)
-        await response.prepare(request)
-        for start in range(0, len(body), CHUNK):  # cancelled or failing midway: not counted
-            await response.write(body[start : start + CHUNK])
-        await response.write_eof()
-        grants.downloaded(*site)
-        if answered is not None:
-            answered(site[0], 200)
-        LOG.info("image %s %s/%s: whole image sent (%d bytes)", request.remote, site[0], site[1], len(body))
-        return response
+        return await _send(request, body, site, grants, answered)
 
     async def refused(request: web.Request) -> web.StreamResponse:
         LOG.info("image %s 403: not an image URL of this hub", request.remote)
