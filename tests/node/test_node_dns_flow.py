@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sealed import sealed_root
+from sealed import node_request, sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, fs, kube
-from snoreloc.engine import node, paths, pipeline, runner
+from snoreloc.engine import node, paths, pipeline
 from snoreloc.host import node_dns
 from snoreloc.siteconfig import loader
-from snoreloc.steps import context
 from snoreloc.steps.host import node_dns as node_dns_step
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import dns, simulator
@@ -26,13 +25,7 @@ NO_RECORDS = [{"site_dns": dns.SiteDns({})}]
 
 
 def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
-    return node.NodeRequest(
-        paths=paths.Paths.under(root.path("/")),
-        options=runner.Options(),
-        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
-        page_host="127.0.0.1",
-        page_port=0,
-    )
+    return node_request(root, sim.router_address)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sealed import sealed_root
+from sealed import node_request, sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, fs, kube
 from snoreloc.engine import backups, journal, node, paths, pipeline, runner
@@ -36,13 +36,7 @@ PREFLIGHT_QUICK = 120.0  # simulated seconds: a healthy cluster passes preflight
 
 
 def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
-    return node.NodeRequest(
-        paths=paths.Paths.under(root.path("/")),
-        options=runner.Options(),
-        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
-        page_host="127.0.0.1",
-        page_port=0,
-    )
+    return node_request(root, sim.router_address)
 
 
 @pytest.fixture

@@ -15,26 +15,19 @@ from typing import Any
 import pytest
 import yaml
 
-from sealed import sealed_root
+from sealed import node_request, sealed_root
 from snoreloc import errors
 from snoreloc.adapters import clock, console, fs, kube, probe
 from snoreloc.cli import main
-from snoreloc.engine import node, paths, runner
+from snoreloc.engine import node
 from snoreloc.host import kubelet
-from snoreloc.steps import context
 from snoreloc_sim import pytest_plugin
 from snoreloc_sim.demo import flow as demo
 from snoreloc_sim.openshift import simulator
 
 
 def _request(root: fs.HostFS, sim: simulator.Simulator) -> node.NodeRequest:
-    return node.NodeRequest(
-        paths=paths.Paths.under(root.path("/")),
-        options=runner.Options(),
-        settings=context.Settings(ingress_endpoint=sim.router_address, poll_interval=5.0),
-        page_host="127.0.0.1",
-        page_port=0,
-    )
+    return node_request(root, sim.router_address)
 
 
 def _services(root: fs.HostFS, sim: simulator.Simulator) -> node.Services:

@@ -320,6 +320,15 @@ class Cycle:
         if self.serving is not None:
             self.serving.grants.revoke(namespace, name)
 
+    def _retrying(
+        self, ref: kube.Ref, obj: Mapping[str, Any], before: Mapping[str, Any], after: dict[str, Any], now: dt.datetime
+    ) -> Step:
+        """Record a failed BMC request (`_failed`) and come back after its back-off; a Warning Event on the first
+        failure in a row only (the condition carries the retries)."""
+        if after["attempts"] == 1:
+            _warn(self.client, obj, str(after["problem"]), str(after["message"]), now)
+        return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
+
     def _let_go(self, ref: kube.Ref, obj: Mapping[str, Any], before: Mapping[str, Any], now: dt.datetime) -> Step:
         """A Site deleted, or switched to the stick: its URL dead at once; the image ejected from the BMC the record
         names, then the finalizer removed. A deleted Site's failing eject is retried with back-off, then given up
@@ -343,9 +352,7 @@ class Cycle:
                 )
                 if not given_up:
                     LOG.warning("site %s/%s: eject at the BMC: %s: %s", seen.namespace, seen.name, exc, exc.advice)
-                    if after["attempts"] == 1:
-                        _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
-                    return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
+                    return self._retrying(ref, obj, before, after, now)
                 message = (
                     f"the Site is deleted but the BMC could not be asked to eject its image ({exc}): if the BMC "
                     "still holds it, eject it there by hand; its URL answers 410"
@@ -390,9 +397,7 @@ class Cycle:
             if after["state"] == State.FAILED:
                 self.forget(namespace, name)
                 after["bmc"] = _raw_bmc(obj)  # an insert was tried there: a deletion ejects from it
-            if after["attempts"] == 1:
-                _warn(self.client, obj, exc.problem.value, str(after["message"]), now)
-            return Step(_record(self.client, ref, before, after), _backoff(int(after["attempts"])))
+            return self._retrying(ref, obj, before, after, now)
 
     def _wanted(self, obj: Mapping[str, Any]) -> str | None:
         """The digest to deliver: the Site's medium once its credential is issued for its current generation."""

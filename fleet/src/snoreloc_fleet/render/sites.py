@@ -95,7 +95,7 @@ def site_object(rendered: template.Rendered, namespace: str, shared: str) -> dic
     spec: dict[str, Any] = {"siteConfig": data.get("spec") or {}}
     if files:
         spec["files"] = dict(sorted(files.items()))
-    if cell := _shelf_cell(rendered):
+    if cell := _cell(rendered, SHELF_COLUMN):
         spec[site.SPEC_SHELF] = {hubreport.SHELF_MUST_BOOT_BY: cell}
     if chosen := _delivery_cells(rendered)[0]:
         spec["delivery"] = chosen
@@ -125,13 +125,14 @@ def inventory_cells(rendered: template.Rendered) -> str:
 SHELF_COLUMN = "mustBootBy"  # the inventory column that gives `spec.shelf.mustBootBy`
 
 
-def _shelf_cell(rendered: template.Rendered) -> str:
-    value = rendered.row.values.get(SHELF_COLUMN)
+def _cell(rendered: template.Rendered, column: str) -> str:
+    """An inventory cell of the site's row, stripped ("" when empty or absent)."""
+    value = rendered.row.values.get(column)
     return "" if value is None else str(value).strip()
 
 
 def _shelf_problems(rendered: template.Rendered) -> list[errors.Problem]:
-    cell = _shelf_cell(rendered)
+    cell = _cell(rendered, SHELF_COLUMN)
     if not cell or site.rfc3339(cell) is not None:
         return []
     message = (
@@ -165,11 +166,6 @@ BMC_COLUMNS = {  # inventory column -> spec.delivery.bmc's field (metal3 BareMet
     "bmcPower": "power",
 }
 _BMC_FIELDS = {f"{delivery.FIELD}.bmc.{field}": column for column, field in BMC_COLUMNS.items()}
-
-
-def _cell(rendered: template.Rendered, column: str) -> str:
-    value = rendered.row.values.get(column)
-    return "" if value is None else str(value).strip()
 
 
 _YES, _NO = ("true", "yes", "1"), ("false", "no", "0")
